@@ -1,0 +1,237 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/testenv"
+)
+
+// repoBuild builds demo 1.0 and 2.0 once per test binary.
+var repoBuild = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "richt-demo-repo-")
+	if err != nil {
+		return "", err
+	}
+	return dir, testenv.BuildRepoDir(dir, testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0"))
+})
+
+type fixture struct {
+	target *testenv.Target
+	module string
+}
+
+func newFixture(t *testing.T, withRepo bool) *fixture {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: needs Docker")
+	}
+	dir, err := repoBuild()
+	require.NoError(t, err)
+	f := &fixture{target: testenv.Start(t), module: testenv.BuildModule(t, "./modules/rpm_exact")}
+	if withRepo {
+		require.NoError(t, f.target.AddRepo(context.Background(), "fixtures", dir))
+	}
+	return f
+}
+
+func (f *fixture) run(t *testing.T, args map[string]any) testenv.Result {
+	t.Helper()
+	return f.target.RunModule(t, f.module, args)
+}
+
+// installed is what rpm itself says, independent of the module.
+func (f *fixture) installed(t *testing.T) string {
+	res, err := f.target.Exec(context.Background(), "rpm", "-q", "--qf", "%{NAME}-%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n", "demo")
+	require.NoError(t, err)
+	if res.ExitCode != 0 {
+		return "absent"
+	}
+	return strings.TrimSpace(res.Stdout)
+}
+
+const (
+	v1 = "0:1.0-1.noarch"
+	v2 = "0:2.0-1.noarch"
+)
+
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	dir, _ := repoBuild()
+
+	t.Run("first install with a repository file created after the run began", func(t *testing.T) {
+		// No repository existed when the target started; the module reads no metadata
+		// before deciding, so a repository added just before the task is fine.
+		require.NoError(t, f.target.AddRepo(context.Background(), "fixtures", dir))
+		r := f.run(t, map[string]any{"name": "demo", "version": v1})
+		require.False(t, r.Failed(), r.Msg())
+		assert.True(t, r.Changed())
+		assert.Equal(t, "install-nevra", r.String("operation"))
+		assert.Equal(t, []string{"dnf", "-y", "install-nevra", "--", "demo-" + v1}, r.Strings("command"))
+		assert.Empty(t, r.Strings("before"))
+		assert.Equal(t, []string{"demo-" + v1}, r.Strings("after"))
+		assert.Equal(t, true, r["unit_files_changed"], "the package ships demo.service")
+		assert.Equal(t, "demo-"+v1, f.installed(t))
+		f.target.MustExec(t, "test", "-f", "/var/lib/richt/manager-sync-due")
+	})
+
+	t.Run("exact version already installed is a no-op without any DNF call", func(t *testing.T) {
+		// With dnf gone, any DNF call (even --version) would fail the task.
+		f.target.MustExec(t, "mv", "/usr/bin/dnf", "/usr/bin/dnf.hidden")
+		defer f.target.MustExec(t, "mv", "/usr/bin/dnf.hidden", "/usr/bin/dnf")
+		r := f.run(t, map[string]any{"name": "demo", "version": v1})
+		require.False(t, r.Failed(), r.Msg())
+		assert.False(t, r.Changed())
+		assert.Equal(t, "none", r.String("operation"))
+		assert.Empty(t, r.Strings("command"))
+		assert.Equal(t, []string{"demo-" + v1}, r.Strings("before"))
+	})
+
+	t.Run("unversioned request leaves an installed older version alone", func(t *testing.T) {
+		r := f.run(t, map[string]any{"name": "demo"})
+		require.False(t, r.Failed(), r.Msg())
+		assert.False(t, r.Changed())
+		assert.Equal(t, "demo-"+v1, f.installed(t), "2.0 is in the repository but must not be installed")
+	})
+
+	t.Run("check mode reports the upgrade and changes nothing", func(t *testing.T) {
+		r := f.run(t, map[string]any{"name": "demo", "version": v2, "_ansible_check_mode": true, "_ansible_diff": true})
+		require.False(t, r.Failed(), r.Msg())
+		assert.True(t, r.Changed())
+		assert.Equal(t, "install-nevra", r.String("operation"))
+		assert.Equal(t, []string{"demo-" + v2}, r.Strings("after"))
+		diff := r.Map("diff")
+		assert.Equal(t, "demo-"+v1+"\n", diff["before"])
+		assert.Equal(t, "demo-"+v2+"\n", diff["after"])
+		assert.Equal(t, "demo-"+v1, f.installed(t))
+	})
+
+	t.Run("exact upgrade", func(t *testing.T) {
+		f.target.MustExec(t, "rm", "-f", "/var/lib/richt/manager-sync-due")
+		r := f.run(t, map[string]any{"name": "demo", "version": v2, "_ansible_diff": true})
+		require.False(t, r.Failed(), r.Msg())
+		assert.True(t, r.Changed())
+		assert.Equal(t, []string{"demo-" + v1}, r.Strings("before"))
+		assert.Equal(t, []string{"demo-" + v2}, r.Strings("after"))
+		assert.Equal(t, true, r["unit_files_changed"])
+		assert.Equal(t, "demo-"+v1+"\n", r.Map("diff")["before"])
+		assert.Equal(t, "demo-"+v2+"\n", r.Map("diff")["after"])
+		assert.Equal(t, "demo-"+v2, f.installed(t))
+		f.target.MustExec(t, "test", "-f", "/var/lib/richt/manager-sync-due")
+	})
+
+	t.Run("exact downgrade", func(t *testing.T) {
+		r := f.run(t, map[string]any{"name": "demo", "version": v1})
+		require.False(t, r.Failed(), r.Msg())
+		assert.True(t, r.Changed())
+		assert.Equal(t, "install-nevra", r.String("operation"))
+		assert.Equal(t, []string{"demo-" + v1}, r.Strings("after"))
+		assert.Equal(t, "demo-"+v1, f.installed(t))
+	})
+
+	t.Run("flags give the same result as the args file", func(t *testing.T) {
+		bin := testenv.ModuleDir + "/rpm_exact"
+		byFlags := f.target.MustExec(t, bin, "--name", "demo", "--version", v2, "--check")
+		byFile := f.run(t, map[string]any{"name": "demo", "version": v2, "_ansible_check_mode": true})
+		var got testenv.Result
+		require.NoError(t, json.Unmarshal([]byte(byFlags), &got))
+		assert.Equal(t, map[string]any(byFile), map[string]any(got))
+	})
+
+	t.Run("removal", func(t *testing.T) {
+		r := f.run(t, map[string]any{"name": "demo", "state": "absent", "_ansible_diff": true})
+		require.False(t, r.Failed(), r.Msg())
+		assert.True(t, r.Changed())
+		assert.Equal(t, "remove", r.String("operation"))
+		assert.Empty(t, r.Strings("after"))
+		assert.Equal(t, true, r["unit_files_changed"])
+		assert.Equal(t, "absent", f.installed(t))
+
+		r = f.run(t, map[string]any{"name": "demo", "state": "absent"})
+		require.False(t, r.Failed(), r.Msg())
+		assert.False(t, r.Changed())
+	})
+
+	t.Run("unversioned install of an absent package", func(t *testing.T) {
+		r := f.run(t, map[string]any{"name": "demo"})
+		require.False(t, r.Failed(), r.Msg())
+		assert.Equal(t, "install-n", r.String("operation"))
+		assert.Equal(t, "demo-"+v2, f.installed(t), "DNF picks the newest")
+	})
+}
+
+func TestYumManager(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true)
+	r := f.run(t, map[string]any{"name": "demo", "version": v2, "manager": "yum"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, []string{"yum", "-y", "install-nevra", "--", "demo-" + v2}, r.Strings("command"))
+	assert.Equal(t, "demo-"+v2, f.installed(t))
+
+	// A yum that is not DNF 4 is refused before any transaction, in check mode too.
+	f.target.Shell(t, `rm /usr/bin/yum && printf '#!/bin/sh\necho 3.4.3\n' > /usr/bin/yum && chmod +x /usr/bin/yum`)
+	for _, check := range []bool{true, false} {
+		r = f.run(t, map[string]any{"name": "demo", "version": v1, "manager": "yum", "_ansible_check_mode": check})
+		require.True(t, r.Failed())
+		assert.Contains(t, r.Msg(), "YUM 3 (3.4.3)")
+		assert.Contains(t, r.Msg(), "DNF 4 only")
+		assert.False(t, r.Changed())
+	}
+	assert.Equal(t, "demo-"+v2, f.installed(t))
+}
+
+func TestFailures(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true)
+
+	t.Run("a package no repository has fails with DNF's message", func(t *testing.T) {
+		r := f.run(t, map[string]any{"name": "no-such-package"})
+		require.True(t, r.Failed())
+		assert.Contains(t, r.Msg(), "Unable to find a match")
+		assert.Contains(t, r.Msg(), "dnf -y install-n -- no-such-package failed")
+		assert.NotEmpty(t, r.String("stderr")+r.String("stdout"))
+
+		r = f.run(t, map[string]any{"name": "demo", "version": "0:9.9-1.noarch"})
+		require.True(t, r.Failed())
+		assert.Contains(t, r.Msg(), "Unable to find a match")
+		assert.Equal(t, "absent", f.installed(t))
+	})
+
+	t.Run("bad parameters fail before any command runs", func(t *testing.T) {
+		// With rpm and dnf gone, any command would fail differently.
+		f.target.Shell(t, "mv /usr/bin/rpm /usr/bin/rpm.hidden && mv /usr/bin/dnf /usr/bin/dnf.hidden")
+		defer f.target.Shell(t, "mv /usr/bin/rpm.hidden /usr/bin/rpm && mv /usr/bin/dnf.hidden /usr/bin/dnf")
+		cases := []struct {
+			args map[string]any
+			msg  string
+		}{
+			{map[string]any{"name": "demo", "version": "1.0-1"}, "version: invalid"},
+			{map[string]any{"name": "-demo"}, `starts with "-"`},
+			{map[string]any{"name": "demo;rm"}, `';'`},
+			{map[string]any{"name": "de mo"}, "whitespace"},
+			{map[string]any{"name": "a/b"}, `'/'`},
+			{map[string]any{"name": "demo*"}, `'*'`},
+			{map[string]any{"name": "demo", "state": "gone"}, "value of state must be one of: present, absent, got: gone"},
+			{map[string]any{"name": "demo", "manager": "zypper"}, "value of manager must be one of"},
+			{map[string]any{"name": "demo", "frobnicate": true}, "Unsupported parameters for (rpm_exact) module: frobnicate"},
+			{map[string]any{}, "missing required arguments: name"},
+			{map[string]any{"name": []any{"a"}}, "argument 'name' is of type list"},
+			{map[string]any{"name": "demo", "timeout": "0s"}, "timeout"},
+			{map[string]any{"name": "demo", "version": v1, "state": "absent"}, "cannot be combined with state=absent"},
+		}
+		for _, c := range cases {
+			r := f.run(t, c.args)
+			assert.True(t, r.Failed(), "%v", c.args)
+			assert.Contains(t, r.Msg(), c.msg, "%v", c.args)
+			assert.False(t, r.Changed())
+		}
+	})
+}

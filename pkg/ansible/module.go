@@ -1,0 +1,120 @@
+package ansible
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"encoding/json"
+)
+
+// Request is one validated invocation, handed to a module's Handler.
+type Request struct {
+	Params    Values
+	CheckMode bool
+	Diff      bool
+	Verbosity int
+	warnings  []string
+}
+
+// Warn adds a warning that Ansible shows after the task.
+func (r *Request) Warn(format string, args ...any) {
+	r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
+}
+
+// Handler is a module's behaviour. It returns the module's result (a struct or map that
+// encodes to a JSON object and carries "changed"). A non-nil error fails the task with the
+// error as msg; the result, if any, is still returned so facts observed before the failure
+// (states, command output) reach the user.
+type Handler func(ctx context.Context, req *Request) (any, error)
+
+// Main runs a module as a process: it reads os.Args and standard input and writes the one
+// result object to standard output. It never exits non-zero; Ansible reads `failed`.
+func Main(spec *Spec, h Handler) {
+	out := Execute(context.Background(), spec, os.Args[1:], os.Stdin, h)
+	_, _ = os.Stdout.Write(append(out, '\n'))
+}
+
+// Execute is Main without the process: it returns the JSON result object.
+func Execute(ctx context.Context, spec *Spec, args []string, stdin io.Reader, h Handler) []byte {
+	in, err := ReadInput(spec, args, stdin)
+	if err != nil {
+		return encode(map[string]any{"failed": true, "changed": false, "msg": err.Error()}, nil)
+	}
+	// Secrets are known from the raw input, before validation, so that even a failed
+	// validation cannot echo them.
+	hidden := secrets(spec, in.Raw)
+	vals, err := spec.Validate(in.Raw)
+	if err != nil {
+		res := map[string]any{
+			"failed": true, "changed": false, "msg": err.Error(),
+			"invocation": map[string]any{"module_args": moduleArgs(spec, in.Raw, nil)},
+		}
+		return encode(res, hidden)
+	}
+	req := &Request{Params: vals, CheckMode: in.CheckMode, Diff: in.Diff, Verbosity: in.Verbosity}
+	result, herr := run(ctx, h, req)
+	res, err := toMap(result)
+	if err != nil {
+		res, herr = map[string]any{}, fmt.Errorf("internal error: %w", err)
+	}
+	if _, ok := res["changed"]; !ok {
+		res["changed"] = false
+	}
+	if herr != nil {
+		res["failed"] = true
+		res["msg"] = herr.Error()
+	}
+	if len(req.warnings) > 0 {
+		res["warnings"] = req.warnings
+	}
+	if !in.Diff {
+		delete(res, "diff")
+	}
+	res["invocation"] = map[string]any{"module_args": moduleArgs(spec, in.Raw, vals)}
+	return encode(res, hidden)
+}
+
+// run calls the handler and turns a panic into a failed result: a module must always
+// print its one JSON object.
+func run(ctx context.Context, h Handler, req *Request) (result any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			result = nil
+			err = fmt.Errorf("internal error: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return h(ctx, req)
+}
+
+func encode(res map[string]any, hidden []string) []byte {
+	masked := mask(res, hidden)
+	data, err := json.Marshal(masked)
+	if err != nil {
+		data, _ = json.Marshal(map[string]any{"failed": true, "changed": false,
+			"msg": "internal error: encode result: " + err.Error()})
+	}
+	return data
+}
+
+// displayValue turns converted values back into what a user wrote.
+func displayValue(v any) any {
+	switch x := v.(type) {
+	case time.Duration:
+		return x.String()
+	case os.FileMode:
+		return fmt.Sprintf("%04o", uint32(x))
+	}
+	return v
+}
+
+// Diff is the diff mode result: Ansible prints it as a unified diff of Before and After.
+type Diff struct {
+	Before       string `json:"before"`
+	After        string `json:"after"`
+	BeforeHeader string `json:"before_header,omitempty"`
+	AfterHeader  string `json:"after_header,omitempty"`
+}

@@ -1,0 +1,136 @@
+package ansible
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"encoding/json"
+)
+
+// Masked replaces every secret value in module output, as Ansible's own modules do.
+const Masked = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+
+// minMaskedLine is the shortest line of a multi-line secret that is masked on its own.
+// Shorter lines ("[Unit]", blank) carry no secret and masking them would garble output.
+const minMaskedLine = 6
+
+// secrets collects every string that must not appear in the output.
+func secrets(spec *Spec, raw map[string]any) []string {
+	names := map[string]bool{}
+	for _, p := range spec.Params {
+		if p.NoLog {
+			names[p.Name] = true
+		}
+	}
+	if spec.NoLogWhen != nil {
+		for _, n := range spec.NoLogWhen(raw) {
+			names[n] = true
+		}
+	}
+	var out []string
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		out = append(out, s)
+		if strings.Contains(s, "\n") {
+			for _, line := range strings.Split(s, "\n") {
+				if line = strings.TrimSpace(line); len(line) >= minMaskedLine {
+					out = append(out, line)
+				}
+			}
+		}
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			add(x)
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case nil:
+		default:
+			add(fmt.Sprint(x))
+		}
+	}
+	for n := range names {
+		walk(raw[n])
+	}
+	// Longest first, so a secret that contains another is replaced whole.
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// mask replaces secrets anywhere in v (keys and values), returning a new value.
+func mask(v any, secrets []string) any {
+	if len(secrets) == 0 {
+		return v
+	}
+	switch x := v.(type) {
+	case string:
+		for _, s := range secrets {
+			if strings.Contains(x, s) {
+				x = strings.ReplaceAll(x, s, Masked)
+			}
+		}
+		return x
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = mask(e, secrets)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[mask(k, secrets).(string)] = mask(e, secrets)
+		}
+		return out
+	}
+	return v
+}
+
+// toMap turns a module's result struct into a JSON object map.
+func toMap(result any) (map[string]any, error) {
+	if result == nil {
+		return map[string]any{}, nil
+	}
+	if m, ok := result.(map[string]any); ok {
+		return m, nil
+	}
+	data, err := json.Marshal(result)
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("result is not a JSON object: %w", err)
+	}
+	return out, nil
+}
+
+// moduleArgs is what invocation.module_args shows: every declared parameter, secrets
+// masked, summaries instead of values that must not be echoed, unknown keys left out.
+func moduleArgs(spec *Spec, raw map[string]any, vals Values) map[string]any {
+	out := make(map[string]any, len(spec.Params))
+	for _, p := range spec.Params {
+		var v any
+		if vals != nil {
+			v = vals[p.Name]
+		} else {
+			v = raw[p.Name]
+		}
+		if v != nil && p.Summarize != nil {
+			v = p.Summarize(v)
+		}
+		out[p.Name] = displayValue(v)
+	}
+	return out
+}

@@ -1,0 +1,62 @@
+// Package durable keeps the facts that must survive a failed or interrupted run on the
+// target itself, under /var/lib/richt: that systemd's manager needs a daemon-reload, and
+// which reactions are still due for which unit.
+package durable
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/richt/services/pkg/atomicfile"
+)
+
+// DefaultDir is where the store lives on a target.
+const DefaultDir = "/var/lib/richt"
+
+const syncDueFile = "manager-sync-due"
+
+// Store is the durable store rooted at Dir.
+type Store struct{ Dir string }
+
+// Default is the store on this host.
+func Default() *Store { return &Store{Dir: DefaultDir} }
+
+// MarkManagerSyncDue records that systemd's manager must be reloaded before the next
+// decision about any unit. A daemon-reload is host-wide, so there is one record per host;
+// the reason of the latest writer is kept for messages.
+func (s *Store) MarkManagerSyncDue(reason string) error {
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return fmt.Errorf("create durable store %s: %w", s.Dir, err)
+	}
+	line := fmt.Sprintf("%s %s\n", time.Now().UTC().Format(time.RFC3339), oneLine(reason))
+	if err := atomicfile.Write(filepath.Join(s.Dir, syncDueFile), []byte(line), atomicfile.Options{Mode: 0o644, UID: -1, GID: -1}); err != nil {
+		return fmt.Errorf("record manager sync due: %w", err)
+	}
+	return nil
+}
+
+// ManagerSyncDue reports whether a manager sync is recorded, and why.
+func (s *Store) ManagerSyncDue() (bool, string, error) {
+	data, err := os.ReadFile(filepath.Join(s.Dir, syncDueFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, "", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("read manager sync record: %w", err)
+	}
+	return true, strings.TrimSpace(string(data)), nil
+}
+
+// ClearManagerSync removes the record after a daemon-reload succeeded.
+func (s *Store) ClearManagerSync() error {
+	if err := atomicfile.Remove(filepath.Join(s.Dir, syncDueFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("clear manager sync record: %w", err)
+	}
+	return nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,174 @@
+package rpmexact
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/nevra"
+	"github.com/richt/services/pkg/runner"
+	"github.com/richt/services/pkg/timeout"
+)
+
+// SyncRecorder records that systemd's manager must be reloaded (package durable).
+type SyncRecorder interface {
+	MarkManagerSyncDue(reason string) error
+}
+
+// Deps are the module's side effects.
+type Deps struct {
+	Runner runner.Runner
+	Sync   SyncRecorder
+}
+
+// Result is the module's return value.
+type Result struct {
+	Changed          bool          `json:"changed"`
+	Name             string        `json:"name"`
+	Before           []string      `json:"before"`
+	After            []string      `json:"after"`
+	Operation        string        `json:"operation"`
+	Command          []string      `json:"command"`
+	UnitFilesChanged bool          `json:"unit_files_changed"`
+	ManagerVersion   string        `json:"manager_version,omitempty"`
+	Stdout           string        `json:"stdout,omitempty"`
+	Stderr           string        `json:"stderr,omitempty"`
+	Diff             *ansible.Diff `json:"diff,omitempty"`
+}
+
+// Spec is rpm_exact's parameter contract.
+func Spec() *ansible.Spec {
+	return &ansible.Spec{
+		Name: "rpm_exact",
+		Params: []ansible.Param{
+			{Name: "name", Kind: ansible.Str, Required: true, Help: "RPM package NAME"},
+			{Name: "version", Kind: ansible.Str, Help: "exact EPOCH:VERSION-RELEASE.ARCH, e.g. 0:1.0-1.noarch"},
+			{Name: "state", Kind: ansible.Str, Default: "present", Choices: []string{"present", "absent"}, Help: "present or absent"},
+			{Name: "manager", Kind: ansible.Str, Default: "dnf", Choices: []string{"dnf", "yum"}, Help: "dnf, or yum where it is DNF 4's compatibility command"},
+			{Name: "timeout", Kind: ansible.Duration, Default: "10m", Help: "deadline for the transaction and its verification"},
+		},
+		Check: func(v ansible.Values) error {
+			if err := nevra.ValidateName(v.String("name")); err != nil {
+				return fmt.Errorf("name: %w", err)
+			}
+			if v.IsSet("version") {
+				if v.String("state") == "absent" {
+					return fmt.Errorf("version: cannot be combined with state=absent (absent removes every version of %s)", v.String("name"))
+				}
+				if _, err := nevra.ParseEVRA(v.String("version")); err != nil {
+					return fmt.Errorf("version: %w", err)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func wantFrom(v ansible.Values) Want {
+	w := Want{Name: v.String("name"), Absent: v.String("state") == "absent", Manager: v.String("manager")}
+	if v.IsSet("version") {
+		e, _ := nevra.ParseEVRA(v.String("version")) // validated by Spec.Check
+		w.Version = &e
+	}
+	return w
+}
+
+// Handler returns rpm_exact's behaviour over the given side effects.
+func Handler(d Deps) ansible.Handler {
+	return func(ctx context.Context, req *ansible.Request) (any, error) {
+		w := wantFrom(req.Params)
+		ctx, cancel := timeout.Deadline(ctx, req.Params.Duration("timeout"))
+		defer cancel()
+
+		res := &Result{Name: w.Name, Operation: OpNone, Command: []string{}}
+		before, err := Observe(ctx, d.Runner, w.Name)
+		if err != nil {
+			return res, err
+		}
+		res.Before, res.After = nonNil(before.NEVRAs), nonNil(before.NEVRAs)
+		p := Decide(w, before)
+		res.Operation = p.Operation
+		if p.Operation == OpNone {
+			return res, nil
+		}
+		res.Changed = true
+		res.Command = p.Argv
+		res.Diff = diffOf(w.Name, res.Before, p.Expect)
+
+		// DNF 4 is checked before any transaction, and before check mode reports one; a
+		// converged run never gets here and does not pay for it.
+		if res.ManagerVersion, err = CheckManager(ctx, d.Runner, w.Manager); err != nil {
+			res.Changed = false
+			return res, err
+		}
+		if req.CheckMode {
+			res.After = nonNil(p.Expect)
+			return res, nil
+		}
+
+		run, err := d.Runner.Run(ctx, p.Argv...)
+		res.Stdout, res.Stderr = run.Stdout, run.Stderr
+		if err != nil {
+			if timeout.Expired(err) {
+				return res, fmt.Errorf("%s timed out after %s; it was not retried and DNF may still finish the transaction on the target; check with rpm -q %s",
+					strings.Join(p.Argv, " "), req.Params.Duration("timeout"), w.Name)
+			}
+			return res, fmt.Errorf("run %s: %w", strings.Join(p.Argv, " "), err)
+		}
+		after, oerr := Observe(ctx, d.Runner, w.Name)
+		if oerr == nil {
+			res.After = nonNil(after.NEVRAs)
+			res.Diff = diffOf(w.Name, res.Before, res.After)
+			res.UnitFilesChanged = unitFilesDiffer(before.UnitFiles, after.UnitFiles)
+			res.Changed = !equal(res.Before, res.After)
+		}
+		// A changed unit file must reach systemd's manager even if this task fails below.
+		if res.UnitFilesChanged && d.Sync != nil {
+			if err := d.Sync.MarkManagerSyncDue("rpm_exact " + w.Name + ": unit files changed"); err != nil {
+				return res, err
+			}
+		}
+		if run.ExitCode != 0 {
+			return res, fmt.Errorf("%s failed (exit %d): %s", strings.Join(p.Argv, " "), run.ExitCode, lastLines(run.Output(), 8))
+		}
+		if oerr != nil {
+			return res, fmt.Errorf("verify after %s: %w", p.Operation, oerr)
+		}
+		if err := Holds(w, after); err != nil {
+			return res, fmt.Errorf("%s exited 0 but the RPM database does not show the requested state: %w", strings.Join(p.Argv, " "), err)
+		}
+		return res, nil
+	}
+}
+
+func diffOf(name string, before, after []string) *ansible.Diff {
+	return &ansible.Diff{
+		Before: lines(before), After: lines(after),
+		BeforeHeader: "rpm " + name + " (before)", AfterHeader: "rpm " + name + " (after)",
+	}
+}
+
+func lines(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	return strings.Join(l, "\n") + "\n"
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+func equal(a, b []string) bool { return strings.Join(a, "\n") == strings.Join(b, "\n") }
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}

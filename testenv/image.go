@@ -1,0 +1,95 @@
+package testenv
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+//go:embed image/build.sh
+var buildScript []byte
+
+// DefaultSuite is the Debian suite the default image is built from.
+const DefaultSuite = "trixie"
+
+// Suite returns the Debian suite selected by TESTENV_SUITE, or DefaultSuite.
+func Suite() string {
+	if s := os.Getenv("TESTENV_SUITE"); s != "" {
+		return s
+	}
+	return DefaultSuite
+}
+
+// ImageTag is the content-keyed tag of the image for suite: a change to the build recipe
+// gives a new tag, so a stale image is never reused.
+func ImageTag(suite string) string {
+	h := sha256.New()
+	h.Write(buildScript)
+	h.Write([]byte{0})
+	h.Write([]byte(suite))
+	return "richt-testenv:" + suite + "-" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// EnsureImage returns the image to start targets from: TESTENV_IMAGE when set, else the
+// content-keyed image for Suite(), built from Debian packages when it is missing. Builds
+// are serialised across processes with a lock file, so parallel test binaries build once.
+func EnsureImage(ctx context.Context) (string, error) {
+	if img := os.Getenv("TESTENV_IMAGE"); img != "" {
+		return img, nil
+	}
+	suite := Suite()
+	tag := ImageTag(suite)
+	if imageExists(ctx, tag) {
+		return tag, nil
+	}
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "richt-testenv-image.lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if imageExists(ctx, tag) {
+		return tag, nil
+	}
+	script := filepath.Join(os.TempDir(), "richt-testenv-build-"+strings.TrimPrefix(tag, "richt-testenv:")+".sh")
+	if err := os.WriteFile(script, buildScript, 0o755); err != nil {
+		return "", fmt.Errorf("write image build script: %w", err)
+	}
+	defer os.Remove(script)
+	cmd := exec.CommandContext(ctx, "bash", script, suite, tag)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build image %s from Debian %s packages (needs root, mmdebstrap and docker): %w\n%s", tag, suite, err, tail(string(out), 30))
+	}
+	return tag, nil
+}
+
+func imageExists(ctx context.Context, tag string) bool {
+	return exec.CommandContext(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", tag).Run() == nil
+}
+
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+func tail(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}

@@ -1,0 +1,156 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// ModuleDir is where RunModule puts module binaries in a target.
+const ModuleDir = "/usr/local/libexec/richt"
+
+var builds sync.Map // package path -> *buildOnce
+
+type buildOnce struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// BuildModule builds the Go package pkg (for example "./modules/rpm_exact", relative to the
+// main module's root) as a static Linux binary, once per test process, and returns its path.
+func BuildModule(tb testing.TB, pkg string) string {
+	tb.Helper()
+	v, _ := builds.LoadOrStore(pkg, &buildOnce{})
+	b := v.(*buildOnce)
+	b.once.Do(func() { b.path, b.err = buildModule(pkg) })
+	if b.err != nil {
+		tb.Fatalf("%v", b.err)
+	}
+	return b.path
+}
+
+func buildModule(pkg string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "richt-testenv-bin-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build module %s: %w\n%s", pkg, err, msg)
+	}
+	return out, nil
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("find main module: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("find main module: not inside a Go module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// Result is a module's parsed JSON result.
+type Result map[string]any
+
+// Changed is the result's "changed".
+func (r Result) Changed() bool { b, _ := r["changed"].(bool); return b }
+
+// Failed is the result's "failed".
+func (r Result) Failed() bool { b, _ := r["failed"].(bool); return b }
+
+// Msg is the result's "msg".
+func (r Result) Msg() string { s, _ := r["msg"].(string); return s }
+
+// String is a top-level string fact.
+func (r Result) String(key string) string { s, _ := r[key].(string); return s }
+
+// Strings is a top-level list-of-strings fact.
+func (r Result) Strings(key string) []string {
+	l, _ := r[key].([]any)
+	out := make([]string, 0, len(l))
+	for _, v := range l {
+		s, _ := v.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+// Map is a top-level object fact.
+func (r Result) Map(key string) map[string]any { m, _ := r[key].(map[string]any); return m }
+
+// installModule copies binary into the target once.
+func (t *Target) installModule(ctx context.Context, binary string) (string, error) {
+	dest := ModuleDir + "/" + filepath.Base(binary)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.installed[binary] {
+		return dest, nil
+	}
+	if err := t.CopyFile(ctx, binary, dest, 0o755); err != nil {
+		return "", err
+	}
+	t.installed[binary] = true
+	return dest, nil
+}
+
+// RunModuleRaw runs a module binary in the target the way Ansible does (MODULE ARGS_FILE,
+// working directory /) and returns its raw stdout.
+func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[string]any) (string, error) {
+	dest, err := t.installModule(ctx, binary)
+	if err != nil {
+		return "", err
+	}
+	data, err := json.Marshal(args)
+	if err != nil {
+		return "", fmt.Errorf("encode module args: %w", err)
+	}
+	t.mu.Lock()
+	t.seq++
+	argsFile := fmt.Sprintf("/var/tmp/richt-args-%d.json", t.seq)
+	t.mu.Unlock()
+	if err := t.WriteFile(ctx, argsFile, data, 0o600); err != nil {
+		return "", err
+	}
+	res, err := t.Exec(ctx, dest, argsFile)
+	_, _ = t.Exec(ctx, "rm", "-f", argsFile)
+	if err != nil {
+		return "", err
+	}
+	if res.Stderr != "" {
+		return res.Stdout, fmt.Errorf("module %s wrote to stderr (exit %d): %s", filepath.Base(binary), res.ExitCode, res.Stderr)
+	}
+	return res.Stdout, nil
+}
+
+// RunModule runs a module binary with args and returns its parsed result. Ansible's check
+// and diff switches are keys of args: "_ansible_check_mode", "_ansible_diff".
+func (t *Target) RunModule(tb testing.TB, binary string, args map[string]any) Result {
+	tb.Helper()
+	out, err := t.RunModuleRaw(context.Background(), binary, args)
+	if err != nil {
+		tb.Fatalf("run module: %v\nstdout: %s", err, out)
+	}
+	var r Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		tb.Fatalf("module output is not one JSON object: %v\n%s", err, out)
+	}
+	return r
+}
