@@ -15,6 +15,11 @@ const Masked = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 // Shorter lines ("[Unit]", blank) carry no secret and masking them would garble output.
 const minMaskedLine = 6
 
+// minMaskedSubstring is the shortest secret also masked inside longer strings; a one- or
+// two-letter "secret" would otherwise turn every message into noise. Shorter secrets are
+// still masked wherever they are a whole value.
+const minMaskedSubstring = 3
+
 // secrets collects every string that must not appear in the output.
 func secrets(spec *Spec, raw map[string]any) []string {
 	names := map[string]bool{}
@@ -76,7 +81,10 @@ func mask(v any, secrets []string) any {
 	switch x := v.(type) {
 	case string:
 		for _, s := range secrets {
-			if strings.Contains(x, s) {
+			switch {
+			case x == s:
+				return Masked
+			case len(s) >= minMaskedSubstring && strings.Contains(x, s):
 				x = strings.ReplaceAll(x, s, Masked)
 			}
 		}

@@ -1,0 +1,208 @@
+package ansible
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func testSpec() *Spec {
+	return &Spec{
+		Name: "demo_mod",
+		Params: []Param{
+			{Name: "name", Kind: Str, Required: true},
+			{Name: "state", Kind: Str, Default: "present", Choices: []string{"present", "absent"}},
+			{Name: "enabled", Kind: Bool},
+			{Name: "timeout", Kind: Duration, Default: "5s"},
+			{Name: "mode", Kind: Mode, Default: "0644"},
+			{Name: "password", Kind: Str, NoLog: true},
+			{Name: "content", Kind: Str},
+			{Name: "sensitive", Kind: Bool, Default: false},
+			{Name: "triggers", Kind: List, Summarize: func(v any) any { return "summary" }},
+		},
+		MutuallyExclusive: [][]string{{"password", "content"}},
+		RequiredIf:        []RequiredIf{{Param: "state", Value: "absent", Requires: []string{"enabled"}}},
+		NoLogWhen: func(raw map[string]any) []string {
+			if b, ok := raw["sensitive"].(bool); ok && b {
+				return []string{"content"}
+			}
+			return nil
+		},
+	}
+}
+
+type echo struct {
+	Changed bool   `json:"changed"`
+	Name    string `json:"name"`
+	Content string `json:"content,omitempty"`
+	Check   bool   `json:"check"`
+}
+
+func echoHandler(ctx context.Context, req *Request) (any, error) {
+	if req.Params.String("name") == "fail" {
+		return echo{Name: "fail"}, errors.New("it failed: " + req.Params.String("password"))
+	}
+	if req.Params.String("name") == "panic" {
+		panic("boom")
+	}
+	req.Warn("watch out %d", 1)
+	return echo{Changed: true, Name: req.Params.String("name"), Content: req.Params.String("content"), Check: req.CheckMode}, nil
+}
+
+func runArgs(t *testing.T, args map[string]any) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(args)
+	require.NoError(t, err)
+	p := filepath.Join(t.TempDir(), "args")
+	require.NoError(t, os.WriteFile(p, data, 0o600))
+	out := Execute(context.Background(), testSpec(), []string{p}, nil, echoHandler)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(out, &res), string(out))
+	return res
+}
+
+func TestValidationMessages(t *testing.T) {
+	cases := []struct {
+		name string
+		args map[string]any
+		msg  string
+	}{
+		{"unknown", map[string]any{"name": "x", "bogus": "secret-ish"}, "Unsupported parameters for (demo_mod) module: bogus. Supported parameters include: content, enabled, mode, name, password, sensitive, state, timeout, triggers."},
+		{"missing", map[string]any{}, "missing required arguments: name"},
+		{"choice", map[string]any{"name": "x", "state": "gone"}, "value of state must be one of: present, absent, got: gone"},
+		{"bool", map[string]any{"name": "x", "enabled": "maybe"}, `argument 'enabled' is of type str and the value "maybe" is not a valid boolean`},
+		{"str from list", map[string]any{"name": []any{"x"}}, "argument 'name' is of type list and cannot be converted to str"},
+		{"duration", map[string]any{"name": "x", "timeout": "-1s"}, "argument 'timeout': \"-1s\" must be a positive duration"},
+		{"duration type", map[string]any{"name": "x", "timeout": 5}, "argument 'timeout' is of type number"},
+		{"mode", map[string]any{"name": "x", "mode": "0999"}, `argument 'mode': "0999" is not an octal file mode`},
+		{"exclusive", map[string]any{"name": "x", "password": "pw-123456", "content": "b"}, "parameters are mutually exclusive: password|content"},
+		{"required if", map[string]any{"name": "x", "state": "absent"}, "state is absent but all of the following are missing: enabled"},
+		{"two problems", map[string]any{"state": "gone"}, "value of state must be one of: present, absent, got: gone; missing required arguments: name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := runArgs(t, c.args)
+			assert.Equal(t, true, res["failed"])
+			assert.Equal(t, false, res["changed"])
+			assert.Contains(t, res["msg"], c.msg)
+			assert.NotContains(t, mustJSON(t, res), "secret-ish", "unknown parameter values are not echoed")
+		})
+	}
+}
+
+func TestConversions(t *testing.T) {
+	s := testSpec()
+	v, err := s.Validate(map[string]any{"name": 42.0, "enabled": "yes", "mode": 420.0, "timeout": "1m30s", "triggers": true, "_ansible_check_mode": true})
+	require.NoError(t, err)
+	assert.Equal(t, "42", v.String("name"))
+	assert.True(t, v.Bool("enabled"))
+	assert.Equal(t, os.FileMode(0o644), v.Mode("mode"))
+	assert.Equal(t, "1m30s", v.Duration("timeout").String())
+	assert.Equal(t, []any{true}, v.List("triggers"))
+	assert.Nil(t, v.OptBool("nothing"))
+	v, err = s.Validate(map[string]any{"name": "x"})
+	require.NoError(t, err)
+	assert.False(t, v.IsSet("enabled"), "omitted stays omitted")
+	assert.Equal(t, "present", v.String("state"))
+}
+
+func TestNoLogMaskedEverywhere(t *testing.T) {
+	for name, args := range map[string]map[string]any{
+		"success":            {"name": "x", "password": "hunter2-pass", "triggers": []any{map[string]any{"changed": true, "secret": "hunter2-pass"}}},
+		"handler failure":    {"name": "fail", "password": "hunter2-pass"},
+		"validation failure": {"name": "x", "password": "hunter2-pass", "state": "hunter2-pass"},
+		"sensitive content":  {"name": "x", "content": "[Service]\nEnvironment=TOKEN=hunter2-pass\n", "sensitive": true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := mustJSON(t, runArgs(t, args))
+			assert.NotContains(t, out, "hunter2-pass")
+		})
+	}
+}
+
+func TestCheckModeWarningsAndDiffStripping(t *testing.T) {
+	res := runArgs(t, map[string]any{"name": "x", "_ansible_check_mode": true})
+	assert.Equal(t, true, res["check"])
+	assert.Equal(t, []any{"watch out 1"}, res["warnings"])
+}
+
+func TestPanicBecomesFailure(t *testing.T) {
+	res := runArgs(t, map[string]any{"name": "panic"})
+	assert.Equal(t, true, res["failed"])
+	assert.Contains(t, res["msg"], "internal error: boom")
+}
+
+func TestFlagsMatchArgsFile(t *testing.T) {
+	args := map[string]any{"name": "x", "enabled": true, "timeout": "2s", "_ansible_check_mode": true, "triggers": []any{true, "named"}}
+	byFile := runArgs(t, args)
+	out := Execute(context.Background(), testSpec(), []string{"--name", "x", "--enabled", "--timeout=2s", "--check", "--triggers", "true", "--triggers", "named"}, nil, echoHandler)
+	var byFlags map[string]any
+	require.NoError(t, json.Unmarshal(out, &byFlags))
+	assert.Equal(t, byFile, byFlags)
+}
+
+func TestStdinInput(t *testing.T) {
+	out := Execute(context.Background(), testSpec(), []string{"-"}, strings.NewReader(`{"name":"x"}`), echoHandler)
+	assert.Contains(t, string(out), `"name":"x"`)
+	out = Execute(context.Background(), testSpec(), []string{"-"}, strings.NewReader(`not json`), echoHandler)
+	assert.Contains(t, string(out), `"failed":true`)
+	assert.Contains(t, string(out), "arguments are not a JSON object")
+}
+
+// TestGolden pins the exact protocol output, including invocation.module_args.
+func TestGolden(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		args map[string]any
+	}{
+		{"success.json", map[string]any{"name": "x", "password": "pw-123456", "triggers": []any{map[string]any{"changed": true}}, "_ansible_diff": true}},
+		{"invalid.json", map[string]any{"name": "x", "state": "gone", "password": "pw-123456", "bogus": 1}},
+	} {
+		got := mustJSONIndent(t, runArgs(t, c.args))
+		path := filepath.Join("testdata", c.file)
+		if *update {
+			require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		}
+		want, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(want), got)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(data)
+}
+
+func mustJSONIndent(t *testing.T, v any) string {
+	data, err := json.MarshalIndent(v, "", "  ")
+	require.NoError(t, err)
+	return string(data) + "\n"
+}
+
+func FuzzReadInput(f *testing.F) {
+	f.Add([]byte(`{"name":"x","_ansible_check_mode":true}`))
+	f.Add([]byte(`{"ANSIBLE_MODULE_ARGS":{"name":"x"}}`))
+	f.Add([]byte(`[1,2]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out := Execute(context.Background(), testSpec(), []string{"-"}, strings.NewReader(string(data)), echoHandler)
+		var res map[string]any
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("output is not one JSON object: %s", out)
+		}
+		if _, ok := res["changed"]; !ok {
+			t.Fatalf("no changed in %s", out)
+		}
+	})
+}
