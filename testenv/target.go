@@ -36,6 +36,7 @@ type Target struct {
 type Option func(*options)
 
 type options struct {
+	name       string
 	image      string
 	readyAfter time.Duration
 	env        map[string]string
@@ -43,6 +44,10 @@ type options struct {
 
 // WithImage starts the target from image instead of the default.
 func WithImage(image string) Option { return func(o *options) { o.image = image } }
+
+// WithName gives the container a fixed name (default: a random one, so parallel targets
+// never clash).
+func WithName(name string) Option { return func(o *options) { o.name = name } }
 
 // WithReadyTimeout bounds the wait for systemd to reach running or degraded (default 60s).
 func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.readyAfter = d } }
@@ -119,7 +124,7 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 		}).
 		WithPollInterval(200 * time.Millisecond).
 		WithStartupTimeout(o.readyAfter)
-	c, err := testcontainers.Run(ctx, o.image,
+	custom := []testcontainers.ContainerCustomizer{
 		testcontainers.WithCmd("/sbin/init"),
 		testcontainers.WithEnv(o.env),
 		testcontainers.WithLabels(map[string]string{"org.richt.testenv": "target"}),
@@ -132,7 +137,11 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 			hc.Binds = append(hc.Binds, cgroupBind())
 		}),
 		testcontainers.WithWaitStrategy(ready),
-	)
+	}
+	if o.name != "" {
+		custom = append(custom, testcontainers.WithName(o.name))
+	}
+	c, err := testcontainers.Run(ctx, o.image, custom...)
 	var t *Target
 	if c != nil {
 		t = &Target{Image: o.image, container: c, installed: map[string]bool{}}

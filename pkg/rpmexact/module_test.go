@@ -134,9 +134,9 @@ func TestDecisions(t *testing.T) {
 			operation: "none", failed: "cannot open Packages database",
 		},
 		{
-			name:      "deadline",
-			args:      map[string]any{"name": "demo", "version": "0:2.0-1.noarch"},
-			calls:     []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, {Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}, Err: context.DeadlineExceeded}},
+			name:  "deadline",
+			args:  map[string]any{"name": "demo", "version": "0:2.0-1.noarch"},
+			calls: []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, {Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}, Err: context.DeadlineExceeded}},
 			// The transaction may have run: changed is true, and the task fails.
 			changed: true, operation: "install-nevra", failed: "timed out after 10m0s",
 		},

@@ -1,0 +1,71 @@
+# richt.services — build, test and demo. `make test` and `make demo` install what they need
+# (apt packages, a Docker engine) through .ci/setup-host, so both work on a fresh machine.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+# The testcontainers reaper image cannot be pulled offline; tests remove their targets.
+export TESTCONTAINERS_RYUK_DISABLED := true
+
+GO      ?= go
+MODULES := rpm_exact
+BUILD   := build
+STAGE   := $(BUILD)/ansible_collections/richt/services
+VERSION := $(shell awk '/^version:/{print $$2}' galaxy.yml)
+DEMO    ?= richt-demo
+
+.PHONY: all setup build collection test unit fuzz lint demo demo-stop clean
+
+all: build
+
+setup:
+	@bash .ci/setup-host
+
+# Static module binaries, staged into a collection tree: binaries in bin/, each
+# plugins/modules/NAME a relative link to its binary beside the NAME.py documentation stub
+# (the layout ansible-doc and ansible-galaxy handle on ansible-core 2.14 and later).
+build:
+	rm -rf $(STAGE)
+	mkdir -p $(STAGE)/bin
+	cp -a collection/. $(STAGE)/
+	cp -a galaxy.yml roles playbooks $(STAGE)/
+	for m in $(MODULES); do \
+	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(STAGE)/bin/$$m ./modules/$$m || exit 1; \
+	  ln -sfn ../../bin/$$m $(STAGE)/plugins/modules/$$m; \
+	done
+	@ls -l $(STAGE)/bin | awk 'NR>1{printf "built %s (%d bytes)\n", $$NF, $$5}'
+
+collection: build
+	cd $(STAGE) && ansible-galaxy collection build --force --output-path $(abspath $(BUILD))
+	@echo "collection: $(BUILD)/richt-services-$(VERSION).tar.gz"
+
+lint:
+	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+
+# Everything: unit tests, fuzz seed corpora, and the end-to-end suite on real systemd
+# targets. TESTENV_SUITE=bookworm runs the end-to-end suite on the older generation.
+test: setup lint
+	$(GO) test -count=1 -timeout 30m ./...
+
+unit: lint
+	$(GO) test -count=1 -short ./...
+
+# Short fuzzing runs of every parser of outside input.
+fuzz:
+	$(GO) test ./pkg/nevra -run '^$$' -fuzz '^FuzzParseEVRA$$' -fuzztime 20s
+	$(GO) test ./pkg/nevra -run '^$$' -fuzz '^FuzzValidateName$$' -fuzztime 20s
+	$(GO) test ./pkg/rpmexact -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime 20s
+	$(GO) test ./pkg/ansible -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime 20s
+	$(GO) test ./pkg/timeout -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 10s
+
+# Build the modules, start a local systemd target (a container named $(DEMO)) and run the
+# demo playbook against it. `make demo-stop` removes the target.
+demo: setup build
+	$(GO) run ./testenv/cmd/richt-target start $(DEMO)
+	ANSIBLE_COLLECTIONS_PATH=$(abspath $(BUILD)) ANSIBLE_HOST_KEY_CHECKING=false \
+	  ansible-playbook -i playbooks/inventory/demo.yml playbooks/demo.yml
+
+demo-stop:
+	$(GO) run ./testenv/cmd/richt-target stop $(DEMO)
+
+clean:
+	rm -rf $(BUILD)
