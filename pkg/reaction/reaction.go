@@ -1,0 +1,245 @@
+// Package reaction turns other tasks' results into the one reaction a unit needs, with
+// every rule in one place: restart beats reload, many reloads are one reload, a start
+// absorbs both, a unit that should be stopped ignores them, and a reaction still due from
+// an earlier run that did not complete counts as if its trigger had changed again.
+package reaction
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Kind is a reaction.
+type Kind string
+
+// Reactions, as reported in results and kept in the durable store.
+const (
+	None    Kind = "none"
+	Reload  Kind = "reload"
+	Restart Kind = "restart"
+	Ignored Kind = "ignored"
+)
+
+// Trigger is one item of restart_on or reload_on, summarised: nothing of the registered
+// result it came from is kept beyond what the rules need, so nothing of it is echoed.
+type Trigger struct {
+	// Name is the mapping key the user gave, or "" for an unnamed trigger.
+	Name string `json:"name,omitempty"`
+	// Ref says where the trigger came from, such as "restart_on[1]" or "reload_on.config".
+	Ref     string `json:"ref"`
+	Changed bool   `json:"changed"`
+	// UnitFilesChanged: the result reports a changed unit file (unit_override with
+	// daemon_reload: needed, or rpm_exact with unit_files_changed).
+	UnitFilesChanged bool `json:"unit_files_changed,omitempty"`
+	// PackageChanged: an rpm_exact result that changed a package.
+	PackageChanged bool `json:"package_changed,omitempty"`
+}
+
+// Triggers are the parsed restart_on and reload_on lists.
+type Triggers struct {
+	Restart []Trigger
+	Reload  []Trigger
+}
+
+// Parse reads restart_on and reload_on. Each item is a registered result (its `changed`,
+// or any of its loop `results`), a boolean, or a mapping of names to either, so messages
+// can name the trigger. A name in both lists is an error; unnamed triggers carry no
+// identity and are not compared.
+func Parse(restartOn, reloadOn []any) (Triggers, error) {
+	var t Triggers
+	var err error
+	if t.Restart, err = parseList("restart_on", restartOn); err != nil {
+		return t, err
+	}
+	if t.Reload, err = parseList("reload_on", reloadOn); err != nil {
+		return t, err
+	}
+	names := map[string]bool{}
+	for _, tr := range t.Restart {
+		if tr.Name != "" {
+			names[tr.Name] = true
+		}
+	}
+	for _, tr := range t.Reload {
+		if tr.Name != "" && names[tr.Name] {
+			return t, fmt.Errorf("trigger %q is in both restart_on and reload_on; a change can cause one reaction, so name it in one list", tr.Name)
+		}
+	}
+	return t, nil
+}
+
+func parseList(param string, items []any) ([]Trigger, error) {
+	var out []Trigger
+	for i, item := range items {
+		ref := fmt.Sprintf("%s[%d]", param, i)
+		if m, ok := item.(map[string]any); ok && !isResult(m) {
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				tr, err := parseOne(ref+"."+k, m[k])
+				if err != nil {
+					return nil, err
+				}
+				tr.Name = k
+				out = append(out, tr)
+			}
+			continue
+		}
+		tr, err := parseOne(ref, item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tr)
+	}
+	return out, nil
+}
+
+// isResult tells a registered task result from a mapping of names to results: every
+// registered result carries at least one of these keys.
+func isResult(m map[string]any) bool {
+	for _, k := range []string{"changed", "results", "skipped", "failed"} {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func parseOne(ref string, v any) (Trigger, error) {
+	tr := Trigger{Ref: ref}
+	switch x := v.(type) {
+	case bool:
+		tr.Changed = x
+		return tr, nil
+	case map[string]any:
+		if !isResult(x) {
+			return tr, fmt.Errorf("%s: a mapping inside a named trigger must be a registered task result (with changed or results)", ref)
+		}
+		readResult(&tr, x)
+		if loop, ok := x["results"].([]any); ok {
+			for _, it := range loop {
+				if m, ok := it.(map[string]any); ok {
+					readResult(&tr, m)
+				}
+			}
+		} else if _, has := x["results"]; has {
+			return tr, fmt.Errorf("%s: results is not a list of task results", ref)
+		}
+		return tr, nil
+	case nil:
+		return tr, fmt.Errorf("%s: is empty; pass a registered result (\"{{ result }}\") or a boolean", ref)
+	}
+	// Never quote the value: it may be anything, including another task's secret.
+	return tr, fmt.Errorf("%s: a %s is not a trigger; pass a registered result (\"{{ result }}\"), a boolean, or a mapping of names to those", ref, typeName(v))
+}
+
+func readResult(tr *Trigger, m map[string]any) {
+	changed, _ := m["changed"].(bool)
+	if !changed {
+		return
+	}
+	tr.Changed = true
+	if dr, _ := m["daemon_reload"].(string); dr == "needed" {
+		tr.UnitFilesChanged = true
+	}
+	if ufc, _ := m["unit_files_changed"].(bool); ufc {
+		tr.UnitFilesChanged = true
+	}
+	if _, isPkg := m["operation"]; isPkg {
+		tr.PackageChanged = true
+	}
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case float64, int:
+		return "number"
+	case []any:
+		return "list"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// Changed returns the triggers of a list that changed.
+func Changed(list []Trigger) []Trigger {
+	var out []Trigger
+	for _, t := range list {
+		if t.Changed {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// UnitFilesChanged reports whether any changed trigger changed a unit file.
+func (t Triggers) UnitFilesChanged() bool {
+	for _, tr := range append(append([]Trigger{}, t.Restart...), t.Reload...) {
+		if tr.Changed && tr.UnitFilesChanged {
+			return true
+		}
+	}
+	return false
+}
+
+// PackageChanged reports whether any changed trigger changed a package.
+func (t Triggers) PackageChanged() bool {
+	for _, tr := range append(append([]Trigger{}, t.Restart...), t.Reload...) {
+		if tr.Changed && tr.PackageChanged {
+			return true
+		}
+	}
+	return false
+}
+
+// Due is the reaction the triggers and a pending reaction ask for, before the unit's
+// state is considered: restart beats reload, and reloads merge into one.
+func Due(t Triggers, pending Kind) Kind {
+	switch {
+	case len(Changed(t.Restart)) > 0 || pending == Restart:
+		return Restart
+	case len(Changed(t.Reload)) > 0 || pending == Reload:
+		return Reload
+	}
+	return None
+}
+
+// Action is what to do to a unit's run state.
+type Action string
+
+// Run-state actions.
+const (
+	NoAction  Action = ""
+	Start     Action = "start"
+	Stop      Action = "stop"
+	RestartIt Action = "restart"
+	ReloadIt  Action = "reload"
+)
+
+// Decide picks the one run-state action from the desired state, whether the unit is
+// active now, and the due reaction; it also says how the reaction was handled.
+func Decide(wantRunning, active bool, due Kind) (Action, Kind) {
+	switch {
+	case !wantRunning:
+		var a Action
+		if active {
+			a = Stop
+		}
+		if due != None {
+			return a, Ignored
+		}
+		return a, None
+	case !active:
+		// A start loads the new configuration: never an extra restart or reload after it.
+		return Start, None
+	case due == Restart:
+		return RestartIt, Restart
+	case due == Reload:
+		return ReloadIt, Reload
+	}
+	return NoAction, None
+}

@@ -1,0 +1,125 @@
+package reaction
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDecideTable(t *testing.T) {
+	cases := []struct {
+		name        string
+		wantRunning bool
+		active      bool
+		due         Kind
+		action      Action
+		reaction    Kind
+	}{
+		{"running, active, nothing due", true, true, None, NoAction, None},
+		{"running, inactive: start", true, false, None, Start, None},
+		{"restart due on active", true, true, Restart, RestartIt, Restart},
+		{"reload due on active", true, true, Reload, ReloadIt, Reload},
+		{"restart due on inactive: start absorbs", true, false, Restart, Start, None},
+		{"reload due on inactive: start absorbs", true, false, Reload, Start, None},
+		{"stopped wanted, active: stop", false, true, None, Stop, None},
+		{"stopped wanted, inactive: nothing", false, false, None, NoAction, None},
+		{"stopped wanted, restart due: stop, ignored", false, true, Restart, Stop, Ignored},
+		{"stopped wanted, inactive, reload due: ignored", false, false, Reload, NoAction, Ignored},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, r := Decide(c.wantRunning, c.active, c.due)
+			assert.Equal(t, c.action, a)
+			assert.Equal(t, c.reaction, r)
+		})
+	}
+}
+
+func TestDueMerging(t *testing.T) {
+	ch := Trigger{Changed: true}
+	no := Trigger{}
+	cases := []struct {
+		name    string
+		t       Triggers
+		pending Kind
+		want    Kind
+	}{
+		{"nothing", Triggers{}, None, None},
+		{"unchanged triggers", Triggers{Restart: []Trigger{no}, Reload: []Trigger{no}}, None, None},
+		{"restart beats reload", Triggers{Restart: []Trigger{ch}, Reload: []Trigger{ch}}, None, Restart},
+		{"two reloads are one reload", Triggers{Reload: []Trigger{ch, ch}}, None, Reload},
+		{"pending restart without triggers", Triggers{}, Restart, Restart},
+		{"pending reload plus restart trigger", Triggers{Restart: []Trigger{ch}}, Reload, Restart},
+		{"pending restart beats reload trigger", Triggers{Reload: []Trigger{ch}}, Restart, Restart},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, Due(c.t, c.pending)) })
+	}
+}
+
+func decode(t *testing.T, s string) []any {
+	var v []any
+	require.NoError(t, json.Unmarshal([]byte(s), &v))
+	return v
+}
+
+func TestParse(t *testing.T) {
+	tr, err := Parse(
+		decode(t, `[{"changed": true, "operation": "install-nevra", "unit_files_changed": true}, false]`),
+		decode(t, `[{"config": {"changed": true, "daemon_reload": "needed"}, "other": {"changed": false}}, {"changed": false, "results": [{"changed": false}, {"changed": true}]}]`),
+	)
+	require.NoError(t, err)
+	require.Len(t, tr.Restart, 2)
+	assert.True(t, tr.Restart[0].Changed && tr.Restart[0].PackageChanged && tr.Restart[0].UnitFilesChanged)
+	assert.False(t, tr.Restart[1].Changed)
+	require.Len(t, tr.Reload, 3)
+	assert.Equal(t, "config", tr.Reload[0].Name)
+	assert.Equal(t, "reload_on[0].config", tr.Reload[0].Ref)
+	assert.True(t, tr.Reload[0].UnitFilesChanged)
+	assert.False(t, tr.Reload[1].Changed)
+	assert.True(t, tr.Reload[2].Changed, "a loop counts when any item changed")
+	assert.True(t, tr.UnitFilesChanged())
+	assert.True(t, tr.PackageChanged())
+	assert.Equal(t, Restart, Due(tr, None))
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		restart, reload string
+		msg             string
+	}{
+		{`[{"cfg": true}]`, `[{"cfg": true}]`, `trigger "cfg" is in both restart_on and reload_on`},
+		{`["secret-value"]`, `[]`, "restart_on[0]: a string is not a trigger"},
+		{`[]`, `[3]`, "reload_on[0]: a number is not a trigger"},
+		{`[null]`, `[]`, "restart_on[0]: is empty"},
+		{`[{"x": {"nested": 1}}]`, `[]`, "restart_on[0].x: a mapping inside a named trigger must be a registered task result"},
+		{`[{"changed": true, "results": 5}]`, `[]`, "results is not a list"},
+	}
+	for _, c := range cases {
+		_, err := Parse(decode(t, c.restart), decode(t, c.reload))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), c.msg)
+		assert.NotContains(t, err.Error(), "secret-value", "trigger values are never echoed")
+	}
+	// Unnamed triggers have no identity: the same boolean in both lists is fine.
+	_, err := Parse([]any{true}, []any{true})
+	assert.NoError(t, err)
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(`[{"changed":true}]`, `[{"a":{"changed":true}}]`)
+	f.Add(`[true,false]`, `[{"results":[{"changed":true}]}]`)
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var ra, rb []any
+		if json.Unmarshal([]byte(a), &ra) != nil || json.Unmarshal([]byte(b), &rb) != nil {
+			return
+		}
+		tr, err := Parse(ra, rb)
+		if err != nil {
+			return
+		}
+		_ = Due(tr, None)
+	})
+}

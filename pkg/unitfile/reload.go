@@ -1,0 +1,85 @@
+package unitfile
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Source is one unit file (fragment or drop-in) with its content.
+type Source struct {
+	Path    string
+	Content []byte
+}
+
+// Capability is whether a unit can reload, and why, naming the file that decided it.
+type Capability struct {
+	Capable bool   `json:"capable"`
+	Reason  string `json:"reason"`
+}
+
+// Reloadable merges a fragment and its drop-ins in the order given (systemd's: fragment
+// first, then drop-ins sorted by file name) and reports whether the result can reload: a
+// non-empty ExecReload= list (an empty assignment resets the list) or Type=notify-reload.
+func Reloadable(sources []Source) (Capability, error) {
+	var execReload []string
+	var execFrom, typ, typeFrom, resetFrom string
+	for _, s := range sources {
+		opts, err := Parse(s.Content)
+		if err != nil {
+			return Capability{}, fmt.Errorf("parse %s: %w", s.Path, err)
+		}
+		for _, o := range opts {
+			if o.Section != "Service" {
+				continue
+			}
+			switch o.Name {
+			case "ExecReload":
+				if strings.TrimSpace(o.Value) == "" {
+					execReload, resetFrom = nil, s.Path
+					continue
+				}
+				execReload = append(execReload, o.Value)
+				execFrom = s.Path
+			case "Type":
+				typ, typeFrom = strings.TrimSpace(o.Value), s.Path
+			}
+		}
+	}
+	switch {
+	case typ == "notify-reload":
+		return Capability{true, "Type=notify-reload in " + typeFrom}, nil
+	case len(execReload) > 0:
+		return Capability{true, "ExecReload= in " + execFrom}, nil
+	case resetFrom != "":
+		return Capability{false, "ExecReload= is reset (empty assignment) by " + resetFrom + " and not set again after it"}, nil
+	case len(sources) == 0:
+		return Capability{false, "no unit file found"}, nil
+	}
+	return Capability{false, "no ExecReload= and no Type=notify-reload in " + paths(sources)}, nil
+}
+
+func paths(s []Source) string {
+	p := make([]string, len(s))
+	for i := range s {
+		p[i] = s[i].Path
+	}
+	return strings.Join(p, ", ")
+}
+
+// ReadSources reads a fragment and drop-ins from the filesystem under root ("" or "/" for
+// the real one), keeping the order given.
+func ReadSources(root, fragment string, dropIns []string) ([]Source, error) {
+	var out []Source
+	for _, p := range append([]string{fragment}, dropIns...) {
+		if p == "" {
+			continue
+		}
+		data, err := os.ReadFile(join(root, p))
+		if err != nil {
+			return nil, fmt.Errorf("read unit file: %w", err)
+		}
+		out = append(out, Source{Path: p, Content: data})
+	}
+	return out, nil
+}
