@@ -4,6 +4,7 @@
 package durable
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -60,3 +61,55 @@ func (s *Store) ClearManagerSync() error {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Pending is a reaction that was due for a unit and has not been verified yet.
+type Pending struct {
+	Reaction string    `json:"reaction"`
+	Triggers []string  `json:"triggers,omitempty"`
+	Since    time.Time `json:"since"`
+}
+
+func (s *Store) pendingPath(unit string) string {
+	return filepath.Join(s.Dir, "pending", unit+".json")
+}
+
+// SetPending records a reaction as due before it is attempted, so a failure, a timeout
+// or a stopped play leaves it for the next run. unit must be a validated unit name.
+func (s *Store) SetPending(unit string, p Pending) error {
+	dir := filepath.Join(s.Dir, "pending")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode pending reaction: %w", err)
+	}
+	if err := atomicfile.Write(s.pendingPath(unit), data, atomicfile.Options{Mode: 0o644, UID: -1, GID: -1}); err != nil {
+		return fmt.Errorf("record pending %s of %s: %w", p.Reaction, unit, err)
+	}
+	return nil
+}
+
+// GetPending returns the pending reaction of unit, or nil.
+func (s *Store) GetPending(unit string) (*Pending, error) {
+	data, err := os.ReadFile(s.pendingPath(unit))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read pending reaction of %s: %w", unit, err)
+	}
+	var p Pending
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("pending reaction record %s is corrupt (remove it to discard the reaction): %w", s.pendingPath(unit), err)
+	}
+	return &p, nil
+}
+
+// ClearPending removes the pending reaction of unit after it was verified.
+func (s *Store) ClearPending(unit string) error {
+	if err := atomicfile.Remove(s.pendingPath(unit)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("clear pending reaction of %s: %w", unit, err)
+	}
+	return nil
+}

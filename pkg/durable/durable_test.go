@@ -21,3 +21,20 @@ func TestManagerSyncRecord(t *testing.T) {
 	due, _, _ = s.ManagerSyncDue()
 	require.False(t, due)
 }
+
+func TestPending(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	p, err := s.GetPending("demo.service")
+	require.NoError(t, err)
+	require.Nil(t, p)
+	require.NoError(t, s.SetPending("demo.service", Pending{Reaction: "restart", Triggers: []string{"restart_on[0]"}}))
+	p, err = s.GetPending("demo.service")
+	require.NoError(t, err)
+	require.Equal(t, "restart", p.Reaction)
+	require.NoError(t, s.ClearPending("demo.service"))
+	p, _ = s.GetPending("demo.service")
+	require.Nil(t, p)
+	// A directory under /var/lib/richt that cannot be created fails clearly.
+	bad := &Store{Dir: "/proc/richt-cannot-exist"}
+	require.ErrorContains(t, bad.SetPending("x.service", Pending{Reaction: "reload"}), "create")
+}

@@ -243,3 +243,35 @@ func Decide(wantRunning, active bool, due Kind) (Action, Kind) {
 	}
 	return NoAction, None
 }
+
+// Summarize describes a restart_on / reload_on value for invocation.module_args without
+// any of its content: which triggers there are and whether each changed.
+func Summarize(param string) func(v any) any {
+	return func(v any) any {
+		items, ok := v.([]any)
+		if !ok {
+			return "(not a list)"
+		}
+		list, err := parseList(param, items)
+		if err != nil {
+			return fmt.Sprintf("(%d item(s), not valid triggers)", len(items))
+		}
+		out := make([]any, 0, len(list))
+		for _, t := range list {
+			m := map[string]any{"ref": t.Ref, "changed": t.Changed}
+			if t.Name != "" {
+				m["name"] = t.Name
+			}
+			out = append(out, m)
+		}
+		return out
+	}
+}
+
+// Label is how messages and results name a trigger: its name, or where it came from.
+func (t Trigger) Label() string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return t.Ref
+}

@@ -1,0 +1,82 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/richt/services/pkg/runner"
+)
+
+// Systemd is the manager, as the module needs it.
+type Systemd interface {
+	Show(ctx context.Context, unit string) (Props, error)
+	DaemonReload(ctx context.Context) error
+	// Job runs start, stop, restart or reload and returns when systemd finished the job.
+	Job(ctx context.Context, action, unit string) error
+	SetEnabled(ctx context.Context, unit string, enabled bool) error
+	// Journal returns the unit's last journal lines, for failure messages.
+	Journal(ctx context.Context, unit string, lines int) []string
+}
+
+// Systemctl talks to systemd through systemctl and journalctl.
+type Systemctl struct{ Runner runner.Runner }
+
+// Show implements Systemd with one systemctl call.
+func (s Systemctl) Show(ctx context.Context, unit string) (Props, error) {
+	res, err := s.Runner.Run(ctx, "systemctl", "show", "--property="+strings.Join(Properties, ","), "--", unit)
+	if err != nil {
+		return Props{}, fmt.Errorf("observe %s: %w", unit, err)
+	}
+	if res.ExitCode != 0 {
+		return Props{}, fmt.Errorf("observe %s: systemctl show exited %d: %s", unit, res.ExitCode, res.Output())
+	}
+	p, err := ParseShow(res.Stdout)
+	if err != nil {
+		return Props{}, fmt.Errorf("observe %s: %w", unit, err)
+	}
+	return p, nil
+}
+
+func (s Systemctl) run(ctx context.Context, argv ...string) error {
+	res, err := s.Runner.Run(ctx, argv...)
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("%s exited %d: %s", strings.Join(argv, " "), res.ExitCode, res.Output())
+	}
+	return nil
+}
+
+// DaemonReload implements Systemd.
+func (s Systemctl) DaemonReload(ctx context.Context) error {
+	return s.run(ctx, "systemctl", "daemon-reload")
+}
+
+// Job implements Systemd; systemctl waits for the job unless told otherwise.
+func (s Systemctl) Job(ctx context.Context, action, unit string) error {
+	return s.run(ctx, "systemctl", action, "--", unit)
+}
+
+// SetEnabled implements Systemd.
+func (s Systemctl) SetEnabled(ctx context.Context, unit string, enabled bool) error {
+	verb := "disable"
+	if enabled {
+		verb = "enable"
+	}
+	return s.run(ctx, "systemctl", verb, "--", unit)
+}
+
+// Journal implements Systemd.
+func (s Systemctl) Journal(ctx context.Context, unit string, lines int) []string {
+	res, err := s.Runner.Run(ctx, "journalctl", "--no-pager", "--quiet", "-o", "short-iso", "-n", fmt.Sprint(lines), "-u", unit)
+	if err != nil || res.ExitCode != 0 {
+		return []string{fmt.Sprintf("(journal of %s not available: %v %s)", unit, err, strings.TrimSpace(res.Stderr))}
+	}
+	out := strings.TrimRight(res.Stdout, "\n")
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}
