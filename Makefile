@@ -6,7 +6,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 export TESTCONTAINERS_RYUK_DISABLED := true
 
 GO      ?= go
-MODULES := rpm_exact
+MODULES := rpm_exact systemd_lifecycle
 BUILD   := build
 STAGE   := $(BUILD)/ansible_collections/richt/services
 VERSION := $(shell awk '/^version:/{print $$2}' galaxy.yml)
@@ -56,6 +56,10 @@ fuzz:
 	$(GO) test ./pkg/rpmexact -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime 20s
 	$(GO) test ./pkg/ansible -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime 20s
 	$(GO) test ./pkg/timeout -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 10s
+	$(GO) test ./pkg/reaction -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s
+	$(GO) test ./pkg/unitfile -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s
+	$(GO) test ./pkg/lifecycle -run '^$$' -fuzz '^FuzzParseShow$$' -fuzztime 20s
+	$(GO) test ./pkg/lifecycle -run '^$$' -fuzz '^FuzzNormalizeUnit$$' -fuzztime 10s
 
 # Build the modules, start a local systemd target (a container named $(DEMO)) and run the
 # demo playbook against it. `make demo-stop` removes the target.

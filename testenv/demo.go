@@ -1,6 +1,11 @@
 package testenv
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
 
 // DemoDaemon is the demo package's program: a long-running shell loop that records every
 // start and every SIGHUP in /run/demo/events, so tests can count starts and reloads.
@@ -34,4 +39,44 @@ WantedBy=multi-user.target
 			"/usr/lib/systemd/system/demo.service": {Content: unit, Mode: 0o644},
 		},
 	}
+}
+
+// TestDaemon is a service program for tests: like DemoDaemon, but it records its events in
+// /run/testd/NAME (its first argument), so many units can run it side by side.
+const TestDaemon = `#!/bin/sh
+mkdir -p /run/testd
+f=/run/testd/$1
+echo "start $$" >> "$f"
+trap 'echo "reload $$" >> "$f"' HUP
+trap 'exit 0' TERM
+while :; do sleep 1 & wait $!; done
+`
+
+// TestDaemonPath is where InstallTestDaemon puts TestDaemon.
+const TestDaemonPath = "/usr/local/bin/testd"
+
+// InstallTestDaemon writes TestDaemon into the target.
+func (t *Target) InstallTestDaemon(tb testing.TB) {
+	tb.Helper()
+	if err := t.WriteFile(context.Background(), TestDaemonPath, []byte(TestDaemon), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Events counts the starts and reloads TestDaemon recorded under name.
+func (t *Target) Events(tb testing.TB, name string) (starts, reloads int) {
+	tb.Helper()
+	res, err := t.Exec(context.Background(), "cat", "/run/testd/"+name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, l := range strings.Split(res.Stdout, "\n") {
+		switch {
+		case strings.HasPrefix(l, "start "):
+			starts++
+		case strings.HasPrefix(l, "reload "):
+			reloads++
+		}
+	}
+	return starts, reloads
 }

@@ -218,7 +218,17 @@ func (t *Target) WriteFile(ctx context.Context, path string, content []byte, mod
 	if err := t.container.CopyToContainer(ctx, content, path, mode); err != nil {
 		return fmt.Errorf("write %s in target: %w", path, err)
 	}
-	return nil
+	// Docker's copy API leaves the mtime at 1970; give the file the mtime a normal write
+	// would, so systemd's NeedDaemonReload sees the change as it would in real life.
+	return t.touch(ctx, path)
+}
+
+func (t *Target) touch(ctx context.Context, path string) error {
+	res, err := t.Exec(ctx, "touch", "--", path)
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("touch %s in target: %s", path, res.Stderr)
+	}
+	return err
 }
 
 // CopyFile copies a host file into the target.
@@ -244,7 +254,11 @@ func (t *Target) CopyDir(ctx context.Context, hostDir, dir string) error {
 		if err != nil {
 			return err
 		}
-		return t.CopyFile(ctx, p, path.Join(dir, filepath.ToSlash(rel)), int64(fi.Mode().Perm()))
+		dest := path.Join(dir, filepath.ToSlash(rel))
+		if err := t.CopyFile(ctx, p, dest, int64(fi.Mode().Perm())); err != nil {
+			return err
+		}
+		return t.touch(ctx, dest)
 	})
 }
 

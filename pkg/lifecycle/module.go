@@ -169,19 +169,8 @@ func (r *run) do(ctx context.Context) error {
 	}
 	synced := len(why) > 0
 	if synced {
-		r.res.SyncReasons = why
-		r.act("daemon-reload")
-		if !r.check() {
-			if err := r.Systemd.DaemonReload(ctx); err != nil {
-				return fmt.Errorf("daemon-reload: %w", err)
-			}
-			if err := r.Store.ClearManagerSync(); err != nil {
-				return err
-			}
-			if obs, err = r.Systemd.Show(ctx, r.unit); err != nil {
-				return err
-			}
-			r.res.After = stateOf(obs)
+		if obs, err = r.sync(ctx, why); err != nil {
+			return err
 		}
 	}
 
@@ -194,7 +183,7 @@ func (r *run) do(ctx context.Context) error {
 	if done, err := r.checkLoadState(obs, due, pending); done || err != nil {
 		return err
 	}
-	if err := r.checkReloadCapable(obs, synced); err != nil {
+	if obs, err = r.checkReloadCapable(ctx, obs, synced); err != nil {
 		return err
 	}
 	if obs, err = r.enablement(ctx, obs); err != nil {
@@ -238,12 +227,58 @@ func (r *run) checkLoadState(obs Props, due reaction.Kind, pending *durable.Pend
 	return true, fmt.Errorf("unit %s has LoadState=%s: systemd could not load it; check the unit file (systemctl status %s, journalctl -u %s)", r.unit, obs.LoadState, r.unit, r.unit)
 }
 
+// sync reloads systemd's manager (a change, reported as the daemon-reload action) and
+// observes the unit again; in check mode it only reports the action.
+func (r *run) sync(ctx context.Context, why []string) (Props, error) {
+	r.res.SyncReasons = append(r.res.SyncReasons, why...)
+	r.act("daemon-reload")
+	if r.check() {
+		return r.Systemd.Show(ctx, r.unit)
+	}
+	if err := r.Systemd.DaemonReload(ctx); err != nil {
+		return Props{}, fmt.Errorf("daemon-reload: %w", err)
+	}
+	if err := r.Store.ClearManagerSync(); err != nil {
+		return Props{}, err
+	}
+	obs, err := r.Systemd.Show(ctx, r.unit)
+	if err != nil {
+		return Props{}, err
+	}
+	r.res.After = stateOf(obs)
+	return obs, nil
+}
+
 // checkReloadCapable runs whenever reload_on is declared, also when no trigger changed,
 // so a unit that cannot reload fails before it ever needs to.
-func (r *run) checkReloadCapable(obs Props, synced bool) error {
+func (r *run) checkReloadCapable(ctx context.Context, obs Props, synced bool) (Props, error) {
 	if len(r.req.Params.List("reload_on")) == 0 {
-		return nil
+		return obs, nil
 	}
+	c, err := r.capability(obs, synced)
+	if err != nil {
+		return obs, err
+	}
+	// The files say one thing and the manager another: the manager has not loaded a
+	// change that NeedDaemonReload did not flag (rpm restores old mtimes). Sync it now,
+	// before deciding, rather than send a reload it cannot run.
+	if c.Capable != obs.CanReload && !synced {
+		if obs, err = r.sync(ctx, []string{fmt.Sprintf("unit files on disk say reload-capable=%v, the manager says CanReload=%v", c.Capable, obs.CanReload)}); err != nil {
+			return obs, err
+		}
+		synced = true
+		if c, err = r.capability(obs, synced); err != nil {
+			return obs, err
+		}
+	}
+	r.res.ReloadCapable = &c
+	if !c.Capable {
+		return obs, fmt.Errorf("reload_on needs %s to be reload-capable, and it is not: %s. Add ExecReload= (for example with a unit_override drop-in) or use restart_on; a reload is never turned into a restart", r.unit, c.Reason)
+	}
+	return obs, nil
+}
+
+func (r *run) capability(obs Props, synced bool) (unitfile.Capability, error) {
 	var sources []unitfile.Source
 	var err error
 	if r.check() && synced {
@@ -254,17 +289,13 @@ func (r *run) checkReloadCapable(obs Props, synced bool) error {
 		sources, err = unitfile.ReadSources(r.Root, obs.FragmentPath, obs.DropInPaths)
 	}
 	if err != nil {
-		return fmt.Errorf("reload capability of %s: %w", r.unit, err)
+		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", r.unit, err)
 	}
 	c, err := unitfile.Reloadable(sources)
 	if err != nil {
-		return fmt.Errorf("reload capability of %s: %w", r.unit, err)
+		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", r.unit, err)
 	}
-	r.res.ReloadCapable = &c
-	if !c.Capable {
-		return fmt.Errorf("reload_on needs %s to be reload-capable, and it is not: %s. Add ExecReload= (for example with a unit_override drop-in) or use restart_on; a reload is never turned into a restart", r.unit, c.Reason)
-	}
-	return nil
+	return c, nil
 }
 
 var unobservable = map[string]bool{"static": true, "indirect": true, "generated": true, "transient": true, "alias": true}

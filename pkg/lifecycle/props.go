@@ -18,10 +18,13 @@ type Props struct {
 	DropInPaths      []string
 	MainPID          int
 	InvocationID     string
+	// CanReload is the manager's own view of reload capability; it disagrees with the
+	// files on disk when the manager has not loaded a change.
+	CanReload bool
 }
 
 // Properties are asked for by name, every one of them every time.
-var Properties = []string{"Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "NeedDaemonReload", "FragmentPath", "DropInPaths", "MainPID", "InvocationID"}
+var Properties = []string{"Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "NeedDaemonReload", "FragmentPath", "DropInPaths", "MainPID", "InvocationID", "CanReload"}
 
 var (
 	loadStates   = set("loaded", "not-found", "bad-setting", "error", "masked", "stub", "merged")
@@ -86,12 +89,17 @@ func propsFrom(m map[string]string) (Props, error) {
 	if p.SubState == "" {
 		return Props{}, fmt.Errorf("systemd reported an empty SubState")
 	}
-	switch m["NeedDaemonReload"] {
-	case "yes":
-		p.NeedDaemonReload = true
-	case "no":
-	default:
-		return Props{}, fmt.Errorf("systemd reported NeedDaemonReload=%q, expected yes or no", m["NeedDaemonReload"])
+	for _, b := range []struct {
+		key string
+		dst *bool
+	}{{"NeedDaemonReload", &p.NeedDaemonReload}, {"CanReload", &p.CanReload}} {
+		switch m[b.key] {
+		case "yes":
+			*b.dst = true
+		case "no":
+		default:
+			return Props{}, fmt.Errorf("systemd reported %s=%q, expected yes or no", b.key, m[b.key])
+		}
 	}
 	pid, err := strconv.Atoi(m["MainPID"])
 	if err != nil || pid < 0 {

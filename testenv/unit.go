@@ -1,0 +1,111 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// UnitSnapshot is what systemd says about a unit at one moment, enough to tell afterwards
+// which action a run took.
+type UnitSnapshot struct {
+	Unit          string
+	ActiveState   string
+	SubState      string
+	UnitFileState string
+	LoadState     string
+	MainPID       int
+	InvocationID  string
+	// ExecMainStartTimestampMonotonic changes with every start of the main process.
+	MainStart string
+}
+
+// Snapshot reads a unit's state with systemctl show.
+func (t *Target) Snapshot(tb testing.TB, unit string) UnitSnapshot {
+	tb.Helper()
+	out := t.MustExec(tb, "systemctl", "show", "--property=ActiveState,SubState,UnitFileState,LoadState,MainPID,InvocationID,ExecMainStartTimestampMonotonic", "--", unit)
+	s := UnitSnapshot{Unit: unit}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		switch k {
+		case "ActiveState":
+			s.ActiveState = v
+		case "SubState":
+			s.SubState = v
+		case "UnitFileState":
+			s.UnitFileState = v
+		case "LoadState":
+			s.LoadState = v
+		case "MainPID":
+			s.MainPID, _ = strconv.Atoi(v)
+		case "InvocationID":
+			s.InvocationID = v
+		case "ExecMainStartTimestampMonotonic":
+			s.MainStart = v
+		}
+	}
+	return s
+}
+
+// Action is what happened to a unit between two snapshots.
+type Action string
+
+// Actions told apart by Classify.
+const (
+	Untouched Action = "untouched"
+	Started   Action = "started"
+	Restarted Action = "restarted"
+	Stopped   Action = "stopped"
+	// SamePID means the unit stayed active with the same invocation and main process;
+	// a reload, or nothing. Tell them apart with the unit's own evidence (for the demo
+	// daemon, ReloadCount).
+	SamePID Action = "same-process"
+)
+
+// Classify tells from systemd's own properties what a run did to a unit: a new
+// invocation ID on a unit that was active means a restart; on one that was not, a start.
+func Classify(before, after UnitSnapshot) Action {
+	wasActive := before.ActiveState == "active"
+	isActive := after.ActiveState == "active"
+	switch {
+	case wasActive && !isActive:
+		return Stopped
+	case !wasActive && isActive:
+		return Started
+	case wasActive && isActive && (before.InvocationID != after.InvocationID || before.MainPID != after.MainPID):
+		return Restarted
+	case wasActive && isActive:
+		return SamePID
+	}
+	return Untouched
+}
+
+// DumpUnit returns `systemctl status` and the journal of a unit, for failure logs.
+func (t *Target) DumpUnit(ctx context.Context, unit string) string {
+	var b strings.Builder
+	for _, argv := range [][]string{
+		{"systemctl", "status", "--no-pager", "--full", "--", unit},
+		{"journalctl", "--no-pager", "-n", "30", "-u", unit},
+	} {
+		res, err := t.Exec(ctx, argv...)
+		fmt.Fprintf(&b, "$ %s\n", strings.Join(argv, " "))
+		if err != nil {
+			fmt.Fprintf(&b, "(%v)\n", err)
+			continue
+		}
+		b.WriteString(res.Stdout + res.Stderr)
+	}
+	return b.String()
+}
+
+// LogUnitOnFailure dumps the unit's status and journal into the test log if the test
+// fails.
+func (t *Target) LogUnitOnFailure(tb testing.TB, unit string) {
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("unit %s at failure:\n%s", unit, t.DumpUnit(context.Background(), unit))
+		}
+	})
+}
