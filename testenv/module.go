@@ -113,7 +113,7 @@ func (t *Target) installModule(ctx context.Context, binary string) (string, erro
 
 // RunModuleRaw runs a module binary in the target the way Ansible does (MODULE ARGS_FILE,
 // working directory /) and returns its raw stdout.
-func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[string]any) (string, error) {
+func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[string]any, env ...string) (string, error) {
 	dest, err := t.installModule(ctx, binary)
 	if err != nil {
 		return "", err
@@ -129,7 +129,7 @@ func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[strin
 	if err := t.WriteFile(ctx, argsFile, data, 0o600); err != nil {
 		return "", err
 	}
-	res, err := t.Exec(ctx, dest, argsFile)
+	res, err := t.ExecEnv(ctx, env, dest, argsFile)
 	_, _ = t.Exec(ctx, "rm", "-f", argsFile)
 	if err != nil {
 		return "", err
@@ -144,7 +144,13 @@ func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[strin
 // and diff switches are keys of args: "_ansible_check_mode", "_ansible_diff".
 func (t *Target) RunModule(tb testing.TB, binary string, args map[string]any) Result {
 	tb.Helper()
-	out, err := t.RunModuleRaw(context.Background(), binary, args)
+	return t.RunModuleEnv(tb, binary, args)
+}
+
+// RunModuleEnv is RunModule with extra environment variables (KEY=VALUE) for the module.
+func (t *Target) RunModuleEnv(tb testing.TB, binary string, args map[string]any, env ...string) Result {
+	tb.Helper()
+	out, err := t.RunModuleRaw(context.Background(), binary, args, env...)
 	if err != nil {
 		tb.Fatalf("run module: %v\nstdout: %s", err, out)
 	}

@@ -176,6 +176,11 @@ type ExecResult struct {
 // Exec runs argv in the target (no shell) and returns its output; a non-zero exit is not
 // an error.
 func (t *Target) Exec(ctx context.Context, argv ...string) (ExecResult, error) {
+	return t.ExecEnv(ctx, nil, argv...)
+}
+
+// ExecEnv is Exec with extra environment variables (KEY=VALUE).
+func (t *Target) ExecEnv(ctx context.Context, env []string, argv ...string) (ExecResult, error) {
 	var res ExecResult
 	split := tcexec.ProcessOptionFunc(func(po *tcexec.ProcessOptions) {
 		if po.Reader == nil {
@@ -186,7 +191,11 @@ func (t *Target) Exec(ctx context.Context, argv ...string) (ExecResult, error) {
 		res.Stdout, res.Stderr = out.String(), errb.String()
 		po.Reader = nil
 	})
-	code, _, err := t.container.Exec(ctx, argv, split)
+	opts := []tcexec.ProcessOption{split}
+	if len(env) > 0 {
+		opts = []tcexec.ProcessOption{tcexec.WithEnv(env), split}
+	}
+	code, _, err := t.container.Exec(ctx, argv, opts...)
 	if err != nil {
 		return res, fmt.Errorf("exec %q: %w", argv, err)
 	}

@@ -15,16 +15,31 @@ import (
 )
 
 type env struct {
-	t      *testenv.Target
-	module string
+	t       *testenv.Target
+	module  string
+	backend string
 }
 
-func newEnv(t *testing.T) *env {
+// backends are the two ways the module talks to systemd; every end-to-end test runs on
+// both. The module prefers D-Bus and falls back to systemctl.
+var backends = []string{"dbus", "systemctl"}
+
+// forBackends runs one end-to-end test body per backend, each on its own target.
+func forBackends(t *testing.T, body func(t *testing.T, e *env)) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			t.Parallel()
+			body(t, newEnv(t, b))
+		})
+	}
+}
+
+func newEnv(t *testing.T, backend string) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end: needs Docker")
 	}
-	e := &env{t: testenv.Start(t), module: testenv.BuildModule(t, "./modules/systemd_lifecycle")}
+	e := &env{t: testenv.Start(t), module: testenv.BuildModule(t, "./modules/systemd_lifecycle"), backend: backend}
 	e.t.InstallTestDaemon(t)
 	return e
 }
@@ -44,7 +59,7 @@ const reloadable = "ExecReload=/bin/kill -HUP $MAINPID"
 
 func (e *env) run(t *testing.T, args map[string]any) testenv.Result {
 	t.Helper()
-	return e.t.RunModule(t, e.module, args)
+	return e.t.RunModuleEnv(t, e.module, args, "RICHT_SYSTEMD_BACKEND="+e.backend)
 }
 
 func ok(t *testing.T, r testenv.Result) {
@@ -59,7 +74,10 @@ var unchanged = map[string]any{"changed": false}
 
 func TestRunAndBootState(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	forBackends(t, testRunAndBootState)
+}
+
+func testRunAndBootState(t *testing.T, e *env) {
 
 	t.Run("start from stopped, then converged", func(t *testing.T) {
 		u := e.unit(t, "a1")
@@ -158,7 +176,10 @@ func TestRunAndBootState(t *testing.T) {
 
 func TestReactions(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	forBackends(t, testReactions)
+}
+
+func testReactions(t *testing.T, e *env) {
 
 	start := func(t *testing.T, name string, extra ...string) (string, testenv.UnitSnapshot) {
 		u := e.unit(t, name, extra...)
@@ -272,7 +293,10 @@ func TestReactions(t *testing.T) {
 
 func TestFailuresAndSpecialUnits(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	forBackends(t, testFailuresAndSpecialUnits)
+}
+
+func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 
 	t.Run("a process that exits at once fails the start with journal lines", func(t *testing.T) {
 		require.NoError(t, e.t.WriteFile(context.Background(), "/etc/systemd/system/dies.service",

@@ -3,6 +3,9 @@
 package main
 
 import (
+	"context"
+	"os"
+
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lifecycle"
@@ -10,8 +13,11 @@ import (
 )
 
 func main() {
-	ansible.Main(lifecycle.Spec(), lifecycle.Handler(lifecycle.Deps{
-		Systemd: lifecycle.Systemctl{Runner: runner.Exec{}},
-		Store:   durable.Default(),
-	}))
+	sd, closeFn, err := lifecycle.NewSystemd(context.Background(), runner.Exec{}, os.Getenv(lifecycle.BackendEnv))
+	if err != nil {
+		ansible.Main(lifecycle.Spec(), ansible.Fail(err))
+		return
+	}
+	defer closeFn()
+	ansible.Main(lifecycle.Spec(), lifecycle.Handler(lifecycle.Deps{Systemd: sd, Store: durable.Default()}))
 }

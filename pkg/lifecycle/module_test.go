@@ -61,7 +61,7 @@ func (m *memStore) GetPending(u string) (*durable.Pending, error) {
 	return m.pending[u], nil
 }
 func (m *memStore) SetPending(u string, p durable.Pending) error { m.pending[u] = &p; return nil }
-func (m *memStore) ClearPending(u string) error                 { delete(m.pending, u); return nil }
+func (m *memStore) ClearPending(u string) error                  { delete(m.pending, u); return nil }
 
 func props(active, fileState string) Props {
 	sub := map[string]string{"active": "running", "inactive": "dead"}[active]

@@ -80,3 +80,24 @@ func (s Systemctl) Journal(ctx context.Context, unit string, lines int) []string
 	}
 	return strings.Split(out, "\n")
 }
+
+// BackendEnv selects the systemd backend by hand: "dbus", "systemctl", or unset for
+// D-Bus with systemctl as the fallback. It exists for debugging and for testing both.
+const BackendEnv = "RICHT_SYSTEMD_BACKEND"
+
+// NewSystemd returns the D-Bus backend when systemd answers on it, else systemctl, and a
+// function that releases it.
+func NewSystemd(ctx context.Context, r runner.Runner, backend string) (Systemd, func(), error) {
+	sc := Systemctl{Runner: r}
+	if backend == "systemctl" {
+		return sc, func() {}, nil
+	}
+	b, err := Connect(ctx, sc)
+	if err != nil {
+		if backend == "dbus" {
+			return nil, nil, err
+		}
+		return sc, func() {}, nil
+	}
+	return b, b.Close, nil
+}
