@@ -59,7 +59,7 @@ fuzz:
 	$(GO) test ./pkg/reaction -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s
 	$(GO) test ./pkg/unitfile -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s
 	$(GO) test ./pkg/lifecycle -run '^$$' -fuzz '^FuzzParseShow$$' -fuzztime 20s
-	$(GO) test ./pkg/lifecycle -run '^$$' -fuzz '^FuzzNormalizeUnit$$' -fuzztime 10s
+	$(GO) test ./pkg/unitname -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime 10s
 
 # Build the modules, start a local systemd target (a container named $(DEMO)) and run the
 # demo playbook against it. `make demo-stop` removes the target.

@@ -11,6 +11,7 @@ import (
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/timeout"
 	"github.com/richt/services/pkg/unitfile"
+	"github.com/richt/services/pkg/unitname"
 )
 
 // Store is the durable store on the target (package durable).
@@ -82,7 +83,7 @@ func Spec() *ansible.Spec {
 			{Name: "allow_missing", Kind: ansible.Bool, Default: false, Help: "a missing unit is fine when stopped and not enabled are wanted"},
 		},
 		Check: func(v ansible.Values) error {
-			if _, err := NormalizeUnit(v.String("unit")); err != nil {
+			if _, err := unitname.Normalize(v.String("unit")); err != nil {
 				return err
 			}
 			_, err := reaction.Parse(v.List("restart_on"), v.List("reload_on"))
@@ -94,7 +95,7 @@ func Spec() *ansible.Spec {
 // Handler returns systemd_lifecycle's behaviour over the given side effects.
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
-		unit, _ := NormalizeUnit(req.Params.String("unit")) // validated by Spec.Check
+		unit, _ := unitname.Normalize(req.Params.String("unit")) // validated by Spec.Check
 		trig, _ := reaction.Parse(req.Params.List("restart_on"), req.Params.List("reload_on"))
 		limit := req.Params.Duration("timeout")
 		ctx, cancel := timeout.Deadline(ctx, limit)

@@ -57,19 +57,6 @@ func TestEnabledStates(t *testing.T) {
 	}
 }
 
-func TestNormalizeUnit(t *testing.T) {
-	for in, want := range map[string]string{"demo": "demo.service", "demo.service": "demo.service", "web@blue.service": "web@blue.service", "web@blue": "web@blue.service", "dbus.socket": "dbus.socket", "a-b\\x2dc.mount": "a-b\\x2dc.mount"} {
-		got, err := NormalizeUnit(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got)
-	}
-	for in, msg := range map[string]string{"": "empty", "-x": "starts with", ".x": "starts with", "a b": "does not allow", "a/b": "does not allow", "web@.service": "is a template", "@x.service": "no name before @", "a;b": "does not allow", strings.Repeat("a", 260): "longer than 255"} {
-		_, err := NormalizeUnit(in)
-		require.Error(t, err, in)
-		assert.Contains(t, err.Error(), msg, in)
-	}
-}
-
 func FuzzParseShow(f *testing.F) {
 	f.Add(goodShow)
 	f.Add("Id=x\n")
@@ -81,21 +68,6 @@ func FuzzParseShow(f *testing.F) {
 		}
 		if p.ID == "" || !loadStates[p.LoadState] || !activeStates[p.ActiveState] || p.MainPID < 0 {
 			t.Fatalf("accepted invalid answer %q as %+v", out, p)
-		}
-	})
-}
-
-func FuzzNormalizeUnit(f *testing.F) {
-	for _, s := range []string{"demo", "web@a.service", "-x", "a b"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		u, err := NormalizeUnit(s)
-		if err != nil {
-			return
-		}
-		if strings.HasPrefix(u, "-") || strings.ContainsAny(u, " /\t\n;$`'\"") {
-			t.Fatalf("accepted unsafe unit %q", u)
 		}
 	})
 }

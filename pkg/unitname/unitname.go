@@ -1,4 +1,5 @@
-package lifecycle
+// Package unitname validates systemd unit names as single command-line arguments.
+package unitname
 
 import (
 	"fmt"
@@ -7,9 +8,9 @@ import (
 
 var unitSuffixes = []string{".service", ".socket", ".timer", ".target", ".path", ".mount", ".automount", ".swap", ".slice", ".scope", ".device"}
 
-// NormalizeUnit validates a unit name as one argument and adds ".service" when no unit
+// Normalize validates a unit name as one argument and adds ".service" when no unit
 // type is given, as systemctl does.
-func NormalizeUnit(name string) (string, error) {
+func Normalize(name string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("unit: empty name")
 	}
