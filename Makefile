@@ -6,7 +6,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 export TESTCONTAINERS_RYUK_DISABLED := true
 
 GO      ?= go
-MODULES := rpm_exact systemd_lifecycle
+MODULES := rpm_exact systemd_lifecycle unit_override
 BUILD   := build
 STAGE   := $(BUILD)/ansible_collections/richt/services
 VERSION := $(shell awk '/^version:/{print $$2}' galaxy.yml)

@@ -16,7 +16,7 @@ import (
 )
 
 // Modules lists every module package; keep it in step with the Makefile's MODULES.
-var Modules = []string{"rpm_exact", "systemd_lifecycle"}
+var Modules = []string{"rpm_exact", "systemd_lifecycle", "unit_override"}
 
 const maxSize = 4 << 20
 

@@ -126,11 +126,12 @@ func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[strin
 	t.seq++
 	argsFile := fmt.Sprintf("/var/tmp/richt-args-%d.json", t.seq)
 	t.mu.Unlock()
-	if err := t.WriteFile(ctx, argsFile, data, 0o600); err != nil {
-		return "", err
+	// The args file's mtime does not matter, so skip WriteFile's touch; the module and the
+	// removal of its args file are one exec.
+	if err := t.container.CopyToContainer(ctx, data, argsFile, 0o600); err != nil {
+		return "", fmt.Errorf("write module args: %w", err)
 	}
-	res, err := t.ExecEnv(ctx, env, dest, argsFile)
-	_, _ = t.Exec(ctx, "rm", "-f", argsFile)
+	res, err := t.ExecEnv(ctx, env, "/bin/sh", "-c", `"$0" "$1"; rc=$?; rm -f "$1"; exit $rc`, dest, argsFile)
 	if err != nil {
 		return "", err
 	}

@@ -83,3 +83,45 @@ func ReadSources(root, fragment string, dropIns []string) ([]Source, error) {
 	}
 	return out, nil
 }
+
+// Replace returns sources as they would be after p gets content (present) or is removed:
+// a full unit file becomes the fragment; a drop-in takes its place in file-name order,
+// replacing a same-named drop-in of lower priority.
+func Replace(sources []Source, p string, content []byte, present, fullUnit bool) []Source {
+	var out []Source
+	for _, s := range sources {
+		if s.Path == p {
+			continue
+		}
+		if present && !fullUnit && isDropIn(s.Path) && pathBase(s.Path) == pathBase(p) {
+			continue // same name: the administrator's directory wins
+		}
+		out = append(out, s)
+	}
+	if !present {
+		return out
+	}
+	n := Source{Path: p, Content: content}
+	if fullUnit {
+		if len(out) > 0 && !isDropIn(out[0].Path) {
+			out[0] = n
+			return out
+		}
+		return append([]Source{n}, out...)
+	}
+	i := 0
+	if len(out) > 0 && !isDropIn(out[0].Path) {
+		i = 1
+	}
+	for i < len(out) && pathBase(out[i].Path) < pathBase(p) {
+		i++
+	}
+	return append(out[:i], append([]Source{n}, out[i:]...)...)
+}
+
+func pathBase(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+
+func isDropIn(p string) bool {
+	dir := p[:max(strings.LastIndexByte(p, '/'), 0)]
+	return strings.HasSuffix(dir, ".d")
+}

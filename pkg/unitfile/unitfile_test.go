@@ -128,3 +128,39 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestReplaceKeepsSystemdOrder(t *testing.T) {
+	frag := src("/usr/lib/systemd/system/a.service", "")
+	d10 := src("/usr/lib/systemd/system/a.service.d/10-vendor.conf", "")
+	d30 := src("/etc/systemd/system/a.service.d/30-admin.conf", "")
+	paths := func(s []Source) []string {
+		var out []string
+		for _, x := range s {
+			out = append(out, x.Path)
+		}
+		return out
+	}
+	cases := []struct {
+		name    string
+		p       string
+		present bool
+		full    bool
+		want    []string
+	}{
+		{"new drop-in sorts by name", "/etc/systemd/system/a.service.d/20-mine.conf", true, false,
+			[]string{frag.Path, d10.Path, "/etc/systemd/system/a.service.d/20-mine.conf", d30.Path}},
+		{"same name replaces the vendor drop-in", "/etc/systemd/system/a.service.d/10-vendor.conf", true, false,
+			[]string{frag.Path, "/etc/systemd/system/a.service.d/10-vendor.conf", d30.Path}},
+		{"full unit becomes the fragment", "/etc/systemd/system/a.service", true, true,
+			[]string{"/etc/systemd/system/a.service", d10.Path, d30.Path}},
+		{"removal", d30.Path, false, false, []string{frag.Path, d10.Path}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Replace([]Source{frag, d10, d30}, c.p, nil, c.present, c.full)
+			assert.Equal(t, c.want, paths(got))
+		})
+	}
+	got := Replace([]Source{d10}, "/etc/systemd/system/a.service", nil, true, true)
+	assert.Equal(t, []string{"/etc/systemd/system/a.service", d10.Path}, paths(got), "a unit with only drop-ins gets a fragment first")
+}

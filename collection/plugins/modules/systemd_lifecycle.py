@@ -23,10 +23,10 @@ description:
     the manager disagree about reload capability (C(CanReload)). NeedDaemonReload alone misses
     changes: rpm restores a package's build-time mtime, so a downgraded unit file can differ
     while systemd says no."
-  - Verification polls systemd until the goal holds, under the same deadline as the action:
+  - "Verification polls systemd until the goal holds, under the same deadline as the action:
     start, restart and reload must reach C(active) and stay there for 300 ms (a process that
     exits at once is caught); stop must reach C(inactive) or C(failed). A failure reports the
-    observed state and the unit's last journal lines.
+    observed state and the unit's last journal lines."
   - "Durable reactions: a due restart or reload is recorded under C(/var/lib/richt/pending/)
     before it is attempted and cleared only after it was verified. A run that fails, times out
     or is interrupted leaves it, and the next run for the unit carries it out even if no

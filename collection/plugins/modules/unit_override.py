@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# Documentation only: the module is the statically linked Go binary `unit_override` beside
+# this file (a link into the collection's bin/ directory).
+
+DOCUMENTATION = r"""
+module: unit_override
+short_description: An owned systemd unit file or drop-in, written atomically, manager kept in sync
+version_added: "0.1.0"
+description:
+  - Owns one file in C(/etc/systemd/system), the administrator's unit directory; either the
+    full unit file C(/etc/systemd/system/UNIT) or, with I(name), the drop-in
+    C(/etc/systemd/system/UNIT.d/NAME).
+  - I(content) is parsed as a unit file before anything is written; content that does not
+    parse fails the task with the line number (the line itself is never quoted) and the file
+    on disk stays as it was.
+  - Writes are atomic. A temporary file in the same directory is created private, given the
+    final owner, group and mode, written, synced, and renamed over the target, and the
+    directory is synced. A crash leaves the old or the new file, never a mix, and the content
+    is never readable with looser permissions than I(mode).
+  - When the content changed (created, updated or removed) and I(daemon_reload) is true, the
+    module runs C(systemctl daemon-reload) exactly once. With I(daemon_reload=false) it returns
+    C(daemon_reload=needed) and records on the target (C(/var/lib/richt/manager-sync-due),
+    one host-wide record) that a sync is due; the next richt.services.systemd_lifecycle task
+    on the host performs it even without triggers. A change of mode, owner or group alone needs
+    no daemon-reload.
+  - Reports whether the merged unit (fragment plus drop-ins in systemd's order) can reload.
+  - Needs no Python on the target.
+options:
+  unit:
+    description: The unit, for example C(demo.service); without a type suffix C(.service) is added.
+    type: str
+    required: true
+  name:
+    description:
+      - The drop-in file name, ending in C(.conf), for example C(10-limits.conf). Omitted means
+        the full unit file.
+    type: str
+  content:
+    description: The file's content, in unit file syntax. Required for I(state=present).
+    type: str
+  path:
+    description:
+      - The file's path. Only the default location is allowed; the option exists so a playbook
+        can state the path it expects, and the task fails if it differs.
+    type: path
+  mode:
+    description: The file mode, as an octal string such as C("0644") or C("0600").
+    type: raw
+    default: "0644"
+  owner:
+    description: The file's owner, a name or a numeric uid.
+    type: str
+    default: root
+  group:
+    description: The file's group, a name or a numeric gid.
+    type: str
+    default: root
+  sensitive:
+    description:
+      - Keep I(content) out of the result, the diff and C(invocation) (masked as
+        C(VALUE_SPECIFIED_IN_NO_LOG_PARAMETER)). Changes still count (changed, daemon-reload,
+        reactions). It does not change the file's mode; set I(mode=0600) for that.
+    type: bool
+    default: false
+  state:
+    description: Whether the file should exist. C(absent) also removes an emptied C(UNIT.d) directory.
+    type: str
+    choices: [present, absent]
+    default: present
+  daemon_reload:
+    description: Reload systemd's manager when the file's content changed.
+    type: bool
+    default: true
+  timeout:
+    description: Deadline for the daemon-reload, a positive Go duration.
+    type: str
+    default: 30s
+attributes:
+  check_mode:
+    support: full
+    description: Reports the operation, the daemon-reload it would run and the predicted reload capability.
+  diff_mode:
+    support: full
+    description: The file before and after (with a line for mode and owner); for sensitive files only that line and a note.
+notes:
+  - Drop-in order as systemd applies it, which this module uses for I(reload_capable) - all
+    C(*.conf) files from C(service.d), the dash-prefix directories, the template's C(NAME@.service.d)
+    and C(UNIT.d) under C(/etc/systemd/system), C(/run/systemd/system),
+    C(/usr/local/lib/systemd/system) and C(/usr/lib/systemd/system), sorted by file name; a
+    same-named file in a higher-priority directory replaces the lower one.
+author:
+  - richt.services developers
+"""
+
+EXAMPLES = r"""
+- name: A reload command for a packaged unit that lacks one
+  richt.services.unit_override:
+    unit: demo.service
+    name: 10-reload.conf
+    content: |
+      [Service]
+      ExecReload=/bin/kill -HUP $MAINPID
+  register: demo_reload
+
+- name: A secret in the environment, private file, hidden from output
+  richt.services.unit_override:
+    unit: demo.service
+    name: 20-token.conf
+    mode: "0600"
+    sensitive: true
+    content: |
+      [Service]
+      Environment=TOKEN={{ vault_token }}
+
+- name: Leave the reload to the lifecycle task that follows
+  richt.services.unit_override:
+    unit: demo.service
+    name: 30-limits.conf
+    daemon_reload: false
+    content: |
+      [Service]
+      LimitNOFILE=65536
+"""
+
+RETURN = r"""
+unit:
+  description: The normalised unit name.
+  returned: always
+  type: str
+path:
+  description: The file's path.
+  returned: always
+  type: str
+  sample: /etc/systemd/system/demo.service.d/10-reload.conf
+state:
+  description: The requested state.
+  returned: always
+  type: str
+operation:
+  description: What was (or would be) done to the file.
+  returned: always
+  type: str
+  choices: [create, update, attributes, remove, none]
+daemon_reload:
+  description: C(performed) when the module reloaded the manager, C(needed) when it left that to a later task (recorded on the target), C(none) when the content did not change.
+  returned: always
+  type: str
+  choices: [performed, needed, none]
+reload_capable:
+  description: Whether the merged unit can reload after the change, and which file decided it; null when it could not be determined (a warning says why).
+  returned: always
+  type: dict
+  sample: {capable: true, reason: "ExecReload= in /etc/systemd/system/demo.service.d/10-reload.conf"}
+"""

@@ -1,0 +1,83 @@
+package override
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/runner/runnertest"
+)
+
+type rec struct{ due, cleared int }
+
+func (r *rec) MarkManagerSyncDue(string) error { r.due++; return nil }
+func (r *rec) ClearManagerSync() error         { r.cleared++; return nil }
+
+func execute(t *testing.T, d Deps, args map[string]any) map[string]any {
+	t.Helper()
+	args["owner"], args["group"] = "0", "0"
+	data, _ := json.Marshal(args)
+	out := ansible.Execute(context.Background(), Spec(), []string{"-"}, strings.NewReader(string(data)), Handler(d))
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(out, &res))
+	return res
+}
+
+func TestPlanAndManagerSync(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("writes files owned by root")
+	}
+	root := t.TempDir()
+	reload := runnertest.Call{Argv: []string{"systemctl", "daemon-reload"}}
+	drop := filepath.Join(root, "/etc/systemd/system/demo.service.d/10.conf")
+	steps := []struct {
+		name   string
+		args   map[string]any
+		calls  []runnertest.Call
+		op     string
+		reload string
+		due    int
+	}{
+		{"create", map[string]any{"content": "[Service]\nExecReload=/bin/true\n"}, []runnertest.Call{reload}, "create", "performed", 0},
+		{"same content: nothing", map[string]any{"content": "[Service]\nExecReload=/bin/true\n"}, nil, "none", "none", 0},
+		{"check mode: nothing runs", map[string]any{"content": "[Service]\n", "_ansible_check_mode": true}, nil, "update", "performed", 0},
+		{"daemon_reload false: recorded", map[string]any{"content": "[Service]\n", "daemon_reload": false}, nil, "update", "needed", 1},
+		{"mode only", map[string]any{"content": "[Service]\n", "mode": "0600"}, nil, "attributes", "none", 0},
+		{"remove", map[string]any{"state": "absent"}, []runnertest.Call{reload}, "remove", "performed", 0},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			r := &rec{}
+			s.args["unit"], s.args["name"] = "demo", "10.conf"
+			res := execute(t, Deps{Runner: runnertest.New(t, s.calls...), Sync: r, Root: root}, s.args)
+			require.Nil(t, res["failed"], res["msg"])
+			assert.Equal(t, s.op, res["operation"])
+			assert.Equal(t, s.reload, res["daemon_reload"])
+			assert.Equal(t, s.due, r.due)
+		})
+	}
+	_, err := os.Stat(filepath.Dir(drop))
+	assert.True(t, os.IsNotExist(err), "emptied drop-in directory removed")
+}
+
+func TestSensitiveDiffHasNoBytes(t *testing.T) {
+	d := diff("/p", current{exists: true, content: []byte("old-secret")}, []byte("new-secret"), true, 0o600, 0, 0, true)
+	assert.NotContains(t, d.Before+d.After, "secret")
+	assert.Contains(t, d.After, "content changed")
+}
+
+func TestDropInNames(t *testing.T) {
+	for _, ok := range []string{"10-env.conf", "override.conf", "a@b.conf"} {
+		assert.NoError(t, validDropInName(ok), ok)
+	}
+	for _, bad := range []string{"x", ".conf", ".hidden.conf", "-x.conf", "a/b.conf", "a b.conf", "x.conf.bak"} {
+		assert.Error(t, validDropInName(bad), bad)
+	}
+}
