@@ -122,12 +122,9 @@ func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[strin
 	if err != nil {
 		return "", fmt.Errorf("encode module args: %w", err)
 	}
-	t.mu.Lock()
-	t.seq++
-	argsFile := fmt.Sprintf("/var/tmp/richt-args-%d.json", t.seq)
-	t.mu.Unlock()
-	// The args file's mtime does not matter, so skip WriteFile's touch; the module and the
-	// removal of its args file are one exec.
+	argsFile := t.stagePath() + ".json"
+	// /var/tmp is on the container's own filesystem, so the copy API reaches it directly
+	// (no staging); running the module and removing its args file is one exec.
 	if err := t.container.CopyToContainer(ctx, data, argsFile, 0o600); err != nil {
 		return "", fmt.Errorf("write module args: %w", err)
 	}

@@ -223,29 +223,40 @@ func (t *Target) Shell(tb testing.TB, script string) string {
 }
 
 // WriteFile writes content to path in the target with mode, creating parent directories.
+// The file is staged under /var/tmp and installed with install(1): Docker's copy API
+// cannot reach tmpfs mounts such as /run or trixie's /tmp, and it leaves the mtime at
+// 1970, where a normal write gives the current time (systemd's NeedDaemonReload relies on it).
 func (t *Target) WriteFile(ctx context.Context, path string, content []byte, mode int64) error {
-	if err := t.container.CopyToContainer(ctx, content, path, mode); err != nil {
+	stage := t.stagePath()
+	if err := t.container.CopyToContainer(ctx, content, stage, 0o600); err != nil {
 		return fmt.Errorf("write %s in target: %w", path, err)
 	}
-	// Docker's copy API leaves the mtime at 1970; give the file the mtime a normal write
-	// would, so systemd's NeedDaemonReload sees the change as it would in real life.
-	return t.touch(ctx, path)
+	return t.install(ctx, stage, path, mode)
 }
 
-func (t *Target) touch(ctx context.Context, path string) error {
-	res, err := t.Exec(ctx, "touch", "--", path)
-	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("touch %s in target: %s", path, res.Stderr)
-	}
-	return err
-}
-
-// CopyFile copies a host file into the target.
+// CopyFile copies a host file into the target, staged like WriteFile.
 func (t *Target) CopyFile(ctx context.Context, hostPath, path string, mode int64) error {
-	if err := t.container.CopyFileToContainer(ctx, hostPath, path, mode); err != nil {
+	stage := t.stagePath()
+	if err := t.container.CopyFileToContainer(ctx, hostPath, stage, 0o600); err != nil {
 		return fmt.Errorf("copy %s to %s in target: %w", hostPath, path, err)
 	}
-	return nil
+	return t.install(ctx, stage, path, mode)
+}
+
+func (t *Target) stagePath() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.seq++
+	return fmt.Sprintf("/var/tmp/richt-stage-%d", t.seq)
+}
+
+func (t *Target) install(ctx context.Context, stage, path string, mode int64) error {
+	res, err := t.Exec(ctx, "/bin/sh", "-c", `install -D -m "$2" -T -- "$0" "$1"; rc=$?; rm -f -- "$0"; exit $rc`,
+		stage, path, fmt.Sprintf("%04o", mode))
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("install %s in target: %s", path, strings.TrimSpace(res.Stderr))
+	}
+	return err
 }
 
 // CopyDir copies the files below a host directory to dir in the target, keeping their
@@ -263,11 +274,7 @@ func (t *Target) CopyDir(ctx context.Context, hostDir, dir string) error {
 		if err != nil {
 			return err
 		}
-		dest := path.Join(dir, filepath.ToSlash(rel))
-		if err := t.CopyFile(ctx, p, dest, int64(fi.Mode().Perm())); err != nil {
-			return err
-		}
-		return t.touch(ctx, dest)
+		return t.CopyFile(ctx, p, path.Join(dir, filepath.ToSlash(rel)), int64(fi.Mode().Perm()))
 	})
 }
 
