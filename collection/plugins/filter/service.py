@@ -1,0 +1,92 @@
+# -*- coding: utf-8 -*-
+"""Filters used by the richt.services.service role (they run on the controller)."""
+
+from __future__ import annotations
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+_SUFFIXES = (".service", ".socket", ".timer", ".target", ".path", ".mount",
+             ".automount", ".swap", ".slice", ".scope", ".device")
+
+
+def unit_name(name):
+    """Normalise a unit name the way systemd_lifecycle does: no suffix means .service."""
+    if not isinstance(name, str) or not name:
+        raise AnsibleFilterError("unit_name: expected a unit name, got %r" % type(name).__name__)
+    if name.endswith(_SUFFIXES) and not any(name == s for s in _SUFFIXES):
+        return name
+    return name + ".service"
+
+
+def service_order(processes, reverse=False):
+    """Order processes so that each comes after the units named in its `after` list
+    (declared order otherwise); reverse for removal. Unknown names and cycles fail."""
+    if not isinstance(processes, list):
+        raise AnsibleFilterError("service_order: service_processes must be a list")
+    by_unit = {}
+    order = []
+    for i, p in enumerate(processes):
+        if not isinstance(p, dict) or "unit" not in p:
+            raise AnsibleFilterError("service_processes[%d]: each process needs a unit" % i)
+        u = unit_name(p["unit"])
+        if u in by_unit:
+            raise AnsibleFilterError("service_processes: %s is declared twice" % u)
+        by_unit[u] = dict(p, unit=u)
+        order.append(u)
+    done, visiting, result = set(), set(), []
+
+    def visit(u, path):
+        if u in done:
+            return
+        if u in visiting:
+            raise AnsibleFilterError("service_processes: 'after' forms a cycle: %s" % " -> ".join(path + [u]))
+        visiting.add(u)
+        for dep in by_unit[u].get("after") or []:
+            d = unit_name(dep)
+            if d not in by_unit:
+                raise AnsibleFilterError("service_processes: %s is after %s, which is not a process of this service" % (u, d))
+            visit(d, path + [u])
+        visiting.discard(u)
+        done.add(u)
+        result.append(by_unit[u])
+
+    for u in order:
+        visit(u, [])
+    return list(reversed(result)) if reverse else result
+
+
+def _items_for(result, unit, want_reload=None):
+    out = []
+    for r in (result or {}).get("results") or []:
+        item = r.get("item") or {}
+        if unit_name(item.get("unit", "")) != unit:
+            continue
+        if want_reload is not None and bool(item.get("reload", False)) != want_reload:
+            continue
+        out.append(r)
+    return out
+
+
+def service_triggers(process, packages=None, units=None, dropins=None):
+    """The restart_on / reload_on triggers of one process: any package change restarts
+    every process of the service; an owned unit file or a drop-in of this unit restarts it,
+    or reloads it when the drop-in says reload: true. Unchanged results count for nothing,
+    so passing them all is safe."""
+    unit = unit_name(process["unit"])
+    restart = [{"packages": packages or {"changed": False}},
+               {"unit files": {"changed": False, "results": _items_for(units, unit)}},
+               {"drop-ins": {"changed": False, "results": _items_for(dropins, unit, False)}}]
+    reload_items = _items_for(dropins, unit, True)
+    reload = [{"reload drop-ins": {"changed": False, "results": reload_items}}] if reload_items else []
+    return {"restart_on": restart, "reload_on": reload}
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "unit_name": unit_name,
+            "service_order": service_order,
+            "service_triggers": service_triggers,
+        }
