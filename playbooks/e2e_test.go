@@ -1,0 +1,274 @@
+// Package playbooks_test runs the collection the way Ansible users do: real
+// ansible-playbook runs (Debian's ansible-core) against systemd targets.
+package playbooks_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/testenv"
+)
+
+var root, _ = filepath.Abs("..")
+
+// collection stages the collection once (make build), as users get it.
+var collection = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "richt-collection-")
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command("make", "-C", root, "build", "BUILD="+dir).CombinedOutput()
+	if err != nil {
+		return "", &buildError{string(out)}
+	}
+	return dir, nil
+})
+
+type buildError struct{ out string }
+
+func (e *buildError) Error() string { return "make build: " + e.out }
+
+var repo = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "richt-demo-repo-")
+	if err != nil {
+		return "", err
+	}
+	other := testenv.Package{Name: "other", Version: "1.0", Files: map[string]testenv.File{"/usr/share/other/README": {Content: "bystander\n"}}}
+	return dir, testenv.BuildRepoDir(dir, testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0"), other)
+})
+
+// target starts a target with the fixture repository's files in place but no .repo file:
+// demo.yml writes that itself, as a play does for a repository it introduces.
+func target(t *testing.T) *testenv.Target {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: needs Docker and ansible-playbook")
+	}
+	dir, err := repo()
+	require.NoError(t, err)
+	tg := testenv.Start(t)
+	require.NoError(t, tg.CopyDir(context.Background(), dir, "/srv/richt-repos/fixtures"))
+	tg.LogUnitOnFailure(t, "demo.service")
+	return tg
+}
+
+func withRepoFile(t *testing.T, tg *testenv.Target) {
+	dir, err := repo()
+	require.NoError(t, err)
+	require.NoError(t, tg.AddRepo(context.Background(), "fixtures", dir))
+}
+
+func play(t *testing.T, path string, targets ...*testenv.Target) testenv.Playbook {
+	t.Helper()
+	coll, err := collection()
+	require.NoError(t, err)
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, "playbooks", path)
+	}
+	return testenv.Playbook{Path: path, Targets: targets, CollectionsPath: coll}
+}
+
+func events(t *testing.T, tg *testenv.Target) (starts, reloads int) {
+	out := tg.MustExec(t, "cat", "/run/demo/events")
+	return strings.Count(out, "start "), strings.Count(out, "reload ")
+}
+
+func TestDemoScenario(t *testing.T) {
+	t.Parallel()
+	tg := target(t)
+	demo := play(t, "demo.yml", tg)
+
+	r := demo.RunOK(t)
+	require.Positive(t, r.Changed())
+	s := tg.Snapshot(t, "demo.service")
+	require.Equal(t, "active", s.ActiveState)
+	require.Equal(t, "enabled", s.UnitFileState)
+
+	t.Run("second run reports no change", func(t *testing.T) {
+		r := demo.RunOK(t)
+		assert.Zero(t, r.Changed(), "changed tasks: %v", r.ChangedTasks)
+	})
+
+	t.Run("check and diff on a changed inventory show the changes and change nothing", func(t *testing.T) {
+		before := tg.Snapshot(t, "demo.service")
+		p := demo
+		p.ExtraVars = map[string]any{"demo_version": "0:2.0-1.noarch", "demo_level": "debug"}
+		p.Args = []string{"--check", "--diff"}
+		r := p.RunOK(t)
+		assert.Contains(t, r.Output, "+demo-0:2.0-1.noarch")
+		assert.Contains(t, r.Output, "-demo-0:1.0-1.noarch")
+		assert.Contains(t, r.Output, "+Environment=DEMO_LEVEL=debug")
+		assert.Contains(t, r.ChangedTasks, "richt.services.service : demo: processes ("+tg.Name()+")")
+		assert.Contains(t, tg.MustExec(t, "rpm", "-q", "demo"), "demo-1.0-1")
+		assert.Contains(t, tg.MustExec(t, "cat", "/etc/systemd/system/demo.service.d/20-level.conf"), "DEMO_LEVEL=info")
+		assert.Equal(t, testenv.SamePID, testenv.Classify(before, tg.Snapshot(t, "demo.service")))
+	})
+
+	t.Run("a drop-in change reloads, same PID", func(t *testing.T) {
+		starts, reloads := events(t, tg)
+		before := tg.Snapshot(t, "demo.service")
+		p := demo
+		p.ExtraVars = map[string]any{"demo_level": "debug"}
+		p.RunOK(t)
+		after := tg.Snapshot(t, "demo.service")
+		assert.Equal(t, before.MainPID, after.MainPID)
+		s2, r2 := events(t, tg)
+		assert.Equal(t, starts, s2)
+		assert.Equal(t, reloads+1, r2)
+		assert.Contains(t, tg.MustExec(t, "systemctl", "show", "-p", "Environment", "demo.service"), "DEMO_LEVEL=debug")
+	})
+
+	t.Run("a version change restarts once", func(t *testing.T) {
+		starts, reloads := events(t, tg)
+		before := tg.Snapshot(t, "demo.service")
+		p := demo
+		p.ExtraVars = map[string]any{"demo_version": "0:2.0-1.noarch", "demo_level": "debug"}
+		p.RunOK(t)
+		assert.Equal(t, testenv.Restarted, testenv.Classify(before, tg.Snapshot(t, "demo.service")))
+		s2, r2 := events(t, tg)
+		assert.Equal(t, starts+1, s2)
+		assert.Equal(t, reloads, r2)
+		assert.Contains(t, tg.MustExec(t, "rpm", "-q", "demo"), "demo-2.0-1")
+	})
+
+	t.Run("config and package change in one run: one restart, no reload", func(t *testing.T) {
+		starts, reloads := events(t, tg)
+		p := demo
+		p.ExtraVars = map[string]any{"demo_version": "0:1.0-1.noarch", "demo_level": "warn"}
+		p.RunOK(t)
+		s2, r2 := events(t, tg)
+		assert.Equal(t, starts+1, s2)
+		assert.Equal(t, reloads, r2)
+		assert.Contains(t, tg.MustExec(t, "systemctl", "show", "-p", "Description", "demo.service"), "demo daemon 1.0")
+	})
+
+	t.Run("state absent removes what it declared and nothing else", func(t *testing.T) {
+		tg.MustExec(t, "dnf", "-y", "-q", "install-n", "other")
+		tg.Shell(t, "printf '[Service]\\nEnvironment=ADMIN=1\\n' > /etc/systemd/system/demo.service.d/99-admin.conf")
+		r := play(t, "removal.yml", tg).RunOK(t)
+		assert.Positive(t, r.Changed())
+		res, _ := tg.Exec(context.Background(), "rpm", "-q", "demo")
+		assert.NotEqual(t, 0, res.ExitCode, "demo removed")
+		tg.MustExec(t, "rpm", "-q", "other")
+		tg.MustExec(t, "test", "!", "-e", "/etc/systemd/system/demo.service.d/10-reload.conf")
+		tg.MustExec(t, "test", "!", "-e", "/etc/systemd/system/demo.service.d/20-level.conf")
+		tg.MustExec(t, "test", "-e", "/etc/systemd/system/demo.service.d/99-admin.conf")
+		assert.Contains(t, tg.MustExec(t, "systemctl", "show", "-p", "ActiveState", "demo.service"), "inactive")
+		r = play(t, "removal.yml", tg).RunOK(t)
+		assert.Zero(t, r.Changed(), "removal is idempotent: %v", r.ChangedTasks)
+	})
+}
+
+func TestSecretsStayOutOfAllOutput(t *testing.T) {
+	t.Parallel()
+	tg := target(t)
+	withRepoFile(t, tg)
+	tg.MustExec(t, "dnf", "-y", "-q", "install-n", "demo")
+	for _, args := range [][]string{{"--diff"}, {"-vvv", "--diff"}} {
+		p := play(t, filepath.Join(root, "playbooks/testdata/secret.yml"), tg)
+		p.Args = args
+		r := p.RunOK(t)
+		assert.NotContains(t, r.Output, "s3cr3t", "ansible-playbook %v output", args)
+		assert.Contains(t, r.Output, "content is not a valid unit file: line 2")
+	}
+	assert.Contains(t, tg.MustExec(t, "cat", "/etc/systemd/system/sec.service.d/10-token.conf"), "s3cr3t-token-4711")
+}
+
+func TestBecomeFromUnprivilegedUser(t *testing.T) {
+	t.Parallel()
+	tg := target(t)
+	tg.Shell(t, `echo 'deploy:x:1500:1500::/home/deploy:/bin/sh' >> /etc/passwd &&
+		echo 'deploy:x:1500:' >> /etc/group && echo 'deploy:*:19000:0:99999:7:::' >> /etc/shadow &&
+		mkdir -p /home/deploy && chown deploy:deploy /home/deploy &&
+		echo 'deploy ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/deploy && chmod 0440 /etc/sudoers.d/deploy`)
+	p := play(t, "demo.yml", tg)
+	p.HostVars = map[string]any{"ansible_user": "deploy", "ansible_become": true, "ansible_become_method": "sudo"}
+	r := p.RunOK(t)
+	assert.Positive(t, r.Changed())
+	assert.Equal(t, "active", tg.Snapshot(t, "demo.service").ActiveState)
+	assert.Contains(t, tg.MustExec(t, "stat", "-c", "%U", "/etc/systemd/system/demo.service.d/10-reload.conf"), "root")
+}
+
+func TestTwoTargetsWithTwoForks(t *testing.T) {
+	t.Parallel()
+	a, b := target(t), target(t)
+	p := play(t, "demo.yml", a, b)
+	p.Args = []string{"--forks", "2"}
+	r := p.RunOK(t)
+	require.Len(t, r.Recap, 2)
+	for host, rc := range r.Recap {
+		assert.Positive(t, rc.Changed, host)
+	}
+	for _, tg := range []*testenv.Target{a, b} {
+		assert.Equal(t, "active", tg.Snapshot(t, "demo.service").ActiveState)
+	}
+}
+
+func TestModulesNeedNoPythonOnTheTarget(t *testing.T) {
+	t.Parallel()
+	tg := target(t)
+	withRepoFile(t, tg)
+	tg.MustExec(t, "dnf", "-y", "-q", "install-nevra", "demo-0:1.0-1.noarch")
+	tg.Shell(t, "rm -f /usr/bin/python3*")
+	p := play(t, filepath.Join(root, "playbooks/testdata/nopython.yml"), tg)
+	r := p.RunOK(t)
+	assert.Positive(t, r.Changed())
+	assert.Equal(t, "active", tg.Snapshot(t, "nopy.service").ActiveState)
+}
+
+func TestGalaxyBuildInstallAndDocs(t *testing.T) {
+	t.Parallel()
+	tg := target(t)
+	coll, err := collection()
+	require.NoError(t, err)
+	out := t.TempDir()
+	stage := filepath.Join(coll, "ansible_collections/richt/services")
+	b, err := exec.Command("ansible-galaxy", "collection", "build", "--output-path", out, stage).CombinedOutput()
+	require.NoError(t, err, string(b))
+	tarballs, _ := filepath.Glob(filepath.Join(out, "richt-services-*.tar.gz"))
+	require.Len(t, tarballs, 1)
+	fresh := t.TempDir()
+	b, err = exec.Command("ansible-galaxy", "collection", "install", "-p", fresh, tarballs[0]).CombinedOutput()
+	require.NoError(t, err, string(b))
+	for _, m := range []string{"rpm_exact", "unit_override", "systemd_lifecycle"} {
+		fi, err := os.Stat(filepath.Join(fresh, "ansible_collections/richt/services/plugins/modules", m))
+		require.NoError(t, err)
+		assert.NotZero(t, fi.Mode()&0o111, "%s is executable after install", m)
+	}
+
+	docs := map[string][]string{
+		"rpm_exact":         {"name", "version", "state", "manager", "timeout", "unit_files_changed", "operation"},
+		"unit_override":     {"unit", "name", "content", "path", "mode", "owner", "group", "sensitive", "daemon_reload", "reload_capable"},
+		"systemd_lifecycle": {"unit", "state", "enabled", "timeout", "restart_on", "reload_on", "allow_missing", "reaction", "actions"},
+	}
+	for m, words := range docs {
+		cmd := exec.Command("ansible-doc", "richt.services."+m)
+		cmd.Env = append(os.Environ(), "ANSIBLE_COLLECTIONS_PATH="+fresh, "ANSIBLE_NOCOLOR=1")
+		b, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(b))
+		doc := string(b)
+		assert.Contains(t, doc, "RICHT.SERVICES."+strings.ToUpper(m))
+		for _, w := range words {
+			assert.Contains(t, doc, w, "ansible-doc %s mentions %s", m, w)
+		}
+	}
+	cmd := exec.Command("ansible-doc", "-l", "richt.services")
+	cmd.Env = append(os.Environ(), "ANSIBLE_COLLECTIONS_PATH="+fresh)
+	b, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(b))
+	for m := range docs {
+		assert.Contains(t, string(b), "richt.services."+m)
+	}
+
+	p := play(t, filepath.Join(root, "playbooks/testdata/installed.yml"), tg)
+	p.CollectionsPath = fresh
+	p.RunOK(t)
+}

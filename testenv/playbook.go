@@ -1,0 +1,192 @@
+package testenv
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Playbook is one ansible-playbook run against targets, reached with the
+// community.docker.docker connection (no SSH, nothing to set up in the target).
+type Playbook struct {
+	// Path is the playbook file.
+	Path string
+	// Targets become the hosts of Group (default "targets"), named by their container name.
+	Targets []*Target
+	Group   string
+	// HostVars are added to every host (for example ansible_user for become tests).
+	HostVars map[string]any
+	// ExtraVars are passed with -e as JSON.
+	ExtraVars map[string]any
+	// Args are more ansible-playbook arguments, such as --check, --diff, -vvv, -f 2.
+	Args []string
+	// CollectionsPath and RolesPath are prepended to Ansible's search paths.
+	CollectionsPath string
+	RolesPath       string
+	// Env are extra KEY=VALUE variables for ansible-playbook.
+	Env []string
+	// Timeout bounds the run (default 10m).
+	Timeout time.Duration
+}
+
+// Recap is one host's line of the play recap.
+type Recap struct {
+	Ok, Changed, Unreachable, Failed, Skipped, Rescued, Ignored int
+}
+
+// PlaybookResult is a finished run.
+type PlaybookResult struct {
+	Output   string
+	ExitCode int
+	// Recap by host name.
+	Recap map[string]Recap
+	// ChangedTasks lists "TASK NAME (host)" for every task result reported changed.
+	ChangedTasks []string
+}
+
+// Changed sums the changed counts of all hosts.
+func (r PlaybookResult) Changed() int {
+	n := 0
+	for _, h := range r.Recap {
+		n += h.Changed
+	}
+	return n
+}
+
+// Failed sums failed and unreachable counts of all hosts.
+func (r PlaybookResult) Failed() int {
+	n := 0
+	for _, h := range r.Recap {
+		n += h.Failed + h.Unreachable
+	}
+	return n
+}
+
+// Name is the target's container name, its host name in inventories.
+func (t *Target) Name() string {
+	info, err := t.container.Inspect(context.Background())
+	if err != nil {
+		return t.ID()[:12]
+	}
+	return strings.TrimPrefix(info.Name, "/")
+}
+
+// Inventory writes a YAML inventory of the targets and returns its path.
+func (p Playbook) Inventory(tb testing.TB) string {
+	tb.Helper()
+	group := p.Group
+	if group == "" {
+		group = "targets"
+	}
+	hosts := map[string]any{}
+	for _, t := range p.Targets {
+		vars := map[string]any{
+			"ansible_connection":         "community.docker.docker",
+			"ansible_host":               t.ID(),
+			"ansible_python_interpreter": "/usr/bin/python3",
+		}
+		for k, v := range p.HostVars {
+			vars[k] = v
+		}
+		hosts[t.Name()] = vars
+	}
+	inv := map[string]any{"all": map[string]any{"children": map[string]any{group: map[string]any{"hosts": hosts}}}}
+	data, err := json.MarshalIndent(inv, "", "  ") // JSON is YAML
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), "inventory.yml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// Run runs the playbook. It does not fail the test on a failed play: callers assert on
+// the result (RunOK does).
+func (p Playbook) Run(tb testing.TB) PlaybookResult {
+	tb.Helper()
+	timeout := p.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	args := []string{"-i", p.Inventory(tb)}
+	if len(p.ExtraVars) > 0 {
+		data, _ := json.Marshal(p.ExtraVars)
+		args = append(args, "-e", string(data))
+	}
+	args = append(append(args, p.Args...), p.Path)
+	cmd := exec.CommandContext(ctx, "ansible-playbook", args...)
+	tmp := tb.TempDir()
+	cmd.Env = append(os.Environ(),
+		"ANSIBLE_NOCOLOR=1", "ANSIBLE_FORCE_COLOR=0", "ANSIBLE_HOST_KEY_CHECKING=false",
+		"ANSIBLE_RETRY_FILES_ENABLED=false", "ANSIBLE_LOCAL_TEMP="+tmp, "ANSIBLE_SSH_CONTROL_PATH_DIR="+tmp)
+	if p.CollectionsPath != "" {
+		cmd.Env = append(cmd.Env, "ANSIBLE_COLLECTIONS_PATH="+p.CollectionsPath)
+	}
+	if p.RolesPath != "" {
+		cmd.Env = append(cmd.Env, "ANSIBLE_ROLES_PATH="+p.RolesPath)
+	}
+	cmd.Env = append(cmd.Env, p.Env...)
+	out, err := cmd.CombinedOutput()
+	res := PlaybookResult{Output: string(out)}
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			res.ExitCode = ee.ExitCode()
+		} else {
+			tb.Fatalf("run ansible-playbook: %v\n%s", err, out)
+		}
+	}
+	res.Recap, res.ChangedTasks = parseOutput(res.Output)
+	return res
+}
+
+// RunOK runs the playbook and fails the test unless every host finished without failures.
+func (p Playbook) RunOK(tb testing.TB) PlaybookResult {
+	tb.Helper()
+	r := p.Run(tb)
+	if r.ExitCode != 0 || r.Failed() > 0 || len(r.Recap) == 0 {
+		tb.Fatalf("ansible-playbook %s failed (exit %d):\n%s", p.Path, r.ExitCode, tail(r.Output, 60))
+	}
+	return r
+}
+
+var recapLine = regexp.MustCompile(`^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)\s+rescued=(\d+)\s+ignored=(\d+)`)
+
+func parseOutput(out string) (map[string]Recap, []string) {
+	recap := map[string]Recap{}
+	var changed []string
+	task := ""
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "TASK ["); ok {
+			if i := strings.LastIndex(rest, "]"); i >= 0 {
+				task = rest[:i]
+			}
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "changed: ["); ok {
+			host, _, _ := strings.Cut(rest, "]")
+			changed = append(changed, fmt.Sprintf("%s (%s)", task, host))
+			continue
+		}
+		if m := recapLine.FindStringSubmatch(line); m != nil {
+			n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
+			recap[m[1]] = Recap{Ok: n(2), Changed: n(3), Unreachable: n(4), Failed: n(5), Skipped: n(6), Rescued: n(7), Ignored: n(8)}
+		}
+	}
+	return recap, changed
+}
