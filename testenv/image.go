@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 )
@@ -27,25 +28,37 @@ func Suite() string {
 	return DefaultSuite
 }
 
-// ImageTag is the content-keyed tag of the image for suite: a change to the build recipe
-// gives a new tag, so a stale image is never reused.
-func ImageTag(suite string) string {
+// ImageTag is the content-keyed tag of the image for suite and extra packages: a change to
+// the build recipe or the package list gives a new tag, so a stale image is never reused.
+func ImageTag(suite string, extraPackages ...string) string {
+	pkgs := append([]string(nil), extraPackages...)
+	sort.Strings(pkgs)
 	h := sha256.New()
 	h.Write(buildScript)
 	h.Write([]byte{0})
 	h.Write([]byte(suite))
+	h.Write([]byte{0})
+	h.Write([]byte(strings.Join(pkgs, ",")))
 	return "richt-testenv:" + suite + "-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // EnsureImage returns the image to start targets from: TESTENV_IMAGE when set, else the
 // content-keyed image for Suite(), built from Debian packages when it is missing. Builds
 // are serialised across processes with a lock file, so parallel test binaries build once.
-func EnsureImage(ctx context.Context) (string, error) {
+func EnsureImage(ctx context.Context, extraPackages ...string) (string, error) {
 	if img := os.Getenv("TESTENV_IMAGE"); img != "" {
+		if len(extraPackages) > 0 {
+			return "", fmt.Errorf("extra packages %v need a built image; TESTENV_IMAGE=%s is used as it is", extraPackages, img)
+		}
 		return img, nil
 	}
+	for _, p := range extraPackages {
+		if p == "" || strings.HasPrefix(p, "-") || strings.ContainsAny(p, " ,;$`'\"\\") {
+			return "", fmt.Errorf("extra package %q is not a Debian package name", p)
+		}
+	}
 	suite := Suite()
-	tag := ImageTag(suite)
+	tag := ImageTag(suite, extraPackages...)
 	if imageExists(ctx, tag) {
 		return tag, nil
 	}
@@ -62,7 +75,7 @@ func EnsureImage(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("write image build script: %w", err)
 	}
 	defer os.Remove(script)
-	cmd := exec.CommandContext(ctx, "bash", script, suite, tag)
+	cmd := exec.CommandContext(ctx, "bash", script, suite, tag, strings.Join(extraPackages, ","))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("build image %s from Debian %s packages (needs root, mmdebstrap and docker): %w\n%s", tag, suite, err, tail(string(out), 30))

@@ -27,9 +27,10 @@ type Target struct {
 	Image     string
 	container *testcontainers.DockerContainer
 
-	mu        sync.Mutex
-	installed map[string]bool // module binaries already copied in
-	seq       int
+	mu         sync.Mutex
+	installed  map[string]bool // module binaries already copied in
+	seq        int
+	terminated bool
 }
 
 // Option changes how a target starts.
@@ -38,12 +39,45 @@ type Option func(*options)
 type options struct {
 	name       string
 	image      string
+	packages   []string
 	readyAfter time.Duration
 	env        map[string]string
+	binds      []string
+	files      []testcontainers.ContainerFile
+	labels     map[string]string
 }
 
 // WithImage starts the target from image instead of the default.
 func WithImage(image string) Option { return func(o *options) { o.image = image } }
+
+// WithPackages adds Debian packages to the default image; the image is built once per
+// package set (its tag is a hash of the recipe and the list) and reused afterwards.
+func WithPackages(pkgs ...string) Option {
+	return func(o *options) { o.packages = append(o.packages, pkgs...) }
+}
+
+// WithMount bind-mounts a host path into the target ("ro" or "rw").
+func WithMount(hostPath, targetPath, mode string) Option {
+	return func(o *options) { o.binds = append(o.binds, hostPath+":"+targetPath+":"+mode) }
+}
+
+// WithFile places a file in the target before systemd boots, for example a unit and its
+// enablement link that must exist at boot.
+func WithFile(path string, content []byte, mode int64) Option {
+	return func(o *options) {
+		o.files = append(o.files, testcontainers.ContainerFile{Reader: bytes.NewReader(content), ContainerFilePath: path, FileMode: mode})
+	}
+}
+
+// WithLabel adds a container label, for finding a test's containers.
+func WithLabel(key, value string) Option {
+	return func(o *options) {
+		if o.labels == nil {
+			o.labels = map[string]string{}
+		}
+		o.labels[key] = value
+	}
+}
 
 // WithName gives the container a fixed name (default: a random one, so parallel targets
 // never clash).
@@ -86,7 +120,10 @@ func Start(tb testing.TB, opts ...Option) *Target {
 	t, err := StartContext(context.Background(), opts...)
 	if t != nil {
 		tb.Cleanup(func() {
-			if tb.Failed() {
+			t.mu.Lock()
+			gone := t.terminated
+			t.mu.Unlock()
+			if tb.Failed() && !gone {
 				tb.Logf("target %s state at failure:\n%s", t.ID(), t.Diagnostics(context.Background()))
 			}
 			if err := t.Terminate(context.Background()); err != nil {
@@ -108,7 +145,7 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 		f(&o)
 	}
 	if o.image == "" {
-		img, err := EnsureImage(ctx)
+		img, err := EnsureImage(ctx, o.packages...)
 		if err != nil {
 			return nil, err
 		}
@@ -127,19 +164,22 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 	custom := []testcontainers.ContainerCustomizer{
 		testcontainers.WithCmd("/sbin/init"),
 		testcontainers.WithEnv(o.env),
-		testcontainers.WithLabels(map[string]string{"org.richt.testenv": "target"}),
+		testcontainers.WithLabels(labels(o.labels)),
 		testcontainers.WithTmpfs(map[string]string{"/run": "rw,exec", "/run/lock": "rw"}),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.CapAdd = []string{"ALL"}
 			hc.CapDrop = []string{"SYS_RESOURCE"}
 			hc.SecurityOpt = []string{"seccomp=unconfined", "apparmor=unconfined"}
 			hc.CgroupnsMode = container.CgroupnsModeHost
-			hc.Binds = append(hc.Binds, cgroupBind())
+			hc.Binds = append(append(hc.Binds, cgroupBind()), o.binds...)
 		}),
 		testcontainers.WithWaitStrategy(ready),
 	}
 	if o.name != "" {
 		custom = append(custom, testcontainers.WithName(o.name))
+	}
+	if len(o.files) > 0 {
+		custom = append(custom, testcontainers.WithFiles(o.files...))
 	}
 	c, err := testcontainers.Run(ctx, o.image, custom...)
 	var t *Target
@@ -148,11 +188,54 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 	}
 	if err != nil {
 		if t != nil {
-			return t, fmt.Errorf("systemd in %s did not reach running or degraded within %s: %w\n%s", o.image, o.readyAfter, err, t.Diagnostics(ctx))
+			dctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			return t, fmt.Errorf("systemd in %s did not reach running or degraded within %s%s: %w\n%s", o.image, o.readyAfter, t.stuck(dctx), err, t.Diagnostics(dctx))
 		}
 		return nil, fmt.Errorf("start %s: %w", o.image, err)
 	}
 	return t, nil
+}
+
+// LabelKey marks every target container, so leftovers can be found and counted.
+const LabelKey = "org.richt.testenv"
+
+func labels(extra map[string]string) map[string]string {
+	l := map[string]string{LabelKey: "target"}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return l
+}
+
+// stuck names the units that kept systemd from being ready: failed units and units
+// with jobs still queued.
+func (t *Target) stuck(ctx context.Context) string {
+	var names []string
+	for _, argv := range [][]string{
+		{"systemctl", "list-units", "--state=failed", "--no-legend", "--plain"},
+		{"systemctl", "list-jobs", "--no-legend"},
+	} {
+		res, err := t.Exec(ctx, argv...)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(res.Stdout, "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 {
+				continue
+			}
+			if argv[1] == "list-jobs" && len(f) > 1 {
+				names = append(names, f[1]+" (job "+strings.Join(f[2:], " ")+")")
+			} else if argv[1] == "list-units" {
+				names = append(names, f[0]+" (failed)")
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "; waiting on: " + strings.Join(names, ", ")
 }
 
 // ID is the container's ID.
@@ -161,8 +244,15 @@ func (t *Target) ID() string { return t.container.GetContainerID() }
 // Container is the underlying testcontainers container, for what this API lacks.
 func (t *Target) Container() *testcontainers.DockerContainer { return t.container }
 
-// Terminate stops and removes the target.
+// Terminate stops and removes the target; a second call does nothing.
 func (t *Target) Terminate(ctx context.Context) error {
+	t.mu.Lock()
+	done := t.terminated
+	t.terminated = true
+	t.mu.Unlock()
+	if done {
+		return nil
+	}
 	return testcontainers.TerminateContainer(t.container, testcontainers.StopContext(ctx))
 }
 

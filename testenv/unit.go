@@ -20,12 +20,15 @@ type UnitSnapshot struct {
 	InvocationID  string
 	// ExecMainStartTimestampMonotonic changes with every start of the main process.
 	MainStart string
+	// ExecReload is systemd's status of the unit's reload command, which names the PID and
+	// start time of the last run: it changes with every reload through ExecReload=.
+	ExecReload string
 }
 
 // Snapshot reads a unit's state with systemctl show.
 func (t *Target) Snapshot(tb testing.TB, unit string) UnitSnapshot {
 	tb.Helper()
-	out := t.MustExec(tb, "systemctl", "show", "--property=ActiveState,SubState,UnitFileState,LoadState,MainPID,InvocationID,ExecMainStartTimestampMonotonic", "--", unit)
+	out := t.MustExec(tb, "systemctl", "show", "--property=ActiveState,SubState,UnitFileState,LoadState,MainPID,InvocationID,ExecMainStartTimestampMonotonic,ExecReload", "--", unit)
 	s := UnitSnapshot{Unit: unit}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		k, v, _ := strings.Cut(line, "=")
@@ -44,6 +47,8 @@ func (t *Target) Snapshot(tb testing.TB, unit string) UnitSnapshot {
 			s.InvocationID = v
 		case "ExecMainStartTimestampMonotonic":
 			s.MainStart = v
+		case "ExecReload":
+			s.ExecReload = v
 		}
 	}
 	return s
@@ -57,15 +62,15 @@ const (
 	Untouched Action = "untouched"
 	Started   Action = "started"
 	Restarted Action = "restarted"
+	Reloaded  Action = "reloaded"
 	Stopped   Action = "stopped"
-	// SamePID means the unit stayed active with the same invocation and main process;
-	// a reload, or nothing. Tell them apart with the unit's own evidence (for the demo
-	// daemon, ReloadCount).
-	SamePID Action = "same-process"
 )
 
 // Classify tells from systemd's own properties what a run did to a unit: a new
-// invocation ID on a unit that was active means a restart; on one that was not, a start.
+// invocation ID or main PID on a unit that stayed active is a restart; the same process
+// with a new run of its ExecReload= command is a reload; active from inactive is a start.
+// A reload without ExecReload= (Type=notify-reload) leaves no trace here and reads as
+// Untouched; check the service's own evidence for those.
 func Classify(before, after UnitSnapshot) Action {
 	wasActive := before.ActiveState == "active"
 	isActive := after.ActiveState == "active"
@@ -76,8 +81,8 @@ func Classify(before, after UnitSnapshot) Action {
 		return Started
 	case wasActive && isActive && (before.InvocationID != after.InvocationID || before.MainPID != after.MainPID):
 		return Restarted
-	case wasActive && isActive:
-		return SamePID
+	case wasActive && isActive && before.ExecReload != after.ExecReload:
+		return Reloaded
 	}
 	return Untouched
 }

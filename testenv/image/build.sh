@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds a systemd + DNF 4 target image from Debian packages, offline from any container
-# registry. Usage: build.sh SUITE TAG. mmdebstrap reads the host's apt sources, so no
+# registry. Usage: build.sh SUITE TAG [EXTRA_PACKAGES]. mmdebstrap reads the host's apt sources, so no
 # mirror address is written here. The image's content key (its tag) is the hash of this
 # file, so any change to the package list or the customisation below builds a new image.
 set -euo pipefail
-suite=$1 tag=$2
+suite=$1 tag=$2 extra=${3:-}
 work=$(mktemp -d /tmp/richt-image.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -17,7 +17,7 @@ esac
 # Packages: systemd as PID 1 and its bus; DNF 4 and rpm; procps for /bin/kill (ExecReload
 # lines use it); sudo for become tests; openssh-server for SSH-connection tests.
 mmdebstrap --quiet --variant=essential \
-  --include=systemd,systemd-sysv,dbus,dnf,rpm,procps,sudo,openssh-server \
+  --include=systemd,systemd-sysv,dbus,dnf,rpm,procps,sudo,openssh-server${extra:+,$extra} \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/doc/*' \

@@ -1,0 +1,189 @@
+package testenv_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/testenv"
+)
+
+func e2e(t testing.TB) {
+	if testing.Short() {
+		t.Skip("end-to-end: needs Docker")
+	}
+}
+
+func TestWarmStart(t *testing.T) {
+	t.Parallel()
+	e2e(t)
+	began := time.Now()
+	tg := testenv.Start(t)
+	t.Logf("start to ready: %s", time.Since(began).Round(time.Millisecond))
+	assert.Equal(t, "running", strings.TrimSpace(tg.MustExec(t, "systemctl", "is-system-running")))
+	assert.Contains(t, tg.MustExec(t, "systemctl", "--version"), "systemd")
+}
+
+// TestColdImageBuild removes the image of a package set and builds it again from Debian
+// packages; WithPackages must also put the package into the image.
+func TestColdImageBuild(t *testing.T) {
+	t.Parallel()
+	e2e(t)
+	if os.Getenv("TESTENV_IMAGE") != "" {
+		t.Skip("TESTENV_IMAGE is used as it is")
+	}
+	tag := testenv.ImageTag(testenv.Suite(), "less")
+	_ = exec.Command("docker", "rmi", "-f", tag).Run()
+	began := time.Now()
+	img, err := testenv.EnsureImage(context.Background(), "less")
+	require.NoError(t, err)
+	t.Logf("cold build of %s: %s", img, time.Since(began).Round(time.Second))
+	assert.Equal(t, tag, img)
+	tg := testenv.Start(t, testenv.WithPackages("less"))
+	tg.MustExec(t, "test", "-x", "/usr/bin/less")
+	assert.NotEqual(t, testenv.ImageTag(testenv.Suite()), tag, "a package list change gives a new image")
+	_ = exec.Command("docker", "rmi", "-f", tag).Run()
+}
+
+func TestBootFailureIsReportedClearly(t *testing.T) {
+	t.Parallel()
+	e2e(t)
+	// A oneshot that multi-user.target wants and waits for, and that never finishes.
+	unit := "[Unit]\nDescription=never finishes\nBefore=multi-user.target\n[Service]\nType=oneshot\nExecStart=/bin/sleep 600\n"
+	ctx := context.Background()
+	tg, err := testenv.StartContext(ctx,
+		testenv.WithFile("/etc/systemd/system/stuck.service", []byte(unit), 0o644),
+		testenv.WithFile("/etc/systemd/system/multi-user.target.d/stuck.conf", []byte("[Unit]\nWants=stuck.service\n"), 0o644),
+		testenv.WithReadyTimeout(6*time.Second))
+	if tg != nil {
+		defer tg.Terminate(ctx)
+	}
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did not reach running or degraded within 6s")
+	assert.Contains(t, err.Error(), "waiting on: ")
+	assert.Contains(t, err.Error(), "stuck.service (job start running)")
+}
+
+func TestIdempotenceFailureNamesTheTask(t *testing.T) {
+	t.Parallel()
+	e2e(t)
+	tg := testenv.Start(t)
+	pb := filepath.Join(t.TempDir(), "changes.yml")
+	require.NoError(t, os.WriteFile(pb, []byte(`- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: converged step
+      ansible.builtin.raw: "true"
+      changed_when: false
+    - name: always reports a change
+      ansible.builtin.raw: "true"
+      changed_when: true
+`), 0o644))
+	r := testenv.Playbook{Path: pb, Targets: []*testenv.Target{tg}}.RunOK(t)
+	assert.Equal(t, 1, r.Recap[tg.Name()].Changed)
+	err := testenv.CheckIdempotent(r.ChangedTasks)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "always reports a change ("+tg.Name()+")")
+	assert.NotContains(t, err.Error(), "converged step")
+}
+
+func countLabelled(t *testing.T, label string) int {
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+label).Output()
+	require.NoError(t, err)
+	return len(strings.Fields(string(out)))
+}
+
+func TestCleanupLeavesNoContainers(t *testing.T) {
+	t.Parallel()
+	e2e(t)
+	label := fmt.Sprintf("org.richt.testenv.test=cleanup-%d", time.Now().UnixNano())
+	key, value, _ := strings.Cut(label, "=")
+	t.Run("two targets", func(t *testing.T) {
+		testenv.Start(t, testenv.WithLabel(key, value))
+		testenv.Start(t, testenv.WithLabel(key, value))
+		assert.Equal(t, 2, countLabelled(t, label))
+	})
+	assert.Equal(t, 0, countLabelled(t, label), "t.Cleanup removed every target")
+}
+
+func TestParallelTargets(t *testing.T) {
+	t.Parallel()
+	e2e(t)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			tg := testenv.Start(t)
+			require.NoError(t, tg.WriteFile(context.Background(), "/run/whoami", []byte(fmt.Sprint(i)), 0o644))
+			assert.Equal(t, fmt.Sprint(i), tg.MustExec(t, "cat", "/run/whoami"))
+			mu.Lock()
+			defer mu.Unlock()
+			assert.False(t, seen[tg.Name()], "names never clash")
+			seen[tg.Name()] = true
+		})
+	}
+}
+
+func TestScenarioWithGoSteps(t *testing.T) {
+	t.Parallel()
+	e2e(t)
+	unit := "[Service]\nExecStart=" + testenv.TestDaemonPath + " sc\nExecReload=/bin/kill -HUP $MAINPID\n"
+	var phases []string
+	testenv.Scenario{
+		Name: "go-steps",
+		Log: func(format string, args ...any) {
+			phases = append(phases, strings.Fields(fmt.Sprintf(format, args...))[2])
+		},
+		Prepare: testenv.Step{Func: func(tb testing.TB, ts []*testenv.Target) []string {
+			ts[0].InstallTestDaemon(tb)
+			require.NoError(tb, ts[0].WriteFile(context.Background(), "/etc/systemd/system/sc.service", []byte(unit), 0o644))
+			return nil
+		}},
+		Converge: testenv.Step{Func: func(tb testing.TB, ts []*testenv.Target) []string {
+			if ts[0].Snapshot(tb, "sc.service").ActiveState == "active" {
+				return nil
+			}
+			ts[0].MustExec(tb, "systemctl", "start", "sc.service")
+			return []string{"start sc.service"}
+		}},
+		Verify: testenv.Step{Func: func(tb testing.TB, ts []*testenv.Target) []string {
+			before := ts[0].Snapshot(tb, "sc.service")
+			ts[0].MustExec(tb, "systemctl", "reload", "sc.service")
+			assert.Equal(tb, testenv.Reloaded, testenv.Classify(before, ts[0].Snapshot(tb, "sc.service")))
+			before = ts[0].Snapshot(tb, "sc.service")
+			ts[0].MustExec(tb, "systemctl", "restart", "sc.service")
+			assert.Equal(tb, testenv.Restarted, testenv.Classify(before, ts[0].Snapshot(tb, "sc.service")))
+			return nil
+		}},
+	}.Run(t)
+	assert.Equal(t, []string{"create", "prepare", "converge", "idempotence", "verify", "destroy"}, phases)
+}
+
+// BenchmarkWarmStart measures start-to-ready of a target from a cached image, and reports
+// the median (go test -bench WarmStart -benchtime 5x ./testenv).
+func BenchmarkWarmStart(b *testing.B) {
+	e2e(b)
+	if _, err := testenv.EnsureImage(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	var d []time.Duration
+	for i := 0; i < b.N; i++ {
+		began := time.Now()
+		tg := testenv.Start(b)
+		d = append(d, time.Since(began))
+		b.StopTimer()
+		_ = tg.Terminate(context.Background())
+		b.StartTimer()
+	}
+	b.ReportMetric(testenv.Median(d).Seconds(), "s-median-ready")
+}
