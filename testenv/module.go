@@ -96,18 +96,22 @@ func (r Result) Strings(key string) []string {
 // Map is a top-level object fact.
 func (r Result) Map(key string) map[string]any { m, _ := r[key].(map[string]any); return m }
 
-// installModule copies binary into the target once.
+// installModule copies binary into the target once. The lock is not held during the copy
+// (CopyFile takes it for its staging name); two first runs at once both copy, harmlessly.
 func (t *Target) installModule(ctx context.Context, binary string) (string, error) {
 	dest := ModuleDir + "/" + filepath.Base(binary)
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.installed[binary] {
+	done := t.installed[binary]
+	t.mu.Unlock()
+	if done {
 		return dest, nil
 	}
 	if err := t.CopyFile(ctx, binary, dest, 0o755); err != nil {
 		return "", err
 	}
+	t.mu.Lock()
 	t.installed[binary] = true
+	t.mu.Unlock()
 	return dest, nil
 }
 
