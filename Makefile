@@ -12,7 +12,7 @@ STAGE   := $(BUILD)/ansible_collections/richt/services
 VERSION := $(shell awk '/^version:/{print $$2}' galaxy.yml)
 DEMO    ?= richt-demo
 
-.PHONY: all setup build collection test unit fuzz lint demo demo-stop clean
+.PHONY: all setup build collection test unit fuzz lint demo demo-stop bench-testenv clean
 
 all: build
 
@@ -43,8 +43,11 @@ lint:
 
 # Everything: unit tests, fuzz seed corpora, and the end-to-end suite on real systemd
 # targets. TESTENV_SUITE=bookworm runs the end-to-end suite on the older generation.
+# testenv's own tests (a cold image build among them, heavy on disk and CPU) run after the
+# rest, so they do not slow the module and playbook tests' deadlines.
 test: setup lint
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/testenv$$')
+	$(GO) test -count=1 -timeout 15m ./testenv
 
 unit: lint
 	$(GO) test -count=1 -short ./...
@@ -60,6 +63,11 @@ fuzz:
 	$(GO) test ./pkg/unitfile -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s
 	$(GO) test ./pkg/lifecycle -run '^$$' -fuzz '^FuzzParseShow$$' -fuzztime 20s
 	$(GO) test ./pkg/unitname -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime 10s
+
+# testenv's benchmarks: median warm start-to-ready and median full demo scenario, 5 runs each.
+bench-testenv: setup
+	$(GO) test ./testenv -run '^$$' -bench WarmStart -benchtime 5x -count 1
+	$(GO) test ./playbooks -run '^$$' -bench DemoScenario -benchtime 5x -count 1
 
 # Build the modules, start a local systemd target (a container named $(DEMO)) and run the
 # demo playbook against it. `make demo-stop` removes the target.

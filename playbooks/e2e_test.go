@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -272,4 +273,40 @@ func TestGalaxyBuildInstallAndDocs(t *testing.T) {
 	p := play(t, filepath.Join(root, "playbooks/testdata/installed.yml"), tg)
 	p.CollectionsPath = fresh
 	p.RunOK(t)
+}
+
+// BenchmarkDemoScenario runs the demo role's full Molecule sequence (create → prepare →
+// converge → idempotence → verify → destroy) and reports the median
+// (go test -run '^$' -bench DemoScenario -benchtime 5x ./playbooks).
+func BenchmarkDemoScenario(b *testing.B) {
+	if testing.Short() {
+		b.Skip("end-to-end")
+	}
+	coll, err := collection()
+	require.NoError(b, err)
+	dir, err := repo()
+	require.NoError(b, err)
+	var d []time.Duration
+	for i := 0; i < b.N; i++ {
+		began := time.Now()
+		testenv.Scenario{
+			Name:            "demo",
+			CollectionsPath: coll,
+			Log:             func(string, ...any) {},
+			Prepare: testenv.Step{Func: func(tb testing.TB, ts []*testenv.Target) []string {
+				require.NoError(tb, ts[0].CopyDir(context.Background(), dir, "/srv/richt-repos/fixtures"))
+				return nil
+			}},
+			Converge: testenv.Step{Playbook: filepath.Join(root, "playbooks", "demo.yml")},
+			Verify: testenv.Step{Func: func(tb testing.TB, ts []*testenv.Target) []string {
+				s := ts[0].Snapshot(tb, "demo.service")
+				if s.ActiveState != "active" || s.UnitFileState != "enabled" {
+					tb.Fatalf("demo.service is %s/%s", s.ActiveState, s.UnitFileState)
+				}
+				return nil
+			}},
+		}.Run(b)
+		d = append(d, time.Since(began))
+	}
+	b.ReportMetric(testenv.Median(d).Seconds(), "s-median-scenario")
 }
