@@ -37,14 +37,11 @@ type buildError struct{ out string }
 
 func (e *buildError) Error() string { return "make build: " + e.out }
 
-var repo = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "richt-demo-repo-")
-	if err != nil {
-		return "", err
-	}
+// repo is the fixture repository: demo 1.0 and 2.0, and a bystander package.
+func repo(tb testing.TB) string {
 	other := testenv.Package{Name: "other", Version: "1.0", Files: map[string]testenv.File{"/usr/share/other/README": {Content: "bystander\n"}}}
-	return dir, testenv.BuildRepoDir(dir, testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0"), other)
-})
+	return testenv.Repo(tb, testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0"), other)
+}
 
 // target starts a target with the fixture repository's files in place but no .repo file:
 // demo.yml writes that itself, as a play does for a repository it introduces.
@@ -53,18 +50,14 @@ func target(t *testing.T) *testenv.Target {
 	if testing.Short() {
 		t.Skip("end-to-end: needs Docker and ansible-playbook")
 	}
-	dir, err := repo()
-	require.NoError(t, err)
 	tg := testenv.Start(t)
-	require.NoError(t, tg.CopyDir(context.Background(), dir, "/srv/richt-repos/fixtures"))
+	require.NoError(t, tg.CopyDir(context.Background(), repo(t), "/srv/richt-repos/fixtures"))
 	tg.LogUnitOnFailure(t, "demo.service")
 	return tg
 }
 
 func withRepoFile(t *testing.T, tg *testenv.Target) {
-	dir, err := repo()
-	require.NoError(t, err)
-	require.NoError(t, tg.AddRepo(context.Background(), "fixtures", dir))
+	require.NoError(t, tg.AddRepo(context.Background(), "fixtures", repo(t)))
 }
 
 func play(t *testing.T, path string, targets ...*testenv.Target) testenv.Playbook {
@@ -284,8 +277,7 @@ func BenchmarkDemoScenario(b *testing.B) {
 	}
 	coll, err := collection()
 	require.NoError(b, err)
-	dir, err := repo()
-	require.NoError(b, err)
+	dir := repo(b)
 	var d []time.Duration
 	for i := 0; i < b.N; i++ {
 		began := time.Now()

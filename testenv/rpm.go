@@ -2,12 +2,14 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -54,6 +56,35 @@ func BuildRepo(tb testing.TB, pkgs ...Package) string {
 		tb.Fatalf("%v", err)
 	}
 	return dir
+}
+
+var repos sync.Map // package-set key -> *repoOnce
+
+type repoOnce struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// Repo builds a repository of pkgs once per test process and returns its directory; tests
+// that ask for the same packages share it. It is left in the temporary directory.
+func Repo(tb testing.TB, pkgs ...Package) string {
+	tb.Helper()
+	key, err := json.Marshal(pkgs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v, _ := repos.LoadOrStore(string(key), &repoOnce{})
+	r := v.(*repoOnce)
+	r.once.Do(func() {
+		if r.dir, r.err = os.MkdirTemp("", "richt-testenv-repo-"); r.err == nil {
+			r.err = BuildRepoDir(r.dir, pkgs...)
+		}
+	})
+	if r.err != nil {
+		tb.Fatalf("build fixture repository: %v", r.err)
+	}
+	return r.dir
 }
 
 // BuildRepoDir builds the packages into repoDir (created if missing) and writes its

@@ -373,12 +373,17 @@ func (t *Target) CopyDir(ctx context.Context, hostDir, dir string) error {
 func (t *Target) Diagnostics(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	return t.transcript(ctx,
+		[]string{"systemctl", "is-system-running"},
+		[]string{"systemctl", "--failed", "--no-legend", "--no-pager"},
+		[]string{"journalctl", "--no-pager", "-n", "25"})
+}
+
+// transcript runs commands in the target and returns them with their output, as a person
+// would read them in a terminal.
+func (t *Target) transcript(ctx context.Context, cmds ...[]string) string {
 	var b strings.Builder
-	for _, argv := range [][]string{
-		{"systemctl", "is-system-running"},
-		{"systemctl", "--failed", "--no-legend", "--no-pager"},
-		{"journalctl", "--no-pager", "-n", "25"},
-	} {
+	for _, argv := range cmds {
 		res, err := t.Exec(ctx, argv...)
 		fmt.Fprintf(&b, "$ %s\n", strings.Join(argv, " "))
 		if err != nil {

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,20 +88,9 @@ func Classify(before, after UnitSnapshot) Action {
 
 // DumpUnit returns `systemctl status` and the journal of a unit, for failure logs.
 func (t *Target) DumpUnit(ctx context.Context, unit string) string {
-	var b strings.Builder
-	for _, argv := range [][]string{
-		{"systemctl", "status", "--no-pager", "--full", "--", unit},
-		{"journalctl", "--no-pager", "-n", "30", "-u", unit},
-	} {
-		res, err := t.Exec(ctx, argv...)
-		fmt.Fprintf(&b, "$ %s\n", strings.Join(argv, " "))
-		if err != nil {
-			fmt.Fprintf(&b, "(%v)\n", err)
-			continue
-		}
-		b.WriteString(res.Stdout + res.Stderr)
-	}
-	return b.String()
+	return t.transcript(ctx,
+		[]string{"systemctl", "status", "--no-pager", "--full", "--", unit},
+		[]string{"journalctl", "--no-pager", "-n", "30", "-u", unit})
 }
 
 // LogUnitOnFailure dumps the unit's status and journal into the test log if the test

@@ -3,9 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,14 +12,10 @@ import (
 	"github.com/richt/services/testenv"
 )
 
-// repoBuild builds demo 1.0 and 2.0 once per test binary.
-var repoBuild = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "richt-demo-repo-")
-	if err != nil {
-		return "", err
-	}
-	return dir, testenv.BuildRepoDir(dir, testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0"))
-})
+// demoRepo is demo 1.0 and 2.0, built once per test binary.
+func demoRepo(t *testing.T) string {
+	return testenv.Repo(t, testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0"))
+}
 
 type fixture struct {
 	target *testenv.Target
@@ -33,8 +27,7 @@ func newFixture(t *testing.T, withRepo bool) *fixture {
 	if testing.Short() {
 		t.Skip("end-to-end: needs Docker")
 	}
-	dir, err := repoBuild()
-	require.NoError(t, err)
+	dir := demoRepo(t)
 	f := &fixture{target: testenv.Start(t), module: testenv.BuildModule(t, "./modules/rpm_exact")}
 	if withRepo {
 		require.NoError(t, f.target.AddRepo(context.Background(), "fixtures", dir))
@@ -65,7 +58,7 @@ const (
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, false)
-	dir, _ := repoBuild()
+	dir := demoRepo(t)
 
 	t.Run("first install with a repository file created after the run began", func(t *testing.T) {
 		// No repository existed when the target started; the module reads no metadata

@@ -3,10 +3,8 @@ package main_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,14 +12,6 @@ import (
 
 	"github.com/richt/services/testenv"
 )
-
-var repoBuild = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "richt-demo-repo-")
-	if err != nil {
-		return "", err
-	}
-	return dir, testenv.BuildRepoDir(dir, testenv.DemoPackage("1.0"))
-})
 
 type env struct {
 	t                        *testenv.Target
@@ -40,8 +30,7 @@ func newEnv(t *testing.T) *env {
 	if testing.Short() {
 		t.Skip("end-to-end: needs Docker")
 	}
-	repo, err := repoBuild()
-	require.NoError(t, err)
+	repo := testenv.Repo(t, testenv.DemoPackage("1.0"))
 	e := &env{
 		t:         testenv.Start(t),
 		override:  testenv.BuildModule(t, "./modules/unit_override"),
