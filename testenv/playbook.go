@@ -73,11 +73,15 @@ func (r PlaybookResult) Failed() int {
 
 // Name is the target's container name, its host name in inventories.
 func (t *Target) Name() string {
-	info, err := t.container.Inspect(context.Background())
-	if err != nil {
-		return t.ID()[:12]
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.name == "" {
+		t.name = t.ID()[:12]
+		if info, err := t.container.Inspect(context.Background()); err == nil {
+			t.name = strings.TrimPrefix(info.Name, "/")
+		}
 	}
-	return strings.TrimPrefix(info.Name, "/")
+	return t.name
 }
 
 // Inventory writes a YAML inventory of the targets and returns its path.

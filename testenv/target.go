@@ -31,6 +31,7 @@ type Target struct {
 	installed  map[string]bool // module binaries already copied in
 	seq        int
 	terminated bool
+	name       string // container name, looked up once
 }
 
 // Option changes how a target starts.

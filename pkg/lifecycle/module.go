@@ -170,7 +170,7 @@ func (r *run) do(ctx context.Context) error {
 	}
 	synced := len(why) > 0
 	if synced {
-		if obs, err = r.sync(ctx, why); err != nil {
+		if obs, err = r.sync(ctx, obs, why); err != nil {
 			return err
 		}
 	}
@@ -229,12 +229,13 @@ func (r *run) checkLoadState(obs Props, due reaction.Kind, pending *durable.Pend
 }
 
 // sync reloads systemd's manager (a change, reported as the daemon-reload action) and
-// observes the unit again; in check mode it only reports the action.
-func (r *run) sync(ctx context.Context, why []string) (Props, error) {
+// observes the unit again; in check mode it only reports the action, and obs stays what
+// it was.
+func (r *run) sync(ctx context.Context, obs Props, why []string) (Props, error) {
 	r.res.SyncReasons = append(r.res.SyncReasons, why...)
 	r.act("daemon-reload")
 	if r.check() {
-		return r.Systemd.Show(ctx, r.unit)
+		return obs, nil
 	}
 	if err := r.Systemd.DaemonReload(ctx); err != nil {
 		return Props{}, fmt.Errorf("daemon-reload: %w", err)
@@ -264,7 +265,7 @@ func (r *run) checkReloadCapable(ctx context.Context, obs Props, synced bool) (P
 	// change that NeedDaemonReload did not flag (rpm restores old mtimes). Sync it now,
 	// before deciding, rather than send a reload it cannot run.
 	if c.Capable != obs.CanReload && !synced {
-		if obs, err = r.sync(ctx, []string{fmt.Sprintf("unit files on disk say reload-capable=%v, the manager says CanReload=%v", c.Capable, obs.CanReload)}); err != nil {
+		if obs, err = r.sync(ctx, obs, []string{fmt.Sprintf("unit files on disk say reload-capable=%v, the manager says CanReload=%v", c.Capable, obs.CanReload)}); err != nil {
 			return obs, err
 		}
 		synced = true

@@ -178,19 +178,20 @@ func Changed(list []Trigger) []Trigger {
 
 // UnitFilesChanged reports whether any changed trigger changed a unit file.
 func (t Triggers) UnitFilesChanged() bool {
-	for _, tr := range append(append([]Trigger{}, t.Restart...), t.Reload...) {
-		if tr.Changed && tr.UnitFilesChanged {
-			return true
-		}
-	}
-	return false
+	return t.any(func(tr Trigger) bool { return tr.UnitFilesChanged })
 }
 
 // PackageChanged reports whether any changed trigger changed a package.
 func (t Triggers) PackageChanged() bool {
-	for _, tr := range append(append([]Trigger{}, t.Restart...), t.Reload...) {
-		if tr.Changed && tr.PackageChanged {
-			return true
+	return t.any(func(tr Trigger) bool { return tr.PackageChanged })
+}
+
+func (t Triggers) any(f func(Trigger) bool) bool {
+	for _, list := range [][]Trigger{t.Restart, t.Reload} {
+		for _, tr := range list {
+			if tr.Changed && f(tr) {
+				return true
+			}
 		}
 	}
 	return false
