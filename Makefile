@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test ./pkg/unitfile -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s
 	$(GO) test ./pkg/lifecycle -run '^$$' -fuzz '^FuzzParseShow$$' -fuzztime 20s
 	$(GO) test ./pkg/unitname -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime 10s
+	$(GO) test ./testenv -run '^$$' -fuzz '^FuzzParseOutput$$' -fuzztime 10s
 
 # testenv's benchmarks: median warm start-to-ready and median full demo scenario, 5 runs each.
 bench-testenv: setup

@@ -103,6 +103,7 @@ func init() {
 
 type quietLogger struct{}
 
+// Printf discards testcontainers' lifecycle lines.
 func (quietLogger) Printf(string, ...any) {}
 
 // cgroupBind picks the host hierarchy to give systemd: on a hybrid host the pure cgroup2

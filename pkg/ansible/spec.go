@@ -26,6 +26,7 @@ const (
 	Mode                 // a file mode: octal string ("0644") or an integer
 )
 
+// String is the kind's name as messages show it.
 func (k Kind) String() string {
 	switch k {
 	case Str:
@@ -104,6 +105,7 @@ func (s *Spec) names() []string {
 // ValidationError is a parameter problem found before anything was observed or changed.
 type ValidationError struct{ Problems []string }
 
+// Error joins every problem, as Ansible does in one msg.
 func (e *ValidationError) Error() string { return strings.Join(e.Problems, "; ") }
 
 // Validate converts raw parameters into Values, or reports every problem at once.

@@ -17,6 +17,7 @@ type ParseError struct {
 	Reason string
 }
 
+// Error names the line and the problem, never the line's text.
 func (e *ParseError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
 
 // Parse returns the options of a unit file in file order, or a *ParseError.
