@@ -41,8 +41,6 @@ type State struct {
 	active, sub string // for messages only
 }
 
-func (s *State) activeState() string { return s.active }
-
 // text is the diff form: the facts a person compares, one per line.
 func (s *State) text() string {
 	en := "n/a (" + s.UnitFileState + ")"
@@ -373,7 +371,7 @@ func (r *run) runState(ctx context.Context, obs Props, due reaction.Kind, pendin
 	if jobErr != nil || err != nil {
 		return r.failure(action, due, jobErr, err)
 	}
-	r.res.After = stateOf(final)
+	// verify already recorded the final state in r.res.After.
 	r.res.MainPID = final.MainPID
 	if due != reaction.None || pending != nil {
 		return r.Store.ClearPending(r.unit)
@@ -451,7 +449,7 @@ func (r *run) failure(action reaction.Action, due reaction.Kind, jobErr, verifyE
 	if action == reaction.Stop {
 		want = "inactive or failed"
 	}
-	fmt.Fprintf(&b, "%s %s failed: expected %s, observed %s/%s: %v", action, r.unit, want, r.res.After.activeState(), r.res.After.sub, err)
+	fmt.Fprintf(&b, "%s %s failed: expected %s, observed %s/%s: %v", action, r.unit, want, r.res.After.active, r.res.After.sub, err)
 	if timeout.Expired(err) {
 		fmt.Fprintf(&b, "; the deadline of %s passed; systemd keeps any job it already accepted (it is not rolled back)", r.limit)
 	}

@@ -364,27 +364,24 @@ func (d Deps) capability(unit, p string, content []byte, present, check bool) (u
 }
 
 func diff(p string, cur current, content []byte, present bool, mode os.FileMode, uid, gid int, sensitive bool) *ansible.Diff {
-	attrs := func(exists bool, m os.FileMode, u, g int) string {
-		if !exists {
-			return ""
-		}
+	attrs := func(m os.FileMode, u, g int) string {
 		return fmt.Sprintf("# mode %04o, owner %d, group %d\n", uint32(m), u, g)
 	}
 	before, after := "", ""
 	if cur.exists {
-		before = attrs(true, cur.mode, cur.uid, cur.gid) + string(cur.content)
+		before = attrs(cur.mode, cur.uid, cur.gid) + string(cur.content)
 	}
 	if present {
-		after = attrs(true, mode, uid, gid) + string(content)
+		after = attrs(mode, uid, gid) + string(content)
 	}
 	if sensitive {
 		// No bytes of either version, not even a hash of them.
 		hidden := "# content hidden: sensitive\n"
 		if cur.exists {
-			before = attrs(true, cur.mode, cur.uid, cur.gid) + hidden
+			before = attrs(cur.mode, cur.uid, cur.gid) + hidden
 		}
 		if present {
-			after = attrs(true, mode, uid, gid) + hidden
+			after = attrs(mode, uid, gid) + hidden
 			if cur.exists && !bytes.Equal(cur.content, content) {
 				after += "# (content changed)\n"
 			}
