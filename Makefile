@@ -11,6 +11,7 @@ BUILD   := build
 STAGE   := $(BUILD)/ansible_collections/richt/services
 VERSION := $(shell awk '/^version:/{print $$2}' galaxy.yml)
 DEMO    ?= richt-demo
+VERSION_VAR := github.com/richt/services/pkg/ansible.Version
 
 .PHONY: all setup build collection test unit fuzz lint demo demo-stop bench-testenv clean
 
@@ -22,16 +23,19 @@ setup:
 # Static module binaries, staged into a collection tree: binaries in bin/, each
 # plugins/modules/NAME a relative link to its binary beside the NAME.py documentation stub
 # (the layout ansible-doc and ansible-galaxy handle on ansible-core 2.14 and later).
+# bin/SHA256SUMS holds the content hashes the fast path (plugins/action) caches binaries
+# under on targets: computed here once, never per task.
 build:
 	rm -rf $(STAGE)
 	mkdir -p $(STAGE)/bin
 	cp -a collection/. $(STAGE)/
 	cp -a galaxy.yml roles playbooks $(STAGE)/
 	for m in $(MODULES); do \
-	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(STAGE)/bin/$$m ./modules/$$m || exit 1; \
+	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X $(VERSION_VAR)=$(VERSION)' -o $(STAGE)/bin/$$m ./modules/$$m || exit 1; \
 	  ln -sfn ../../bin/$$m $(STAGE)/plugins/modules/$$m; \
 	done
-	@ls -l $(STAGE)/bin | awk 'NR>1{printf "built %s (%d bytes)\n", $$NF, $$5}'
+	cd $(STAGE)/bin && sha256sum $(MODULES) > SHA256SUMS
+	@cd $(STAGE)/bin && for m in $(MODULES); do printf 'built %s (%d bytes)\n' $$m $$(stat -c %s $$m); done
 
 collection: build
 	cd $(STAGE) && ansible-galaxy collection build --force --output-path $(abspath $(BUILD))

@@ -16,7 +16,8 @@ import (
 )
 
 // Playbook is one ansible-playbook run against targets, reached with the
-// community.docker.docker connection (no SSH, nothing to set up in the target).
+// community.docker.docker connection (no SSH, nothing to set up in the target) or, with
+// Connection "ssh", over SSH with the process's key (see Target.SSH).
 type Playbook struct {
 	// Path is the playbook file.
 	Path string
@@ -36,6 +37,11 @@ type Playbook struct {
 	Env []string
 	// Timeout bounds the run (default 10m).
 	Timeout time.Duration
+	// Connection is "docker" (the default) or "ssh".
+	Connection string
+	// Command is the ansible-playbook to run (default "ansible-playbook" from PATH), for
+	// example a second ansible-core version's wrapper.
+	Command string
 }
 
 // Recap is one host's line of the play recap.
@@ -98,6 +104,17 @@ func (p Playbook) Inventory(tb testing.TB) string {
 			"ansible_host":               t.ID(),
 			"ansible_python_interpreter": "/usr/bin/python3",
 		}
+		if p.Connection == "ssh" {
+			a, err := t.SSH(context.Background())
+			if err != nil {
+				tb.Fatal(err)
+			}
+			vars["ansible_connection"] = "ssh"
+			vars["ansible_host"] = a.Host
+			vars["ansible_user"] = "root"
+			vars["ansible_ssh_private_key_file"] = a.KeyFile
+			vars["ansible_ssh_common_args"] = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+		}
 		for k, v := range p.HostVars {
 			vars[k] = v
 		}
@@ -131,7 +148,11 @@ func (p Playbook) Run(tb testing.TB) PlaybookResult {
 		args = append(args, "-e", string(data))
 	}
 	args = append(append(args, p.Args...), p.Path)
-	cmd := exec.CommandContext(ctx, "ansible-playbook", args...)
+	command := p.Command
+	if command == "" {
+		command = "ansible-playbook"
+	}
+	cmd := exec.CommandContext(ctx, command, args...)
 	tmp := tb.TempDir()
 	cmd.Env = append(os.Environ(),
 		"ANSIBLE_NOCOLOR=1", "ANSIBLE_FORCE_COLOR=0", "ANSIBLE_HOST_KEY_CHECKING=false",

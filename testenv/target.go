@@ -32,6 +32,7 @@ type Target struct {
 	seq        int
 	terminated bool
 	name       string // container name, looked up once
+	ssh        *SSHAccess
 }
 
 // Option changes how a target starts.

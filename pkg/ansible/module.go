@@ -31,9 +31,19 @@ func (r *Request) Warn(format string, args ...any) {
 // (states, command output) reach the user.
 type Handler func(ctx context.Context, req *Request) (any, error)
 
+// Version is the collection version a module binary was built for (set with -ldflags -X by
+// the Makefile; "dev" in test builds).
+var Version = "dev"
+
 // Main runs a module as a process: it reads os.Args and standard input and writes the one
 // result object to standard output. It never exits non-zero; Ansible reads `failed`.
+// `--version` alone prints the name and version and exits 0: the collection's fast path uses
+// it to probe, before caching a binary, that the target can execute it.
 func Main(spec *Spec, h Handler) {
+	if len(os.Args) == 2 && os.Args[1] == "--version" {
+		fmt.Printf("%s %s\n", spec.Name, Version)
+		return
+	}
 	out := Execute(context.Background(), spec, os.Args[1:], os.Stdin, h)
 	_, _ = os.Stdout.Write(append(out, '\n'))
 }
