@@ -67,7 +67,9 @@ func play(t *testing.T, path string, targets ...*testenv.Target) testenv.Playboo
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(root, "playbooks", path)
 	}
-	return testenv.Playbook{Path: path, Targets: targets, CollectionsPath: coll}
+	// Pipelining on, as users who want speed set it: the collection's fast path runs the
+	// modules (fastpath_test.go covers its fallbacks to Ansible's normal path).
+	return testenv.Playbook{Path: path, Targets: targets, CollectionsPath: coll, Env: []string{"ANSIBLE_PIPELINING=1"}}
 }
 
 func events(t *testing.T, tg *testenv.Target) (starts, reloads int) {
@@ -190,6 +192,11 @@ func TestBecomeFromUnprivilegedUser(t *testing.T) {
 	assert.Positive(t, r.Changed())
 	assert.Equal(t, "active", tg.Snapshot(t, "demo.service").ActiveState)
 	assert.Contains(t, tg.MustExec(t, "stat", "-c", "%U", "/etc/systemd/system/demo.service.d/10-reload.conf"), "root")
+	// The fast path cached the binaries for the effective user (root), not the login user.
+	assert.Len(t, strings.Fields(tg.MustExec(t, "ls", "/root/.cache/richt.services")), 3)
+	res, err := tg.Exec(context.Background(), "test", "-e", "/home/deploy/.cache")
+	require.NoError(t, err)
+	assert.NotZero(t, res.ExitCode)
 }
 
 func TestTwoTargetsWithTwoForks(t *testing.T) {
@@ -197,6 +204,7 @@ func TestTwoTargetsWithTwoForks(t *testing.T) {
 	a, b := target(t), target(t)
 	p := play(t, "demo.yml", a, b)
 	p.Args = []string{"--forks", "2"}
+	p.Env = []string{"ANSIBLE_PIPELINING=0"} // the whole demo once through Ansible's normal path
 	r := p.RunOK(t)
 	require.Len(t, r.Recap, 2)
 	for host, rc := range r.Recap {
@@ -237,6 +245,9 @@ func TestGalaxyBuildInstallAndDocs(t *testing.T) {
 		fi, err := os.Stat(filepath.Join(fresh, "ansible_collections/richt/services/plugins/modules", m))
 		require.NoError(t, err)
 		assert.NotZero(t, fi.Mode()&0o111, "%s is executable after install", m)
+	}
+	for _, f := range []string{"bin/SHA256SUMS", "plugins/plugin_utils/fastpath.py", "plugins/action/systemd_lifecycle.py"} {
+		assert.FileExists(t, filepath.Join(fresh, "ansible_collections/richt/services", f))
 	}
 
 	docs := map[string][]string{

@@ -154,9 +154,16 @@ func (p Playbook) Run(tb testing.TB) PlaybookResult {
 	}
 	cmd := exec.CommandContext(ctx, command, args...)
 	tmp := tb.TempDir()
+	// SSH control sockets need a short path (Unix sockets allow about 100 bytes); a test's
+	// TempDir carries the test name.
+	cp, err := os.MkdirTemp("", "rtcp")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer os.RemoveAll(cp)
 	cmd.Env = append(os.Environ(),
 		"ANSIBLE_NOCOLOR=1", "ANSIBLE_FORCE_COLOR=0", "ANSIBLE_HOST_KEY_CHECKING=false",
-		"ANSIBLE_RETRY_FILES_ENABLED=false", "ANSIBLE_LOCAL_TEMP="+tmp, "ANSIBLE_SSH_CONTROL_PATH_DIR="+tmp)
+		"ANSIBLE_RETRY_FILES_ENABLED=false", "ANSIBLE_LOCAL_TEMP="+tmp, "ANSIBLE_SSH_CONTROL_PATH_DIR="+cp)
 	if p.CollectionsPath != "" {
 		cmd.Env = append(cmd.Env, "ANSIBLE_COLLECTIONS_PATH="+p.CollectionsPath)
 	}

@@ -1,0 +1,217 @@
+package playbooks_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/testenv"
+)
+
+// controllers are the ansible-core generations the fast path is tested on: the host's
+// (Debian bookworm) and trixie's, unpacked by .ci/setup-host.
+var controllers = []struct{ name, command string }{
+	{"ansible-core-2.14", "ansible-playbook"},
+	{"ansible-core-2.19", "/opt/richt/ansible-core-2.19/bin/ansible-playbook"},
+}
+
+const cache = "/root/.cache/richt.services"
+
+// fastLog is what the fast path said about each task (-vvv), in order.
+func fastLog(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if _, rest, ok := strings.Cut(l, "> richt.services fast path"); ok {
+			lines = append(lines, strings.TrimSpace(strings.TrimPrefix(rest, ":")))
+		}
+	}
+	return lines
+}
+
+// moduleHash is the content hash make build wrote for a module.
+func moduleHash(t *testing.T, coll, module string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(coll, "ansible_collections/richt/services/bin/SHA256SUMS"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^([0-9a-f]{64})  ` + module + `$`).FindStringSubmatch(string(data))
+	require.NotNil(t, m, "SHA256SUMS names %s", module)
+	return m[1]
+}
+
+func TestFastPath(t *testing.T) {
+	for _, c := range controllers {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := exec.LookPath(c.command); err != nil {
+				t.Fatalf("%s not found (make test runs .ci/setup-host, which installs it): %v", c.command, err)
+			}
+			tg := target(t)
+			coll, err := collection()
+			require.NoError(t, err)
+			hash := moduleHash(t, coll, "systemd_lifecycle")
+			cached := cache + "/systemd_lifecycle-" + hash
+			run := func(t *testing.T, p testenv.Playbook) testenv.PlaybookResult {
+				t.Helper()
+				p.Args = append(p.Args, "-vvv")
+				return p.RunOK(t)
+			}
+			fast := func(extra ...string) testenv.Playbook {
+				p := play(t, "testdata/fastpath.yml", tg)
+				p.Connection, p.Command = "ssh", c.command
+				p.Env = append([]string{"ANSIBLE_PIPELINING=1"}, extra...)
+				return p
+			}
+			stat := func(t *testing.T, path string) string {
+				return strings.TrimSpace(tg.MustExec(t, "stat", "-c", "%F %a %U %i", path))
+			}
+
+			t.Run("first run installs into the effective user's home, 0700", func(t *testing.T) {
+				r := run(t, fast())
+				assert.Equal(t, []string{
+					"installed systemd_lifecycle-" + hash[:12],
+					"ran cached systemd_lifecycle-" + hash[:12],
+					"ran cached systemd_lifecycle-" + hash[:12],
+				}, fastLog(r.Output))
+				assert.Equal(t, "directory 700 root", strings.Join(strings.Fields(stat(t, cache))[:3], " "))
+				assert.Regexp(t, `^regular file 700 root \d+$`, stat(t, cached))
+				assert.Equal(t, hash, strings.Fields(tg.MustExec(t, "sha256sum", cached))[0])
+				// One command per warm task: the arguments never touch the disk.
+				assert.NotContains(t, r.Output, "AnsiballZ_systemd_lifecycle")
+			})
+
+			t.Run("second run reuses the cached binary", func(t *testing.T) {
+				before := stat(t, cached)
+				r := run(t, fast())
+				assert.Equal(t, []string{"ran cached systemd_lifecycle-" + hash[:12], "ran cached systemd_lifecycle-" + hash[:12]}, fastLog(r.Output))
+				assert.Equal(t, before, stat(t, cached), "same file, same inode")
+			})
+
+			t.Run("a changed binary is installed beside nothing old", func(t *testing.T) {
+				changed := t.TempDir()
+				out, err := exec.Command("cp", "-a", coll+"/.", changed).CombinedOutput()
+				require.NoError(t, err, string(out))
+				bin := filepath.Join(changed, "ansible_collections/richt/services/bin")
+				f, err := os.OpenFile(filepath.Join(bin, "systemd_lifecycle"), os.O_APPEND|os.O_WRONLY, 0)
+				require.NoError(t, err)
+				_, err = f.WriteString("another build\n") // still a valid ELF executable
+				require.NoError(t, f.Close())
+				require.NoError(t, err)
+				cmd := exec.Command("sh", "-c", "sha256sum rpm_exact systemd_lifecycle unit_override > SHA256SUMS")
+				cmd.Dir = bin
+				out, err = cmd.CombinedOutput()
+				require.NoError(t, err, string(out))
+				newHash := moduleHash(t, changed, "systemd_lifecycle")
+				require.NotEqual(t, hash, newHash)
+
+				p := fast()
+				p.CollectionsPath = changed
+				r := run(t, p)
+				assert.Equal(t, "installed systemd_lifecycle-"+newHash[:12], fastLog(r.Output)[0])
+				assert.Equal(t, "systemd_lifecycle-"+newHash+"\n", tg.MustExec(t, "sh", "-c", "cd "+cache+" && ls -A | grep systemd_lifecycle"))
+
+				r = run(t, fast()) // back to the original build
+				assert.Equal(t, "installed systemd_lifecycle-"+hash[:12], fastLog(r.Output)[0])
+				assert.Equal(t, "systemd_lifecycle-"+hash+"\n", tg.MustExec(t, "sh", "-c", "cd "+cache+" && ls -A | grep systemd_lifecycle"))
+			})
+
+			t.Run("a tampered cache file is refused and replaced; stale files are cleaned", func(t *testing.T) {
+				tg.Shell(t, fmt.Sprintf(`printf '#!/bin/sh\ntouch /root/tampered-ran\n' > %s
+					touch -d '2 hours ago' %s/.systemd_lifecycle.stale1 && touch %s/.systemd_lifecycle.fresh1`, cached, cache, cache))
+				r := run(t, fast())
+				assert.Contains(t, r.Output, "did not match its sha256 and was not run")
+				assert.Equal(t, []string{
+					"installed systemd_lifecycle-" + hash[:12],
+					"ran cached systemd_lifecycle-" + hash[:12],
+					"ran cached systemd_lifecycle-" + hash[:12],
+				}, fastLog(r.Output))
+				assert.Equal(t, hash, strings.Fields(tg.MustExec(t, "sha256sum", cached))[0])
+				res, err := tg.Exec(t.Context(), "test", "-e", "/root/tampered-ran")
+				require.NoError(t, err)
+				assert.NotZero(t, res.ExitCode, "the tampered file never ran")
+				left := tg.MustExec(t, "ls", "-A", cache)
+				assert.NotContains(t, left, ".systemd_lifecycle.stale1", "temporary files older than an hour are removed")
+				assert.Contains(t, left, ".systemd_lifecycle.fresh1", "a temporary file that may be in use is kept")
+			})
+
+			t.Run("concurrent installs from many forks", func(t *testing.T) {
+				tg.MustExec(t, "rm", "-rf", cache)
+				a, err := tg.SSH(t.Context())
+				require.NoError(t, err)
+				var inv strings.Builder
+				inv.WriteString("all:\n  hosts:\n")
+				for i := range 6 {
+					fmt.Fprintf(&inv, "    alias%d: {ansible_host: %s, ansible_user: root, ansible_ssh_private_key_file: %s, ansible_ssh_common_args: '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR'}\n", i, a.Host, a.KeyFile)
+				}
+				path := filepath.Join(t.TempDir(), "aliases.yml")
+				require.NoError(t, os.WriteFile(path, []byte(inv.String()), 0o600))
+				p := fast()
+				p.Targets = nil
+				p.Args = []string{"-i", path, "--forks", "6"}
+				r := run(t, p)
+				require.Len(t, r.Recap, 6)
+				assert.GreaterOrEqual(t, strings.Count(r.Output, "installed systemd_lifecycle-"), 1)
+				assert.Equal(t, "systemd_lifecycle-"+hash+"\n", tg.MustExec(t, "ls", "-A", cache), "one file, no temporary leftovers")
+				assert.Equal(t, hash, strings.Fields(tg.MustExec(t, "sha256sum", cached))[0])
+			})
+
+			fallbacks := []struct {
+				name, reason string
+				env          []string
+				args         []string
+			}{
+				{"opt-out variable", "richt_services_fast_path is false", nil, []string{"-e", "richt_services_fast_path=false"}},
+				{"keep remote files", "keep_remote_files is on", []string{"ANSIBLE_KEEP_REMOTE_FILES=1"}, nil},
+				{"debug", "ANSIBLE_DEBUG is on", []string{"ANSIBLE_DEBUG=1"}, nil},
+				{"pipelining off", "pipelining is off", []string{"ANSIBLE_PIPELINING=0"}, nil},
+				{"become su", "become_method su (only sudo is supported)", nil, []string{"-e", "ansible_become=true", "-e", "ansible_become_method=su"}},
+				{"non-POSIX shell", "shell csh is not POSIX sh", nil, []string{"-e", "ansible_shell_type=csh"}},
+				{"async", "async task", nil, []string{"-e", "fp_async=60"}},
+			}
+			for _, f := range fallbacks {
+				t.Run("falls back: "+f.name, func(t *testing.T) {
+					p := fast(f.env...)
+					p.Args = f.args
+					r := run(t, p)
+					want := "not used for systemd_lifecycle: " + f.reason
+					assert.Equal(t, []string{want, want}, fastLog(r.Output))
+					assert.Contains(t, r.Output, "AnsiballZ_systemd_lifecycle", "Ansible's normal path ran the module")
+				})
+			}
+
+			t.Run("falls back on a noexec cache and remembers it for the host", func(t *testing.T) {
+				tg.MustExec(t, "rm", "-rf", cache)
+				tg.Shell(t, "mkdir -p -m 700 "+cache+" && mount -t tmpfs -o noexec,mode=700 richt-noexec "+cache)
+				t.Cleanup(func() { _, _ = tg.Exec(context.Background(), "umount", cache) })
+				r := run(t, fast())
+				log := fastLog(r.Output)
+				require.Len(t, log, 2)
+				assert.Contains(t, log[0], "cannot execute binaries in ~/.cache/richt.services")
+				assert.Contains(t, log[1], "remembered for this host: cannot execute binaries")
+				assert.Empty(t, strings.TrimSpace(tg.MustExec(t, "ls", "-A", cache)), "nothing left in the noexec cache")
+			})
+
+			t.Run("become: the cache belongs to the effective user", func(t *testing.T) {
+				tg.Shell(t, `id deploy >/dev/null 2>&1 || { useradd -m -s /bin/sh deploy &&
+					echo 'deploy ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/deploy && chmod 0440 /etc/sudoers.d/deploy; }`)
+				require.NoError(t, tg.AuthorizeSSH(t.Context(), "deploy"))
+				tg.MustExec(t, "rm", "-rf", cache)
+				p := fast()
+				p.Args = []string{"-e", "ansible_user=deploy", "-e", "ansible_become=true", "-e", "ansible_become_method=sudo"}
+				r := run(t, p)
+				assert.Equal(t, "installed systemd_lifecycle-"+hash[:12], fastLog(r.Output)[0])
+				assert.Regexp(t, `^regular file 700 root \d+$`, stat(t, cached))
+				res, err := tg.Exec(t.Context(), "test", "-e", "/home/deploy/.cache/richt.services")
+				require.NoError(t, err)
+				assert.NotZero(t, res.ExitCode, "nothing in the login user's home")
+			})
+		})
+	}
+}
