@@ -13,7 +13,7 @@ VERSION := $(shell awk '/^version:/{print $$2}' galaxy.yml)
 DEMO    ?= richt-demo
 VERSION_VAR := github.com/richt/services/pkg/ansible.Version
 
-.PHONY: all setup build collection test unit fuzz lint demo demo-stop bench-testenv clean
+.PHONY: all setup build collection test unit fuzz lint demo demo-stop bench bench-testenv clean
 
 all: build
 
@@ -68,6 +68,11 @@ fuzz:
 	$(GO) test ./pkg/lifecycle -run '^$$' -fuzz '^FuzzParseShow$$' -fuzztime 20s
 	$(GO) test ./pkg/unitname -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime 10s
 	$(GO) test ./testenv -run '^$$' -fuzz '^FuzzParseOutput$$' -fuzztime 10s
+
+# The collection against Ansible's built-ins, side by side in one run over SSH with
+# pipelining (docs/benchmarks.md): about 10 minutes. BENCH_ARGS=-rounds 9 for more rounds.
+bench: setup
+	$(GO) run ./testenv/cmd/richt-bench $(BENCH_ARGS)
 
 # testenv's benchmarks: median warm start-to-ready and median full demo scenario, 5 runs each.
 bench-testenv: setup

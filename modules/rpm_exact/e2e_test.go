@@ -122,7 +122,15 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	t.Run("exact downgrade", func(t *testing.T) {
+		// The upgrade's accepted manager check is remembered by the executable's identity;
+		// touching the executable changes it, so this transaction checks again.
+		real := strings.TrimSpace(f.target.MustExec(t, "sh", "-c", "readlink -f $(command -v dnf)"))
+		record := f.target.MustExec(t, "cat", "/var/lib/richt/manager-check.json")
+		assert.Contains(t, record, `"manager":"dnf","identity":"`+real+` size=`)
+		f.target.MustExec(t, "touch", real)
 		r := f.run(t, map[string]any{"name": "demo", "version": v1})
+		assert.NotEqual(t, record, f.target.MustExec(t, "cat", "/var/lib/richt/manager-check.json"), "checked again and re-recorded")
+		assert.Regexp(t, `^4\.`, r.String("manager_version"))
 		require.False(t, r.Failed(), r.Msg())
 		assert.True(t, r.Changed())
 		assert.Equal(t, "install-nevra", r.String("operation"))

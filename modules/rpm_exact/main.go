@@ -10,8 +10,11 @@ import (
 )
 
 func main() {
+	store := durable.Default()
 	ansible.Main(rpmexact.Spec(), rpmexact.Handler(rpmexact.Deps{
-		Runner: runner.Exec{},
-		Sync:   durable.Default(),
+		Runner:   runner.Exec{},
+		Sync:     store,
+		Memo:     store,
+		Identify: rpmexact.ExecutableIdentity,
 	}))
 }

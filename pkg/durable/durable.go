@@ -113,3 +113,57 @@ func (s *Store) ClearPending(unit string) error {
 	}
 	return nil
 }
+
+const managerCheckFile = "manager-check.json"
+
+// managerCheck is the last accepted package-manager check: which executable it was (an
+// identity such as path, size, mtime, ctime and inode) and the version it reported.
+type managerCheck struct {
+	Manager  string `json:"manager"`
+	Identity string `json:"identity"`
+	Version  string `json:"version"`
+}
+
+// ManagerChecked returns the version recorded for manager when its executable still has
+// the given identity. Any mismatch or unreadable record means "check again".
+func (s *Store) ManagerChecked(manager, identity string) (string, bool) {
+	data, err := os.ReadFile(filepath.Join(s.Dir, managerCheckFile))
+	if err != nil {
+		return "", false
+	}
+	var rec []managerCheck
+	if json.Unmarshal(data, &rec) != nil {
+		return "", false
+	}
+	for _, r := range rec {
+		if r.Manager == manager && r.Identity == identity && identity != "" {
+			return r.Version, true
+		}
+	}
+	return "", false
+}
+
+// RecordManagerCheck remembers an accepted check (one record per manager name).
+func (s *Store) RecordManagerCheck(manager, identity, version string) error {
+	var rec []managerCheck
+	if data, err := os.ReadFile(filepath.Join(s.Dir, managerCheckFile)); err == nil {
+		_ = json.Unmarshal(data, &rec) // a corrupt record is replaced
+	}
+	out := []managerCheck{{Manager: manager, Identity: identity, Version: version}}
+	for _, r := range rec {
+		if r.Manager != manager {
+			out = append(out, r)
+		}
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("encode manager check: %w", err)
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return fmt.Errorf("create durable store %s: %w", s.Dir, err)
+	}
+	if err := atomicfile.Write(filepath.Join(s.Dir, managerCheckFile), data, atomicfile.Options{Mode: 0o644, UID: -1, GID: -1}); err != nil {
+		return fmt.Errorf("record manager check: %w", err)
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package durable
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,4 +38,24 @@ func TestPending(t *testing.T) {
 	// A directory under /var/lib/richt that cannot be created fails clearly.
 	bad := &Store{Dir: "/proc/richt-cannot-exist"}
 	require.ErrorContains(t, bad.SetPending("x.service", Pending{Reaction: "reload"}), "create")
+}
+
+func TestManagerCheckRecord(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	_, ok := s.ManagerChecked("dnf", "id1")
+	assert.False(t, ok)
+	require.NoError(t, s.RecordManagerCheck("dnf", "id1", "4.23.0"))
+	require.NoError(t, s.RecordManagerCheck("yum", "id2", "4.23.0"))
+	v, ok := s.ManagerChecked("dnf", "id1")
+	assert.True(t, ok)
+	assert.Equal(t, "4.23.0", v)
+	_, ok = s.ManagerChecked("dnf", "id2")
+	assert.False(t, ok, "another executable")
+	_, ok = s.ManagerChecked("dnf", "")
+	assert.False(t, ok, "an unknown identity never matches")
+	require.NoError(t, s.RecordManagerCheck("dnf", "id3", "4.24.0"))
+	_, ok = s.ManagerChecked("dnf", "id1")
+	assert.False(t, ok, "one record per manager")
+	_, ok = s.ManagerChecked("yum", "id2")
+	assert.True(t, ok)
 }
