@@ -194,7 +194,9 @@ func testReactions(t *testing.T, e *env) {
 		assert.Equal(t, []string{"restart"}, actions(r))
 		assert.Equal(t, "restart", r.String("reaction"))
 		assert.Equal(t, []string{"restart_on[0]"}, r.Strings("triggers"))
-		assert.Equal(t, testenv.Restarted, testenv.Classify(before, e.t.Snapshot(t, u)))
+		after := e.t.Snapshot(t, u)
+		assert.Equal(t, testenv.Restarted, testenv.Classify(before, after))
+		assert.Equal(t, float64(after.MainPID), r["main_pid"], "the result names the new main process")
 	})
 
 	t.Run("reload trigger sends SIGHUP and keeps the PID", func(t *testing.T) {

@@ -33,14 +33,17 @@ func Connect(ctx context.Context, fallback Systemctl) (*Bus, error) {
 // Close closes the connection.
 func (b *Bus) Close() { b.conn.Close() }
 
-// Show implements Systemd: the unit's properties in one call (plus MainPID for services),
-// converted to systemctl's text form and validated by the same strict parser.
+// Show implements Systemd with one D-Bus call: the Unit interface's properties, converted
+// to systemctl's text form and validated by the same strict parser. MainPID (a Service
+// property) is left 0: only a run that acted reports it, through MainPID. Asking every
+// interface at once (GetAll with no interface) is one call too, but decoding a service's
+// few hundred properties made a converged run 2.5 ms slower than this.
 func (b *Bus) Show(ctx context.Context, unit string) (Props, error) {
 	all, err := b.conn.GetUnitPropertiesContext(ctx, unit)
 	if err != nil {
 		return Props{}, fmt.Errorf("observe %s over D-Bus: %w", unit, err)
 	}
-	m := map[string]string{}
+	m := map[string]string{"MainPID": "0"}
 	for _, k := range Properties {
 		if k == "MainPID" {
 			continue
@@ -55,21 +58,27 @@ func (b *Bus) Show(ctx context.Context, unit string) (Props, error) {
 		}
 		m[k] = s
 	}
-	m["MainPID"] = "0"
-	if strings.HasSuffix(unit, ".service") && m["LoadState"] == "loaded" {
-		p, err := b.conn.GetUnitTypePropertyContext(ctx, unit, "Service", "MainPID")
-		if err != nil {
-			return Props{}, fmt.Errorf("observe %s: MainPID: %w", unit, err)
-		}
-		if m["MainPID"], err = busValue(p.Value.Value()); err != nil {
-			return Props{}, fmt.Errorf("observe %s: MainPID: %w", unit, err)
-		}
-	}
 	p, err := propsFrom(m)
 	if err != nil {
 		return Props{}, fmt.Errorf("observe %s: %w", unit, err)
 	}
 	return p, nil
+}
+
+// MainPID implements PIDReader: a loaded service's main process, 0 for other units.
+func (b *Bus) MainPID(ctx context.Context, unit string) (int, error) {
+	if !strings.HasSuffix(unit, ".service") {
+		return 0, nil
+	}
+	p, err := b.conn.GetUnitTypePropertyContext(ctx, unit, "Service", "MainPID")
+	if err != nil {
+		return 0, fmt.Errorf("main PID of %s: %w", unit, err)
+	}
+	pid, ok := p.Value.Value().(uint32)
+	if !ok {
+		return 0, fmt.Errorf("main PID of %s: unexpected type %T", unit, p.Value.Value())
+	}
+	return int(pid), nil
 }
 
 // busValue renders a D-Bus value the way systemctl show prints it.

@@ -373,6 +373,11 @@ func (r *run) runState(ctx context.Context, obs Props, due reaction.Kind, pendin
 	}
 	// verify already recorded the final state in r.res.After.
 	r.res.MainPID = final.MainPID
+	if pr, ok := r.Systemd.(PIDReader); ok {
+		if pid, err := pr.MainPID(ctx, r.unit); err == nil {
+			r.res.MainPID = pid
+		}
+	}
 	if due != reaction.None || pending != nil {
 		return r.Store.ClearPending(r.unit)
 	}

@@ -19,6 +19,12 @@ type Systemd interface {
 	Journal(ctx context.Context, unit string, lines int) []string
 }
 
+// PIDReader is implemented by backends whose Show leaves MainPID at 0 to keep an
+// observation to one query; the result's main_pid after an action comes from it.
+type PIDReader interface {
+	MainPID(ctx context.Context, unit string) (int, error)
+}
+
 // Systemctl talks to systemd through systemctl and journalctl.
 type Systemctl struct{ Runner runner.Runner }
 

@@ -117,6 +117,11 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
+	// Direct runs measure the module on a machine that is otherwise idle: the other
+	// targets are not needed any more.
+	for _, t := range b.targets[1:] {
+		_ = t.Terminate(ctx)
+	}
 	direct, err := b.directRuns(ctx)
 	if err != nil {
 		return err
