@@ -1,0 +1,167 @@
+package playbooks_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The fast path's two remote scripts, rendered by the plugin itself and run here with the
+// host's /bin/sh against a temporary HOME: the checks that are hard to provoke through
+// ansible-playbook (a truncated transfer, foreign ownership, symlinks) and the marker
+// protocol. fastpath_test.go runs the same scripts through Ansible on real targets.
+
+const scriptNonce = "0123456789abcdef"
+
+// renderScripts asks fastpath.py for its install and run scripts for module "fake".
+func renderScripts(t *testing.T, digest string) (install, run string) {
+	t.Helper()
+	coll, err := collection()
+	require.NoError(t, err)
+	code := fmt.Sprintf(`import json
+from ansible_collections.richt.services.plugins.plugin_utils import fastpath as f
+print(json.dumps([f._script(f._INSTALL, "fake", %q, %q), f._script(f._RUN, "fake", %q, %q, "FAKE_ENV=1")]))`,
+		digest, scriptNonce, digest, scriptNonce)
+	cmd := exec.Command("/usr/bin/python3", "-c", code)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+coll)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	var s []string
+	require.NoError(t, json.Unmarshal(out, &s))
+	return s[0], s[1]
+}
+
+// fakeModule is a "binary" that prints its arguments, its environment marker and stdin.
+const fakeModule = "#!/bin/sh\necho \"args=$* env=${FAKE_ENV:-}\"\ncat\n"
+
+type shResult struct {
+	rc     int
+	stdout string
+}
+
+func runScript(t *testing.T, home, script string, stdin []byte) shResult {
+	t.Helper()
+	// Ansible appends this; a script ending in a newline would break it.
+	cmd := exec.Command("/bin/sh", "-c", script+" && sleep 0")
+	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.Stdin = strings.NewReader(string(stdin))
+	out, err := cmd.Output()
+	rc := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		rc = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return shResult{rc, string(out)}
+}
+
+func marker(status string) shResult {
+	return shResult{97, "RICHT_FASTPATH " + scriptNonce + " " + status + "\n"}
+}
+
+func TestFastPathScripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the staged collection (make build)")
+	}
+	sum := sha256.Sum256([]byte(fakeModule))
+	digest := hex.EncodeToString(sum[:])
+	install, run := renderScripts(t, digest)
+	for _, s := range []string{install, run} {
+		assert.False(t, strings.HasSuffix(s, "\n"), "no trailing newline")
+		assert.NotContains(t, s, "@", "every placeholder filled")
+	}
+	cached := func(home string) string { return filepath.Join(home, ".cache/richt.services/fake-"+digest) }
+
+	t.Run("miss, install, run with arguments on stdin and the task environment", func(t *testing.T) {
+		home := t.TempDir()
+		assert.Equal(t, marker("miss"), runScript(t, home, run, []byte(`{"a":1}`)))
+		assert.Equal(t, marker("installed"), runScript(t, home, install, []byte(fakeModule)))
+		for _, d := range []string{".cache", ".cache/richt.services"} {
+			fi, err := os.Stat(filepath.Join(home, d))
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), d)
+		}
+		fi, err := os.Stat(cached(home))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+		assert.Equal(t, shResult{0, "args=- env=1\n{\"a\":1}"}, runScript(t, home, run, []byte(`{"a":1}`)))
+	})
+
+	t.Run("a truncated transfer never lands under the hash", func(t *testing.T) {
+		home := t.TempDir()
+		assert.Equal(t, marker("transfer-corrupt"), runScript(t, home, install, []byte(fakeModule[:10])))
+		entries, err := os.ReadDir(filepath.Join(home, ".cache/richt.services"))
+		require.NoError(t, err)
+		assert.Empty(t, entries, "no file and no temporary leftover")
+	})
+
+	t.Run("a changed cached file is reported, not run", func(t *testing.T) {
+		home := t.TempDir()
+		require.Equal(t, marker("installed"), runScript(t, home, install, []byte(fakeModule)))
+		require.NoError(t, os.WriteFile(cached(home), []byte("#!/bin/sh\necho tampered\n"), 0o700))
+		assert.Equal(t, marker("tampered"), runScript(t, home, run, nil))
+	})
+
+	t.Run("ownership and symlinks send the task to the normal path", func(t *testing.T) {
+		home := t.TempDir()
+		require.NoError(t, os.Chown(home, 65534, 65534))
+		assert.Equal(t, marker("unusable-home"), runScript(t, home, run, nil), "home owned by another user")
+
+		home = t.TempDir()
+		elsewhere := t.TempDir()
+		require.NoError(t, os.Symlink(elsewhere, filepath.Join(home, ".cache")))
+		assert.Equal(t, marker("unusable-cache"), runScript(t, home, run, nil), ".cache is a symlink")
+		assert.Equal(t, marker("unusable-cache"), runScript(t, home, install, []byte(fakeModule)))
+
+		home = t.TempDir()
+		require.Equal(t, marker("installed"), runScript(t, home, install, []byte(fakeModule)))
+		require.NoError(t, os.Chown(cached(home), 65534, 65534))
+		assert.Equal(t, marker("miss"), runScript(t, home, run, nil), "a cached file of another owner is never run")
+
+		assert.Equal(t, marker("unusable-home"), runScript(t, "relative/home", run, nil))
+	})
+
+	t.Run("concurrent installs leave one verified file", func(t *testing.T) {
+		home := t.TempDir()
+		var wg sync.WaitGroup
+		results := make([]shResult, 8)
+		for i := range results {
+			wg.Add(1)
+			go func() { defer wg.Done(); results[i] = runScript(t, home, install, []byte(fakeModule)) }()
+		}
+		wg.Wait()
+		for _, r := range results {
+			assert.Equal(t, marker("installed"), r)
+		}
+		entries, err := os.ReadDir(filepath.Join(home, ".cache/richt.services"))
+		require.NoError(t, err)
+		require.Len(t, entries, 1)
+		data, err := os.ReadFile(cached(home))
+		require.NoError(t, err)
+		assert.Equal(t, fakeModule, string(data))
+	})
+
+	t.Run("a noexec cache is found before anything is renamed", func(t *testing.T) {
+		home := t.TempDir()
+		dir := filepath.Join(home, ".cache/richt.services")
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "noexec,mode=700", "richt-noexec", dir).CombinedOutput(); err != nil {
+			t.Skipf("cannot mount a tmpfs here (%v: %s); fastpath_test.go covers noexec on targets", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+		assert.Equal(t, marker("cannot-execute"), runScript(t, home, install, []byte(fakeModule)))
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, entries)
+	})
+}
