@@ -2,6 +2,7 @@ package playbooks_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -145,13 +146,14 @@ func TestFastPath(t *testing.T) {
 				tg.MustExec(t, "rm", "-rf", cache)
 				a, err := tg.SSH(t.Context())
 				require.NoError(t, err)
-				var inv strings.Builder
-				inv.WriteString("all:\n  hosts:\n")
+				hosts := map[string]any{}
 				for i := range 6 {
-					fmt.Fprintf(&inv, "    alias%d: {ansible_host: %s, ansible_user: root, ansible_ssh_private_key_file: %s, ansible_ssh_common_args: '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR'}\n", i, a.Host, a.KeyFile)
+					hosts[fmt.Sprintf("alias%d", i)] = a.HostVars()
 				}
+				inv, err := json.Marshal(map[string]any{"all": map[string]any{"hosts": hosts}})
+				require.NoError(t, err)
 				path := filepath.Join(t.TempDir(), "aliases.yml")
-				require.NoError(t, os.WriteFile(path, []byte(inv.String()), 0o600))
+				require.NoError(t, os.WriteFile(path, inv, 0o600))
 				p := fast()
 				p.Targets = nil
 				p.Args = []string{"-i", path, "--forks", "6"}

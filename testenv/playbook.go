@@ -109,11 +109,9 @@ func (p Playbook) Inventory(tb testing.TB) string {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			vars["ansible_connection"] = "ssh"
-			vars["ansible_host"] = a.Host
-			vars["ansible_user"] = "root"
-			vars["ansible_ssh_private_key_file"] = a.KeyFile
-			vars["ansible_ssh_common_args"] = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+			for k, v := range a.HostVars() {
+				vars[k] = v
+			}
 		}
 		for k, v := range p.HostVars {
 			vars[k] = v

@@ -19,6 +19,18 @@ type SSHAccess struct {
 	KeyFile string
 }
 
+// HostVars are the inventory variables that reach the target as root over SSH with this
+// access (host key checks off: targets are new on every run).
+func (a SSHAccess) HostVars() map[string]any {
+	return map[string]any{
+		"ansible_connection":           "ssh",
+		"ansible_host":                 a.Host,
+		"ansible_user":                 "root",
+		"ansible_ssh_private_key_file": a.KeyFile,
+		"ansible_ssh_common_args":      "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+	}
+}
+
 // clientKey makes the process's SSH key pair once, in its own temporary directory.
 var clientKey = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "richt-testenv-ssh-")

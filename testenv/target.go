@@ -353,23 +353,59 @@ func (t *Target) install(ctx context.Context, stage, path string, mode int64) er
 }
 
 // CopyDir copies the files below a host directory to dir in the target, keeping their
-// relative paths and modes. It is meant for small trees such as fixture repositories.
+// relative paths and permission bits; the copies get current mtimes. The tree travels as
+// one archive into a staging directory and is installed with one command, so a
+// repository of thousands of packages costs about as much as a small one.
 func (t *Target) CopyDir(ctx context.Context, hostDir, dir string) error {
-	return filepath.WalkDir(hostDir, func(p string, d fs.DirEntry, err error) error {
+	// Docker's copy gives every entry one mode; files whose bits differ from 0644 get
+	// theirs back from this list afterwards.
+	var odd strings.Builder
+	err := filepath.WalkDir(hostDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(hostDir, p)
-		if err != nil {
 			return err
 		}
 		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		return t.CopyFile(ctx, p, path.Join(dir, filepath.ToSlash(rel)), int64(fi.Mode().Perm()))
+		if perm := fi.Mode().Perm(); perm != 0o644 {
+			rel, err := filepath.Rel(hostDir, p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&odd, "chmod %04o -- %s\n", perm, shellQuote(filepath.ToSlash(rel)))
+		}
+		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("read %s: %w", hostDir, err)
+	}
+	stage := t.stagePath()
+	if res, err := t.Exec(ctx, "mkdir", "-m", "700", "--", stage); err != nil || res.ExitCode != 0 {
+		return fmt.Errorf("staging directory in target: %v %s", err, res.Stderr)
+	}
+	// testcontainers unpacks the tree (named by its base name) into the parent of the
+	// path it is given: stage/x → stage/BASENAME.
+	if err := t.container.CopyDirToContainer(ctx, hostDir, path.Join(stage, "x"), 0o755); err != nil {
+		_, _ = t.Exec(ctx, "rm", "-rf", "--", stage)
+		return fmt.Errorf("copy %s to %s in target: %w", hostDir, dir, err)
+	}
+	src := path.Join(stage, filepath.Base(hostDir))
+	script := `set -e; trap 'rm -rf -- "$0"' EXIT
+mkdir -p -- "$2"
+cp -R -- "$1/." "$2/"
+cd -- "$2"
+find "$1" -type f -printf '%P\0' | xargs -0r chmod 0644 --
+` + odd.String()
+	res, err := t.Exec(ctx, "/bin/sh", "-c", script, stage, src, dir)
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("install %s in target: %s", dir, strings.TrimSpace(res.Stderr))
+	}
+	return err
 }
+
+// shellQuote makes s one word for /bin/sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Diagnostics describes the target's systemd for a failure report: overall state, failed
 // units and the journal's end.

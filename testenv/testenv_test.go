@@ -187,3 +187,19 @@ func BenchmarkWarmStart(b *testing.B) {
 	}
 	b.ReportMetric(testenv.Median(d).Seconds(), "s-median-ready")
 }
+
+func TestCopyDirKeepsModesAndGetsCurrentTimes(t *testing.T) {
+	t.Parallel()
+	e2e(t)
+	tg := testenv.Start(t)
+	src := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(src, "sub dir"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "plain"), []byte("plain\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "sub dir", "it's a tool"), []byte("#!/bin/sh\necho tool\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "secret"), []byte("s\n"), 0o600))
+	// /run is a tmpfs, which Docker's copy API cannot write into.
+	require.NoError(t, tg.CopyDir(context.Background(), src, "/run/copied"))
+	out := tg.Shell(t, `cd /run/copied && stat -c '%a %n' plain secret "sub dir/it's a tool" && "./sub dir/it's a tool" &&
+		find . -newermt '2000-01-01' -type f | wc -l && ls -A /var/tmp | grep -c richt-stage || true`)
+	assert.Equal(t, "644 plain\n600 secret\n755 sub dir/it's a tool\ntool\n3\n0\n", out)
+}

@@ -206,11 +206,9 @@ func (b *bench) setup(root string) error {
 			return err
 		}
 		name := fmt.Sprintf("t%d", i)
-		hosts[name] = map[string]any{
-			"ansible_host": a.Host, "ansible_user": "root", "ansible_ssh_private_key_file": a.KeyFile,
-			"ansible_ssh_common_args":    "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
-			"ansible_python_interpreter": "/usr/bin/python3",
-		}
+		vars := a.HostVars()
+		vars["ansible_python_interpreter"] = "/usr/bin/python3"
+		hosts[name] = vars
 		if i == 0 {
 			one = map[string]any{name: nil}
 		}
