@@ -131,3 +131,11 @@ func TestFlow(t *testing.T) {
 		})
 	}
 }
+
+// A converged run asks systemd one question (the D-Bus backend answers it with one call).
+func TestConvergedRunIsOneObservation(t *testing.T) {
+	sd := &fakeSystemd{p: props("active", "enabled")}
+	res := runModule(t, sd, &memStore{pending: map[string]*durable.Pending{}}, map[string]any{"unit": "demo", "state": "running", "enabled": true})
+	assert.Nil(t, res["failed"], res["msg"])
+	assert.Equal(t, []string{"show"}, sd.calls)
+}
