@@ -103,9 +103,13 @@ func run(c config) error {
 		return err
 	}
 	b.log("rows on one target: cold, packages, service, drop-in reload, upgrade/downgrade")
-	single, err := b.play("single", "one", singlePlay(root, c.rounds))
-	if err != nil {
-		return err
+	var single []timing
+	for _, p := range singlePlays(root, c.rounds) {
+		ts, err := b.play(p.name, "one", p.plays)
+		if err != nil {
+			return err
+		}
+		single = append(single, ts...)
 	}
 	b.log("rows on one target: the demo role converge and no-op")
 	role, err := b.play("role", "one", rolePlay(root, c.rounds))
@@ -122,6 +126,7 @@ func run(c config) error {
 	for _, t := range b.targets[1:] {
 		_ = t.Terminate(ctx)
 	}
+	time.Sleep(15 * time.Second) // let the engine finish removing them
 	direct, err := b.directRuns(ctx)
 	if err != nil {
 		return err
@@ -306,6 +311,7 @@ func (b *bench) directRuns(ctx context.Context) (map[string]float64, error) {
 bin=$(ls /root/.cache/richt.services/` + m + `-*)
 printf '%s' "$1" > /root/bench-args.json
 "$bin" - < /root/bench-args.json | grep -q '"changed":false'
+for i in $(seq 10); do "$bin" - < /root/bench-args.json >/dev/null; done # warm-up
 for i in $(seq ` + strconv.Itoa(b.direct) + `); do
   s=$EPOCHREALTIME; "$bin" - < /root/bench-args.json >/dev/null; e=$EPOCHREALTIME
   echo "${s/./} ${e/./}"
@@ -388,7 +394,7 @@ func (b *bench) report(ts []timing, direct map[string]float64) {
 			fmt.Printf("| %s | n/a | n/a | n/a |\n", r.title)
 			continue
 		}
-		fmt.Printf("| %s | %.3f | %.3f | %.2f |\n", r.title, o, bi, o/bi)
+		fmt.Printf("| %s | %.3f | %.3f | %.3f |\n", r.title, o, bi, o/bi)
 	}
 	for _, m := range []struct{ ours, builtin, title string }{
 		{"rpm", "dnf", "cold first task: rpm_exact (installs the binary) vs first dnf"},
@@ -396,7 +402,7 @@ func (b *bench) report(ts []timing, direct map[string]float64) {
 	} {
 		o, bi := seg["cold|ours-"+m.ours+"|1"], seg["cold|builtin-"+m.builtin+"|1"]
 		if bi > 0 {
-			fmt.Printf("| %s | %.3f | %.3f | %.2f |\n", m.title, o, bi, o/bi)
+			fmt.Printf("| %s | %.3f | %.3f | %.3f |\n", m.title, o, bi, o/bi)
 		}
 	}
 	fmt.Println()

@@ -93,9 +93,10 @@ func setupPlay(root string) []map[string]any {
 	return []map[string]any{play(root, []task{repoFile("fixtures", "/srv/richt-repos/fixtures"), role()})}
 }
 
-// singlePlay holds the rows measured on one target.
-func singlePlay(root string, rounds int) []map[string]any {
-	ts := []task{
+// singlePlays are the rows measured on one target, each its own ansible-playbook run so
+// that no row inherits a long play's state (run in this order).
+func singlePlays(root string, rounds int) []namedPlay {
+	cold := []task{
 		ignore(),
 		{"name": "connection warm-up", "ansible.builtin.raw": "true"},
 		{"name": "empty the binary cache", "ansible.builtin.file": map[string]any{"path": "/root/.cache/richt.services", "state": "absent"}},
@@ -104,14 +105,11 @@ func singlePlay(root string, rounds int) []map[string]any {
 		marker("cold", "ours-svc", 1), oursService(),
 		marker("cold", "builtin-systemd", 1), builtinService(),
 	}
+	var pkg, svc, dropin, updown, bulk []task
 	for r := 0; r <= rounds; r++ {
-		ts = append(ts, marker("pkg-fixtures", "ours", r), oursPackage(demoV1), marker("pkg-fixtures", "builtin", r), builtinPackage(nevraV1))
-	}
-	for r := 0; r <= rounds; r++ {
-		ts = append(ts, marker("svc", "ours", r), oursService(), marker("svc", "builtin", r), builtinService())
-	}
-	for r := 0; r <= rounds; r++ {
-		ts = append(ts,
+		pkg = append(pkg, marker("pkg-fixtures", "ours", r), oursPackage(demoV1), marker("pkg-fixtures", "builtin", r), builtinPackage(nevraV1))
+		svc = append(svc, marker("svc", "ours", r), oursService(), marker("svc", "builtin", r), builtinService())
+		dropin = append(dropin,
 			marker("dropin", "ours", r),
 			task{"name": "ours drop-in", "register": "bench_ours_dropin", "richt.services.unit_override": map[string]any{
 				"unit": "demo.service", "name": "30-bench-ours.conf", "daemon_reload": false,
@@ -124,20 +122,31 @@ func singlePlay(root string, rounds int) []map[string]any {
 				"content": fmt.Sprintf("[Service]\nEnvironment=BENCH_BUILTIN=%d\n", r)}},
 			flush(),
 		)
-	}
-	for r := 0; r <= rounds; r++ {
-		ts = append(ts,
+		updown = append(updown,
 			marker("upgrade", "ours", r), oursPackage(demoV2), marker("downgrade", "ours", r), oursPackage(demoV1),
 			marker("upgrade", "builtin", r), builtinPackage(nevraV2), marker("downgrade", "builtin", r), builtinPackage(nevraV1))
+		bulk = append(bulk, marker("pkg-bulk", "ours", r), oursPackage(demoV1), marker("pkg-bulk", "builtin", r), builtinPackage(nevraV1))
 	}
-	ts = append(ts, ignore(), repoFile("bulk", "/srv/richt-repos/bulk"))
-	for r := 0; r <= rounds; r++ {
-		ts = append(ts, marker("pkg-bulk", "ours", r), oursPackage(demoV1), marker("pkg-bulk", "builtin", r), builtinPackage(nevraV1))
-	}
-	ts = append(ts, ignore(),
-		task{"name": "remove the bulk repository", "ansible.builtin.file": map[string]any{"path": "/etc/yum.repos.d/bulk.repo", "state": "absent"}},
+	dropin = append(dropin, ignore(),
 		task{"name": "remove the bench drop-ins", "ansible.builtin.shell": "rm -f " + dropinDir + "/3*-bench-*.conf && systemctl daemon-reload"})
-	return []map[string]any{play(root, ts)}
+	bulk = append([]task{ignore(), repoFile("bulk", "/srv/richt-repos/bulk"),
+		{"name": "bulk metadata cached (dnf makecache)", "ansible.builtin.command": "dnf -q makecache"}}, bulk...)
+	bulk = append(bulk, ignore(),
+		task{"name": "remove the bulk repository", "ansible.builtin.file": map[string]any{"path": "/etc/yum.repos.d/bulk.repo", "state": "absent"}})
+	var out []namedPlay
+	for _, p := range []struct {
+		name  string
+		tasks []task
+	}{{"cold", cold}, {"pkg-fixtures", pkg}, {"svc", svc}, {"dropin", dropin}, {"updown", updown}, {"pkg-bulk", bulk}} {
+		out = append(out, namedPlay{p.name, []map[string]any{play(root, p.tasks)}})
+	}
+	return out
+}
+
+// namedPlay is one ansible-playbook run.
+type namedPlay struct {
+	name  string
+	plays []map[string]any
 }
 
 func reset() []task {
