@@ -161,8 +161,6 @@ class FastPathAction(NormalAction):
             return 'become_method %s (only sudo is supported)' % become.name
         if getattr(self._connection._shell, 'SHELL_FAMILY', '') != 'sh':
             return 'shell %s is not POSIX sh' % getattr(self._connection._shell, 'SHELL_FAMILY', '?')
-        if self._task.delegate_to and task_vars.get('ansible_delegated_vars') is None:
-            return 'delegation without delegated vars'
         if not self._is_pipelining_enabled('new', wrap_async=False):
             return 'pipelining is off'
         return None
