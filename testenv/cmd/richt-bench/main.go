@@ -31,6 +31,7 @@ var timingCallback []byte
 type config struct {
 	rounds, targets, bulk, direct int
 	keep                          bool
+	ansiblePlaybook               string
 }
 
 func main() {
@@ -40,6 +41,7 @@ func main() {
 	flag.IntVar(&c.bulk, "bulk", 2000, "packages in the generated large repository")
 	flag.IntVar(&c.direct, "direct", 100, "direct on-target runs per module")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory and the targets")
+	flag.StringVar(&c.ansiblePlaybook, "ansible-playbook", "ansible-playbook", "the controller to measure with (for example /opt/richt/ansible-core-2.19/bin/ansible-playbook)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "richt-bench:", err)
@@ -265,7 +267,7 @@ func (b *bench) play(name, hosts string, plays []map[string]any) ([]timing, erro
 		return nil, err
 	}
 	out := filepath.Join(b.work, name+".json")
-	cmd := exec.Command("ansible-playbook", "-i", b.inventory, "--forks", strconv.Itoa(len(b.targets)), path)
+	cmd := exec.Command(b.ansiblePlaybook, "-i", b.inventory, "--forks", strconv.Itoa(len(b.targets)), path)
 	cmd.Env = append(b.env, "RICHT_BENCH_OUT="+out)
 	start := time.Now()
 	res, err := cmd.CombinedOutput()
@@ -382,7 +384,7 @@ var rows = []struct{ id, title string }{
 
 func (b *bench) report(ts []timing, direct map[string]float64) {
 	seg := segments(ts)
-	ver, _ := exec.Command("ansible-playbook", "--version").Output()
+	ver, _ := exec.Command(b.ansiblePlaybook, "--version").Output()
 	fmt.Printf("\nricht-bench %s · %s · targets: %s · SSH, pipelining on · %d measured rounds after 1 warm-up\n\n",
 		time.Now().UTC().Format("2006-01-02"), strings.SplitN(string(ver), "\n", 2)[0], b.targets[0].Image, b.rounds)
 	fmt.Println("| row | ours (median s) | built-in (median s) | ours ÷ built-in |")
