@@ -64,15 +64,12 @@ attributes:
     support: full
     description: Shows the installed NEVRAs before and after.
 notes:
-  - "With pipelining on, the collection's action plugin runs this module in one command on the
-    target: the binary is cached under its sha256 in the effective user's
-    C(~/.cache/richt.services) and verified before every run. Ansible's normal path runs it
-    instead when that cannot be promised (async, C(become_method=su), a non-POSIX shell,
-    C(keep_remote_files), a noexec home) or when C(richt_services_fast_path=false)."
   - Dependencies, signatures, metadata and scriptlets stay DNF's job on the target.
   - In check mode, an install without I(version) cannot know which version DNF would pick;
     I(after) then names the package with C((version chosen by the manager)).
   - A timed-out transaction reports C(changed=true) because DNF may have acted.
+extends_documentation_fragment:
+  - richt.services.fast_path
 author:
   - richt.services developers
 """

@@ -89,15 +89,12 @@ attributes:
     support: full
     description: Shows state and enabled before and after.
 notes:
-  - "With pipelining on, the collection's action plugin runs this module in one command on the
-    target: the binary is cached under its sha256 in the effective user's
-    C(~/.cache/richt.services) and verified before every run. Ansible's normal path runs it
-    instead when that cannot be promised (async, C(become_method=su), a non-POSIX shell,
-    C(keep_remote_files), a noexec home) or when C(richt_services_fast_path=false)."
   - "Environment variable C(RICHT_SYSTEMD_BACKEND=dbus|systemctl) on the target forces one
     backend, for debugging."
   - A C(Type=oneshot) unit without C(RemainAfterExit=yes) never stays C(active), so
     I(state=running) fails its verification; use C(RemainAfterExit=yes).
+extends_documentation_fragment:
+  - richt.services.fast_path
 author:
   - richt.services developers
 """

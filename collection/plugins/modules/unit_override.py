@@ -83,16 +83,13 @@ attributes:
     support: full
     description: The file before and after (with a line for mode and owner); for sensitive files only that line and a note.
 notes:
-  - "With pipelining on, the collection's action plugin runs this module in one command on the
-    target: the binary is cached under its sha256 in the effective user's
-    C(~/.cache/richt.services) and verified before every run. Ansible's normal path runs it
-    instead when that cannot be promised (async, C(become_method=su), a non-POSIX shell,
-    C(keep_remote_files), a noexec home) or when C(richt_services_fast_path=false)."
   - Drop-in order as systemd applies it, which this module uses for I(reload_capable) - all
     C(*.conf) files from C(service.d), the dash-prefix directories, the template's C(NAME@.service.d)
     and C(UNIT.d) under C(/etc/systemd/system), C(/run/systemd/system),
     C(/usr/local/lib/systemd/system) and C(/usr/lib/systemd/system), sorted by file name; a
     same-named file in a higher-priority directory replaces the lower one.
+extends_documentation_fragment:
+  - richt.services.fast_path
 author:
   - richt.services developers
 """
