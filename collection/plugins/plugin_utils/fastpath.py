@@ -121,6 +121,12 @@ def read_hashes(bin_dir):
     return hashes
 
 
+def _memory(task_vars):
+    """A copy of the host fact: effective user -> why the fast path cannot work there."""
+    memory = (task_vars.get('ansible_facts') or {}).get(MEMORY_FACT) or task_vars.get(MEMORY_FACT)
+    return dict(memory) if isinstance(memory, dict) else {}
+
+
 class FastPathAction(NormalAction):
     """Action for one binary module of this collection; the module is named by the file the
     subclass lives in (plugins/action/NAME.py)."""
@@ -146,10 +152,9 @@ class FastPathAction(NormalAction):
         """Why this task cannot take the fast path, or None when it can."""
         if not boolean(self._templar.template(task_vars.get(OPT_OUT_VAR, True)), strict=False):
             return '%s is false' % OPT_OUT_VAR
-        facts = task_vars.get('ansible_facts') or {}
-        memory = facts.get(MEMORY_FACT) or task_vars.get(MEMORY_FACT) or {}
-        if isinstance(memory, dict) and memory.get(self._effective_user()):
-            return 'remembered for this host: %s' % memory[self._effective_user()]
+        remembered = _memory(task_vars).get(self._effective_user())
+        if remembered:
+            return 'remembered for this host: %s' % remembered
         if self._task.async_val:
             return 'async task'
         if C.DEFAULT_DEBUG:
@@ -189,7 +194,7 @@ class FastPathAction(NormalAction):
         display.vvv('richt.services fast path not used for %s: %s' % (name, reason), host=host)
         result = super().run(tmp, task_vars)
         if reason.startswith('cannot execute'):
-            memory = dict((task_vars.get('ansible_facts') or {}).get(MEMORY_FACT) or {})
+            memory = _memory(task_vars)
             memory[self._effective_user()] = reason
             result.setdefault('ansible_facts', {})[MEMORY_FACT] = memory
         return result
