@@ -36,8 +36,12 @@ func oursPackage(version string) task {
 	return task{"name": "ours package " + version, "richt.services.rpm_exact": map[string]any{"name": "demo", "version": version}}
 }
 
+// dnfBackend tells the built-in dnf module of ansible-core 2.15 and later which DNF it
+// drives: on these Debian-built targets its detection finds apt. 2.14 has no such option.
+const dnfBackend = "{{ 'dnf4' if ansible_version.full is version('2.15', '>=') else omit }}"
+
 func builtinPackage(nevra string) task {
-	return task{"name": "built-in package " + nevra, "ansible.builtin.dnf": map[string]any{"name": nevra, "state": "present", "allow_downgrade": true}}
+	return task{"name": "built-in package " + nevra, "ansible.builtin.dnf": map[string]any{"name": nevra, "state": "present", "allow_downgrade": true, "use_backend": dnfBackend}}
 }
 
 func oursService() task {
@@ -79,7 +83,7 @@ func role() task {
 func builtinRole() []task {
 	return []task{
 		{"name": "built-in drop-in directory", "ansible.builtin.file": map[string]any{"path": dropinDir, "state": "directory", "mode": "0755"}},
-		{"name": "built-in package", "ansible.builtin.dnf": map[string]any{"name": nevraV1, "state": "present", "allow_downgrade": true}, "notify": "bench restart"},
+		{"name": "built-in package", "ansible.builtin.dnf": map[string]any{"name": nevraV1, "state": "present", "allow_downgrade": true, "use_backend": dnfBackend}, "notify": "bench restart"},
 		{"name": "built-in drop-ins", "ansible.builtin.copy": map[string]any{"dest": dropinDir + "/{{ item.name }}", "content": "{{ item.content }}", "mode": "0644"},
 			"loop": "{{ service_dropins }}", "register": "bench_dropins", "notify": "bench reload"},
 		{"name": "built-in service", "ansible.builtin.systemd_service": map[string]any{"name": "demo.service", "state": "started", "enabled": true,
