@@ -30,14 +30,21 @@ func Default() *Store { return &Store{Dir: DefaultDir} }
 // decision about any unit. A daemon-reload is host-wide, so there is one record per host;
 // the reason of the latest writer is kept for messages.
 func (s *Store) MarkManagerSyncDue(reason string) error {
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return fmt.Errorf("create durable store %s: %w", s.Dir, err)
-	}
 	line := fmt.Sprintf("%s %s\n", time.Now().UTC().Format(time.RFC3339), oneLine(reason))
-	if err := atomicfile.Write(filepath.Join(s.Dir, syncDueFile), []byte(line), atomicfile.Options{Mode: 0o644, UID: -1, GID: -1}); err != nil {
+	if err := s.write(syncDueFile, []byte(line)); err != nil {
 		return fmt.Errorf("record manager sync due: %w", err)
 	}
 	return nil
+}
+
+// write replaces one record of the store atomically (0644), creating its directory:
+// a reader sees the old record or the new one, never a part.
+func (s *Store) write(rel string, data []byte) error {
+	path := filepath.Join(s.Dir, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create durable store %s: %w", filepath.Dir(path), err)
+	}
+	return atomicfile.Write(path, data, atomicfile.Options{Mode: 0o644, UID: -1, GID: -1})
 }
 
 // ManagerSyncDue reports whether a manager sync is recorded, and why.
@@ -69,22 +76,18 @@ type Pending struct {
 	Since    time.Time `json:"since"`
 }
 
-func (s *Store) pendingPath(unit string) string {
-	return filepath.Join(s.Dir, "pending", unit+".json")
-}
+func pendingRel(unit string) string { return filepath.Join("pending", unit+".json") }
+
+func (s *Store) pendingPath(unit string) string { return filepath.Join(s.Dir, pendingRel(unit)) }
 
 // SetPending records a reaction as due before it is attempted, so a failure, a timeout
 // or a stopped play leaves it for the next run. unit must be a validated unit name.
 func (s *Store) SetPending(unit string, p Pending) error {
-	dir := filepath.Join(s.Dir, "pending")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
 	data, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode pending reaction: %w", err)
 	}
-	if err := atomicfile.Write(s.pendingPath(unit), data, atomicfile.Options{Mode: 0o644, UID: -1, GID: -1}); err != nil {
+	if err := s.write(pendingRel(unit), data); err != nil {
 		return fmt.Errorf("record pending %s of %s: %w", p.Reaction, unit, err)
 	}
 	return nil
@@ -127,15 +130,7 @@ type managerCheck struct {
 // ManagerChecked returns the version recorded for manager when its executable still has
 // the given identity. Any mismatch or unreadable record means "check again".
 func (s *Store) ManagerChecked(manager, identity string) (string, bool) {
-	data, err := os.ReadFile(filepath.Join(s.Dir, managerCheckFile))
-	if err != nil {
-		return "", false
-	}
-	var rec []managerCheck
-	if json.Unmarshal(data, &rec) != nil {
-		return "", false
-	}
-	for _, r := range rec {
+	for _, r := range s.managerChecks() {
 		if r.Manager == manager && r.Identity == identity && identity != "" {
 			return r.Version, true
 		}
@@ -145,12 +140,8 @@ func (s *Store) ManagerChecked(manager, identity string) (string, bool) {
 
 // RecordManagerCheck remembers an accepted check (one record per manager name).
 func (s *Store) RecordManagerCheck(manager, identity, version string) error {
-	var rec []managerCheck
-	if data, err := os.ReadFile(filepath.Join(s.Dir, managerCheckFile)); err == nil {
-		_ = json.Unmarshal(data, &rec) // a corrupt record is replaced
-	}
 	out := []managerCheck{{Manager: manager, Identity: identity, Version: version}}
-	for _, r := range rec {
+	for _, r := range s.managerChecks() {
 		if r.Manager != manager {
 			out = append(out, r)
 		}
@@ -159,11 +150,20 @@ func (s *Store) RecordManagerCheck(manager, identity, version string) error {
 	if err != nil {
 		return fmt.Errorf("encode manager check: %w", err)
 	}
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return fmt.Errorf("create durable store %s: %w", s.Dir, err)
-	}
-	if err := atomicfile.Write(filepath.Join(s.Dir, managerCheckFile), data, atomicfile.Options{Mode: 0o644, UID: -1, GID: -1}); err != nil {
+	if err := s.write(managerCheckFile, data); err != nil {
 		return fmt.Errorf("record manager check: %w", err)
 	}
 	return nil
+}
+
+// managerChecks reads the recorded checks; a missing or corrupt record reads as none (the
+// manager is then checked again and the record replaced).
+func (s *Store) managerChecks() []managerCheck {
+	var rec []managerCheck
+	if data, err := os.ReadFile(filepath.Join(s.Dir, managerCheckFile)); err == nil {
+		if json.Unmarshal(data, &rec) != nil {
+			return nil
+		}
+	}
+	return rec
 }
