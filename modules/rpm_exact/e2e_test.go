@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/testenv"
 )
 
@@ -235,4 +237,72 @@ func TestFailures(t *testing.T) {
 			assert.False(t, r.Changed())
 		}
 	})
+}
+
+// TestQueryMemo: a converged run answers from the remembered query while the RPM database
+// and rpm's configuration are the same files, and asks rpm again as soon as anything
+// (here dnf run by hand) writes the database.
+func TestQueryMemo(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true)
+	const record = "/var/cache/richt/rpm-query/demo.json"
+	converged := map[string]any{"name": "demo", "version": v1}
+	settle := func() { time.Sleep(rpmexact.Settle + 200*time.Millisecond) }
+
+	r := f.run(t, converged)
+	require.False(t, r.Failed(), r.Msg())
+	require.True(t, r.Changed())
+	settle()
+
+	// The install run remembered its first answer (absent), which the transaction made
+	// stale; it is removed here to see that check mode writes none.
+	f.target.MustExec(t, "rm", record)
+	r = f.run(t, map[string]any{"name": "demo", "version": v1, "_ansible_check_mode": true})
+	assert.Equal(t, "rpm-query", r.String("observed"))
+	f.target.MustExec(t, "test", "!", "-e", record)
+
+	r = f.run(t, converged)
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, "rpm-query", r.String("observed"))
+	f.target.MustExec(t, "test", "-f", record)
+
+	// Readers of the database (rpm as root re-owns the write-ahead log on every open) do
+	// not invalidate the record. Every rpm process that opens the database writes its
+	// shared-memory index (-shm), so an unchanged -shm shows that no rpm ran.
+	shm := func() string {
+		return f.target.MustExec(t, "stat", "-c", "%y", "/var/lib/rpm/rpmdb.sqlite-shm")
+	}
+	before := shm()
+	time.Sleep(20 * time.Millisecond)
+	f.target.MustExec(t, "rpm", "-q", "demo")
+	require.NotEqual(t, before, shm(), "rpm -q writes the -shm index (else this test proves nothing)")
+	before = shm()
+	time.Sleep(20 * time.Millisecond)
+	r = f.run(t, converged)
+	require.False(t, r.Failed(), r.Msg())
+	assert.False(t, r.Changed())
+	assert.Equal(t, "memo", r.String("observed"))
+	assert.Equal(t, []string{"demo-" + v1}, r.Strings("before"))
+	assert.Equal(t, before, shm(), "a remembered answer runs no rpm")
+
+	// Someone upgrades by hand: the next run must see 2.0 and downgrade, whatever the record says.
+	f.target.MustExec(t, "dnf", "-y", "-q", "install-nevra", "demo-"+v2)
+	r = f.run(t, converged)
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, "rpm-query", r.String("observed"))
+	assert.True(t, r.Changed())
+	assert.Equal(t, []string{"demo-" + v2}, r.Strings("before"))
+	assert.Equal(t, "demo-"+v1, f.installed(t))
+
+	// And removes by hand with rpm itself.
+	settle()
+	r = f.run(t, converged)
+	assert.Equal(t, "rpm-query", r.String("observed"))
+	f.target.MustExec(t, "rpm", "-e", "--nodeps", "demo")
+	r = f.run(t, converged)
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, "rpm-query", r.String("observed"))
+	assert.True(t, r.Changed())
+	assert.Empty(t, r.Strings("before"))
+	assert.Equal(t, "demo-"+v1, f.installed(t))
 }

@@ -16,5 +16,6 @@ func main() {
 		Sync:     store,
 		Memo:     store,
 		Identify: rpmexact.ExecutableIdentity,
+		Queries:  rpmexact.DefaultQueryMemo(),
 	}))
 }

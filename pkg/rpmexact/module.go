@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/nevra"
@@ -24,14 +25,30 @@ type ManagerMemo interface {
 	RecordManagerCheck(manager, identity, version string) error
 }
 
+// QueryCache remembers rpm query answers while the files they depend on are unchanged
+// (QueryMemo).
+type QueryCache interface {
+	Lookup(name string) (Installed, bool)
+	Record(name string, inst Installed, db Database, queried time.Time) error
+}
+
 // Deps are the module's side effects. Memo and Identify are optional: without them every
-// transaction checks the manager.
+// transaction checks the manager. Queries is optional: without it every run asks rpm.
 type Deps struct {
 	Runner   runner.Runner
 	Sync     SyncRecorder
 	Memo     ManagerMemo
 	Identify func(command string) (string, error)
+	Queries  QueryCache
+	// Now is the clock the query memo compares file times with (time.Now when nil).
+	Now func() time.Time
 }
+
+// Where the first observation of a run came from, as reported in the result's `observed`.
+const (
+	ObservedQuery = "rpm-query"
+	ObservedMemo  = "memo"
+)
 
 // Result is the module's return value.
 type Result struct {
@@ -43,6 +60,7 @@ type Result struct {
 	Command          []string      `json:"command"`
 	UnitFilesChanged bool          `json:"unit_files_changed"`
 	ManagerVersion   string        `json:"manager_version,omitempty"`
+	Observed         string        `json:"observed"`
 	Stdout           string        `json:"stdout,omitempty"`
 	Stderr           string        `json:"stderr,omitempty"`
 	Diff             *ansible.Diff `json:"diff,omitempty"`
@@ -93,7 +111,8 @@ func Handler(d Deps) ansible.Handler {
 		defer cancel()
 
 		res := &Result{Name: w.Name, Operation: OpNone, Command: []string{}}
-		before, err := Observe(ctx, d.Runner, w.Name)
+		before, observed, err := d.observe(ctx, w.Name, !req.CheckMode)
+		res.Observed = observed
 		if err != nil {
 			return res, err
 		}
@@ -127,7 +146,8 @@ func Handler(d Deps) ansible.Handler {
 			}
 			return res, fmt.Errorf("run %s: %w", strings.Join(p.Argv, " "), err)
 		}
-		after, oerr := Observe(ctx, d.Runner, w.Name)
+		// Verification always asks rpm: the transaction has just written the database.
+		after, _, oerr := Observe(ctx, d.Runner, w.Name)
 		if oerr == nil {
 			res.After = nonNil(after.NEVRAs)
 			res.Diff = diffOf(w.Name, res.Before, res.After)
@@ -151,6 +171,29 @@ func Handler(d Deps) ansible.Handler {
 		}
 		return res, nil
 	}
+}
+
+// observe is the run's first observation: the remembered answer while the RPM database and
+// rpm's configuration are the same files, else one rpm query, remembered when it may be
+// (never in check mode, which writes nothing).
+func (d Deps) observe(ctx context.Context, name string, remember bool) (Installed, string, error) {
+	if d.Queries != nil {
+		if inst, ok := d.Queries.Lookup(name); ok {
+			return inst, ObservedMemo, nil
+		}
+	}
+	now := time.Now
+	if d.Now != nil {
+		now = d.Now
+	}
+	queried := now()
+	inst, db, err := Observe(ctx, d.Runner, name)
+	if err == nil && remember && d.Queries != nil {
+		// A memo is only a shortcut: when it cannot be written (not root, a database that
+		// just changed, another backend) the next run asks rpm again.
+		_ = d.Queries.Record(name, inst, db, queried)
+	}
+	return inst, ObservedQuery, err
 }
 
 // checkManager is CheckManager, skipped when the same executable passed before. Only an

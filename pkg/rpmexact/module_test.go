@@ -3,6 +3,7 @@ package rpmexact
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,12 +14,13 @@ import (
 	"github.com/richt/services/pkg/runner/runnertest"
 )
 
-func rpmQ(name string) []string { return []string{"rpm", "-q", "--qf", queryFormat, "--", name} }
+func rpmQ(name string) []string { return queryArgv(name) }
 
 const (
-	v1Out  = "@@demo\t0:1.0-1.noarch\n/usr/bin/demo-daemon\tabc\t\n/usr/lib/systemd/system/demo.service\td1\t\n"
-	v2Out  = "@@demo\t0:2.0-1.noarch\n/usr/bin/demo-daemon\tabc\t\n/usr/lib/systemd/system/demo.service\td2\t\n"
-	absent = "package demo is not installed\n"
+	dbOut  = "@@rpmdb\t/var/lib/rpm\tsqlite\n"
+	v1Out  = dbOut + "@@demo\t0:1.0-1.noarch\n/usr/bin/demo-daemon\tabc\t\n/usr/lib/systemd/system/demo.service\td1\t\n"
+	v2Out  = dbOut + "@@demo\t0:2.0-1.noarch\n/usr/bin/demo-daemon\tabc\t\n/usr/lib/systemd/system/demo.service\td2\t\n"
+	absent = dbOut + "package demo is not installed\n"
 )
 
 type recorder struct{ reasons []string }
@@ -182,8 +184,13 @@ func FuzzParseQuery(f *testing.F) {
 	f.Add(v1Out, 0)
 	f.Add(absent, 1)
 	f.Add("@@demo\t\n", 0)
+	f.Add("package demo is not installed\n", 1)
+	f.Add("@@rpmdb\t\n", 1)
 	f.Fuzz(func(t *testing.T, out string, rc int) {
-		inst, err := parseQuery("demo", runner.Result{Stdout: out, ExitCode: rc})
+		inst, db, err := parseAnswer("demo", runner.Result{Stdout: out, ExitCode: rc})
+		if strings.Contains(db.Path+db.Backend, "\n") {
+			t.Fatalf("database line ran into the answer: %q", out)
+		}
 		if err != nil {
 			return
 		}

@@ -23,6 +23,17 @@ type Installed struct {
 // compared.
 const queryFormat = "@@%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n[%{FILENAMES}\t%{FILEDIGESTS}\t%{FILELINKTOS}\n]"
 
+// dbLine asks rpm, in the same process as the query, where its database is and which
+// backend reads it; the query memo needs both. rpm prints --eval results while it parses
+// its options, so the line comes first.
+const dbLine = "@@rpmdb\t%{_dbpath}\t%{_db_backend}"
+
+// Database is where rpm read the installed packages from.
+type Database struct {
+	Path    string `json:"path"`    // %{_dbpath}
+	Backend string `json:"backend"` // %{_db_backend}: sqlite, ndb, bdb, bdb_ro
+}
+
 // unitDirs are where systemd reads system units from; a package change under them means
 // the manager must be reloaded.
 var unitDirs = []string{
@@ -33,13 +44,38 @@ var unitDirs = []string{
 	"/lib/systemd/system/",
 }
 
+// queryArgv is the one rpm query of an observation.
+func queryArgv(name string) []string {
+	return []string{"rpm", "--eval", dbLine, "-q", "--qf", queryFormat, "--", name}
+}
+
 // Observe runs one rpm query. It reads the installed RPM database only.
-func Observe(ctx context.Context, r runner.Runner, name string) (Installed, error) {
-	res, err := r.Run(ctx, "rpm", "-q", "--qf", queryFormat, "--", name)
+func Observe(ctx context.Context, r runner.Runner, name string) (Installed, Database, error) {
+	res, err := r.Run(ctx, queryArgv(name)...)
 	if err != nil {
-		return Installed{}, fmt.Errorf("query rpm database for %s: %w", name, err)
+		return Installed{}, Database{}, fmt.Errorf("query rpm database for %s: %w", name, err)
 	}
-	return parseQuery(name, res)
+	return parseAnswer(name, res)
+}
+
+// parseAnswer reads the database line and the query's answer.
+func parseAnswer(name string, res runner.Result) (Installed, Database, error) {
+	db, rest := cutDBLine(res.Stdout)
+	res.Stdout = rest
+	inst, err := parseQuery(name, res)
+	return inst, db, err
+}
+
+// cutDBLine splits off the database line; without one the database stays unknown (and
+// the answer is never remembered).
+func cutDBLine(out string) (Database, string) {
+	first, rest, _ := strings.Cut(out, "\n")
+	fields, ok := strings.CutPrefix(first, "@@rpmdb\t")
+	if !ok {
+		return Database{}, out
+	}
+	path, backend, _ := strings.Cut(fields, "\t")
+	return Database{Path: path, Backend: backend}, rest
 }
 
 func parseQuery(name string, res runner.Result) (Installed, error) {

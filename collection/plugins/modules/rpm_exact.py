@@ -14,8 +14,14 @@ description:
     (C(dnf install-n)); an installed older version is left alone. With C(state=absent) the
     package is removed (C(dnf remove)).
   - Decisions come from the installed RPM database only (one C(rpm -q) query); repository
-    metadata is never read to decide. A converged run therefore costs one rpm query, and a
-    repository file created by an earlier task of the same play is fine.
+    metadata is never read to decide. A converged run therefore costs at most one rpm query,
+    and a repository file created by an earlier task of the same play is fine.
+  - The answer of that query is remembered in C(/var/cache/richt/rpm-query/NAME.json) while
+    the RPM database (sqlite backend), the rpm executable and rpm's configuration are the
+    same files (device, inode, size, mtime, ctime); a converged run then runs no rpm process.
+    Any transaction, by this module, DNF or rpm, changes the database and the next run asks
+    rpm again. Check mode reads the memo but never writes it; the answer after a transaction
+    always comes from rpm.
   - Before any transaction, and before check mode reports one, C(MANAGER --version) must
     report DNF 4. DNF 5, YUM 3 and anything else are refused with the version found.
   - After a transaction the RPM database is read again; the task fails unless the requested
@@ -132,6 +138,12 @@ unit_files_changed:
   returned: always
   type: bool
   sample: true
+observed:
+  description: Where the first look at the RPM database came from, C(rpm-query) or C(memo)
+    (the remembered answer of an earlier query, the database unchanged since).
+  returned: always
+  type: str
+  sample: memo
 manager_version:
   description: The DNF version reported by C(MANAGER --version), when a transaction was due.
   returned: when a transaction was due

@@ -1,0 +1,179 @@
+package rpmexact
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/richt/services/pkg/atomicfile"
+)
+
+// DefaultQueryMemoDir is where remembered rpm answers live on a target. It is a cache:
+// removing it at any time only costs the next run one rpm query.
+const DefaultQueryMemoDir = "/var/cache/richt/rpm-query"
+
+// Settle is how old every file of a key must be, relative to the start of the query, before
+// the answer is remembered. File timestamps come from a coarse clock (a few milliseconds), so
+// a write in the same tick as an earlier one could leave a ctime unchanged; once a file is
+// older than this, any later write gives it a different ctime.
+const Settle = 2 * time.Second
+
+// QueryMemo remembers the rpm query answer for a package name while every file that answer
+// depends on is unchanged: the RPM database (sqlite backend: the database file and its
+// write-ahead log; the -shm index is derived from the log and written by every reader, so it
+// is left out), the rpm executable, and rpm's configuration that could point it at another
+// database. Each file is named by device, inode, size, mode, mtime and ctime; any write or
+// replacement changes the ctime, which user space cannot set back (the log is the
+// exception, see key). A converged run then
+// needs no rpm process at all (about 15 ms of the 25 ms a converged run otherwise costs).
+//
+// Only answers from the sqlite backend are remembered: the other backends' files are
+// written by readers too, or spread over many files.
+type QueryMemo struct {
+	// Dir holds one record per package name.
+	Dir string
+	// Config lists rpm's configuration files and directories (a directory counts with
+	// each entry in it).
+	Config []string
+}
+
+// DefaultQueryMemo is the memo of this host, for the effective user's configuration.
+func DefaultQueryMemo() *QueryMemo {
+	config := []string{"/etc/rpm", "/etc/rpmrc", "/usr/lib/rpm/macros", "/usr/lib/rpm/rpmrc", "/usr/lib/rpm/macros.d"}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		config = append(config, filepath.Join(home, ".rpmmacros"), filepath.Join(home, ".rpmrc"), filepath.Join(home, ".config/rpm"))
+	}
+	return &QueryMemo{Dir: DefaultQueryMemoDir, Config: config}
+}
+
+// queryRecord is one remembered answer.
+type queryRecord struct {
+	Database  Database          `json:"database"`
+	Key       string            `json:"key"`
+	NEVRAs    []string          `json:"nevras"`
+	UnitFiles map[string]string `json:"unit_files"`
+}
+
+// Lookup returns the remembered answer for name when every file in its key is unchanged.
+// Anything else (no record, a record not owned by root or this user, a changed file, an
+// unreadable record) means "ask rpm".
+func (m *QueryMemo) Lookup(name string) (Installed, bool) {
+	data, ok := m.read(name)
+	if !ok {
+		return Installed{}, false
+	}
+	var rec queryRecord
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Key == "" {
+		return Installed{}, false
+	}
+	key, _, err := m.key(rec.Database)
+	if err != nil || key != rec.Key {
+		return Installed{}, false
+	}
+	inst := Installed{NEVRAs: rec.NEVRAs, UnitFiles: rec.UnitFiles}
+	if inst.UnitFiles == nil {
+		inst.UnitFiles = map[string]string{}
+	}
+	return inst, true
+}
+
+// Record remembers an answer that rpm gave from db in a query started at queried. It does
+// nothing (and says why) when the backend is not sqlite or when a file of the key changed
+// less than Settle before the query: its identity could then still match a later version.
+func (m *QueryMemo) Record(name string, inst Installed, db Database, queried time.Time) error {
+	if db.Backend != "sqlite" || !filepath.IsAbs(db.Path) {
+		return fmt.Errorf("not remembered: rpm database %q with backend %q", db.Path, db.Backend)
+	}
+	key, newest, err := m.key(db)
+	if err != nil {
+		return fmt.Errorf("not remembered: %w", err)
+	}
+	if !newest.Before(queried.Add(-Settle)) {
+		return fmt.Errorf("not remembered: a file of the key changed at %s, less than %s before the query", newest.Format(time.RFC3339Nano), Settle)
+	}
+	data, err := json.Marshal(queryRecord{Database: db, Key: key, NEVRAs: inst.NEVRAs, UnitFiles: inst.UnitFiles})
+	if err != nil {
+		return fmt.Errorf("encode rpm query record: %w", err)
+	}
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", m.Dir, err)
+	}
+	return atomicfile.Write(m.path(name), data, atomicfile.Options{Mode: 0o644, UID: -1, GID: -1})
+}
+
+func (m *QueryMemo) path(name string) string { return filepath.Join(m.Dir, name+".json") }
+
+// read returns the record of name if root or this user owns it.
+func (m *QueryMemo) read(name string) ([]byte, bool) {
+	f, err := os.Open(m.path(name))
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || (st.Uid != 0 && int(st.Uid) != os.Geteuid()) {
+		return nil, false
+	}
+	data := make([]byte, fi.Size())
+	if _, err := f.ReadAt(data, 0); err != nil {
+		return nil, false
+	}
+	return data, true
+}
+
+// key names every file the answer from db depends on, and returns the newest ctime among
+// them.
+func (m *QueryMemo) key(db Database) (string, time.Time, error) {
+	var b strings.Builder
+	var newest time.Time
+	add := func(path, id string, ctime time.Time) {
+		fmt.Fprintf(&b, "%s\t%s\n", path, id)
+		if ctime.After(newest) {
+			newest = ctime
+		}
+	}
+	id, ctime, err := executableIdentity("rpm")
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	add("rpm", id, ctime)
+	fmt.Fprintf(&b, "env RPM_CONFIGDIR=%q\n", os.Getenv("RPM_CONFIGDIR"))
+	// SQLite running as root hands the write-ahead log to the database's owner with
+	// fchown every time it opens it, readers included, which moves its ctime; so the log
+	// is named by what a write changes (size, mtime, inode), and its mtime must be settled.
+	wal, err := fileIdentity(filepath.Join(db.Path, "rpmdb.sqlite-wal"))
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	add(filepath.Join(db.Path, "rpmdb.sqlite-wal"), wal.content, wal.mtime)
+	for _, p := range append([]string{filepath.Join(db.Path, "rpmdb.sqlite")}, m.Config...) {
+		f, err := fileIdentity(p)
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		add(p, f.id, f.ctime)
+		if f.dir {
+			entries, err := os.ReadDir(p) // sorted by name
+			if err != nil {
+				return "", time.Time{}, fmt.Errorf("list %s: %w", p, err)
+			}
+			for _, e := range entries {
+				n := e.Name()
+				f, err := fileIdentity(filepath.Join(p, n))
+				if err != nil {
+					return "", time.Time{}, err
+				}
+				add(filepath.Join(p, n), f.id, f.ctime)
+			}
+		}
+	}
+	return b.String(), newest, nil
+}
