@@ -51,9 +51,14 @@ type shResult struct {
 
 func runScript(t *testing.T, home, script string, stdin []byte) shResult {
 	t.Helper()
+	return runScriptPath(t, home, "/usr/bin:/bin", script, stdin)
+}
+
+func runScriptPath(t *testing.T, home, path, script string, stdin []byte) shResult {
+	t.Helper()
 	// Ansible appends this; a script ending in a newline would break it.
 	cmd := exec.Command("/bin/sh", "-c", script+" && sleep 0")
-	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.Env = []string{"HOME=" + home, "PATH=" + path}
 	cmd.Stdin = strings.NewReader(string(stdin))
 	out, err := cmd.Output()
 	rc := 0
@@ -112,6 +117,57 @@ func TestFastPathScripts(t *testing.T) {
 		assert.Equal(t, marker("tampered"), runScript(t, home, run, nil))
 	})
 
+	t.Run("a verified file is hashed again only when it changed", func(t *testing.T) {
+		// A sha256sum that logs each call ahead of the real one on PATH.
+		home, bin := t.TempDir(), t.TempDir()
+		calls := filepath.Join(bin, "calls")
+		require.NoError(t, os.WriteFile(filepath.Join(bin, "sha256sum"),
+			[]byte("#!/bin/sh\necho \"$@\" >>"+calls+"\nexec /usr/bin/sha256sum \"$@\"\n"), 0o755))
+		path := bin + ":/usr/bin:/bin"
+		hashed := func() int {
+			data, _ := os.ReadFile(calls)
+			_ = os.Remove(calls)
+			return strings.Count(string(data), "\n")
+		}
+		ok := shResult{0, "args=- env=1\n"}
+
+		require.Equal(t, marker("installed"), runScriptPath(t, home, path, install, []byte(fakeModule)))
+		assert.Equal(t, 1, hashed(), "the install verifies the transfer")
+		assert.FileExists(t, cached(home)+".ok")
+		assert.Equal(t, ok, runScriptPath(t, home, path, run, nil))
+		assert.Equal(t, ok, runScriptPath(t, home, path, run, nil))
+		assert.Equal(t, 0, hashed(), "the stamp written at install stands for the verified bytes")
+
+		require.NoError(t, os.Remove(cached(home)+".ok"))
+		assert.Equal(t, ok, runScriptPath(t, home, path, run, nil))
+		assert.Equal(t, 1, hashed(), "no stamp: hashed, and stamped again")
+		assert.Equal(t, ok, runScriptPath(t, home, path, run, nil))
+		assert.Equal(t, 0, hashed())
+
+		// One byte changed in place, same size, mtime put back: the ctime still moved.
+		fi, err := os.Stat(cached(home))
+		require.NoError(t, err)
+		f, err := os.OpenFile(cached(home), os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteAt([]byte("#!/bin/sh\necho tampered;exit 0\n"), 0)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		require.NoError(t, os.Chtimes(cached(home), fi.ModTime(), fi.ModTime()))
+		assert.Equal(t, marker("tampered"), runScriptPath(t, home, path, run, nil))
+		assert.Equal(t, 1, hashed())
+
+		// A new install replaces the file and its stamp; the old version's go with it.
+		other := cached(home)[:len(cached(home))-64] + strings.Repeat("0", 64)
+		require.NoError(t, os.WriteFile(other, []byte("old"), 0o700))
+		require.NoError(t, os.WriteFile(other+".ok", []byte("old stamp\n"), 0o600))
+		require.Equal(t, marker("installed"), runScriptPath(t, home, path, install, []byte(fakeModule)))
+		assert.NoFileExists(t, other)
+		assert.NoFileExists(t, other+".ok")
+		hashed()
+		assert.Equal(t, ok, runScriptPath(t, home, path, run, nil))
+		assert.Equal(t, 0, hashed())
+	})
+
 	t.Run("ownership and symlinks send the task to the normal path", func(t *testing.T) {
 		home := t.TempDir()
 		require.NoError(t, os.Chown(home, 65534, 65534))
@@ -145,10 +201,18 @@ func TestFastPathScripts(t *testing.T) {
 		}
 		entries, err := os.ReadDir(filepath.Join(home, ".cache/richt.services"))
 		require.NoError(t, err)
-		require.Len(t, entries, 1)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		base := filepath.Base(cached(home))
+		assert.Equal(t, []string{base, base + ".ok"}, names, "the file and its stamp, no temporary leftover")
 		data, err := os.ReadFile(cached(home))
 		require.NoError(t, err)
 		assert.Equal(t, fakeModule, string(data))
+		// A stamp written by an installer whose file was replaced a moment later does not
+		// match; the run then hashes the file and stamps it again.
+		assert.Equal(t, shResult{0, "args=- env=1\n"}, runScript(t, home, run, nil))
 	})
 
 	t.Run("a noexec cache is found before anything is renamed", func(t *testing.T) {

@@ -93,6 +93,10 @@ func TestFastPath(t *testing.T) {
 				r := run(t, fast())
 				assert.Equal(t, []string{"ran cached systemd_lifecycle-" + hash[:12], "ran cached systemd_lifecycle-" + hash[:12]}, fastLog(r.Output))
 				assert.Equal(t, before, stat(t, cached), "same file, same inode")
+				// The install stamped the verified file; warm runs compare the stamp
+				// instead of hashing (fastpath_script_test.go counts the hashing).
+				assert.Equal(t, tg.MustExec(t, "stat", "-c", "%d %i %s %y %z", cached), tg.MustExec(t, "cat", cached+".ok"))
+				assert.Regexp(t, `^regular file 600 root \d+$`, stat(t, cached+".ok"))
 			})
 
 			t.Run("a changed binary is installed beside nothing old", func(t *testing.T) {
@@ -116,11 +120,11 @@ func TestFastPath(t *testing.T) {
 				p.CollectionsPath = changed
 				r := run(t, p)
 				assert.Equal(t, "installed systemd_lifecycle-"+newHash[:12], fastLog(r.Output)[0])
-				assert.Equal(t, "systemd_lifecycle-"+newHash+"\n", tg.MustExec(t, "sh", "-c", "cd "+cache+" && ls -A | grep systemd_lifecycle"))
+				assert.Equal(t, "systemd_lifecycle-"+newHash+"\nsystemd_lifecycle-"+newHash+".ok\n", tg.MustExec(t, "sh", "-c", "cd "+cache+" && ls -A | grep systemd_lifecycle"))
 
 				r = run(t, fast()) // back to the original build
 				assert.Equal(t, "installed systemd_lifecycle-"+hash[:12], fastLog(r.Output)[0])
-				assert.Equal(t, "systemd_lifecycle-"+hash+"\n", tg.MustExec(t, "sh", "-c", "cd "+cache+" && ls -A | grep systemd_lifecycle"))
+				assert.Equal(t, "systemd_lifecycle-"+hash+"\nsystemd_lifecycle-"+hash+".ok\n", tg.MustExec(t, "sh", "-c", "cd "+cache+" && ls -A | grep systemd_lifecycle"))
 			})
 
 			t.Run("a tampered cache file is refused and replaced; stale files are cleaned", func(t *testing.T) {
@@ -160,7 +164,7 @@ func TestFastPath(t *testing.T) {
 				r := run(t, p)
 				require.Len(t, r.Recap, 6)
 				assert.GreaterOrEqual(t, strings.Count(r.Output, "installed systemd_lifecycle-"), 1)
-				assert.Equal(t, "systemd_lifecycle-"+hash+"\n", tg.MustExec(t, "ls", "-A", cache), "one file, no temporary leftovers")
+				assert.Equal(t, "systemd_lifecycle-"+hash+"\nsystemd_lifecycle-"+hash+".ok\n", tg.MustExec(t, "ls", "-A", cache), "one file and its stamp, no temporary leftovers")
 				assert.Equal(t, hash, strings.Fields(tg.MustExec(t, "sha256sum", cached))[0])
 			})
 
