@@ -28,11 +28,11 @@ const Settle = 2 * time.Second
 // is left out), the rpm executable, and rpm's configuration that could point it at another
 // database. Each file is named by device, inode, size, mode, mtime and ctime; any write or
 // replacement changes the ctime, which user space cannot set back (the log is the
-// exception, see key). A converged run then
-// needs no rpm process at all (about 15 ms of the 25 ms a converged run otherwise costs).
+// exception, see key). A converged run then needs no rpm process at all (about 15 ms of
+// the 25 ms a converged run otherwise costs).
 //
-// Only answers from the sqlite backend are remembered: the other backends' files are
-// written by readers too, or spread over many files.
+// Only answers from the sqlite backend (rpm 4.16 and later, as on EL9 and EL10) are
+// remembered: the files of the older bdb and ndb backends are not modelled here.
 type QueryMemo struct {
 	// Dir holds one record per package name.
 	Dir string
