@@ -40,8 +40,6 @@ type Deps struct {
 	Memo     ManagerMemo
 	Identify func(command string) (string, error)
 	Queries  QueryCache
-	// Now is the clock the query memo compares file times with (time.Now when nil).
-	Now func() time.Time
 }
 
 // Where the first observation of a run came from, as reported in the result's `observed`.
@@ -111,15 +109,19 @@ func Handler(d Deps) ansible.Handler {
 		defer cancel()
 
 		res := &Result{Name: w.Name, Operation: OpNone, Command: []string{}}
-		before, observed, err := d.observe(ctx, w.Name, !req.CheckMode)
-		res.Observed = observed
+		obs, err := d.observe(ctx, w.Name)
+		res.Observed = obs.source
 		if err != nil {
 			return res, err
 		}
+		before := obs.Installed
 		res.Before, res.After = nonNil(before.NEVRAs), nonNil(before.NEVRAs)
 		p := Decide(w, before)
 		res.Operation = p.Operation
 		if p.Operation == OpNone {
+			if !req.CheckMode { // check mode writes nothing
+				d.remember(w.Name, obs)
+			}
 			return res, nil
 		}
 		res.Changed = true
@@ -173,27 +175,37 @@ func Handler(d Deps) ansible.Handler {
 	}
 }
 
-// observe is the run's first observation: the remembered answer while the RPM database and
-// rpm's configuration are the same files, else one rpm query, remembered when it may be
-// (never in check mode, which writes nothing).
-func (d Deps) observe(ctx context.Context, name string, remember bool) (Installed, string, error) {
+// observation is a run's first look at the RPM database.
+type observation struct {
+	Installed
+	source  string    // ObservedQuery or ObservedMemo
+	db      Database  // where rpm read it, for a query
+	queried time.Time // when the query began
+}
+
+// observe is the remembered answer while the RPM database and rpm's configuration are the
+// same files, else one rpm query.
+func (d Deps) observe(ctx context.Context, name string) (observation, error) {
 	if d.Queries != nil {
 		if inst, ok := d.Queries.Lookup(name); ok {
-			return inst, ObservedMemo, nil
+			return observation{Installed: inst, source: ObservedMemo}, nil
 		}
 	}
-	now := time.Now
-	if d.Now != nil {
-		now = d.Now
+	o := observation{source: ObservedQuery, queried: time.Now()}
+	var err error
+	o.Installed, o.db, err = Observe(ctx, d.Runner, name)
+	return o, err
+}
+
+// remember keeps a converged run's queried answer for the next run. Runs that act do not
+// call it: their transaction changes the database, which would void the record at once.
+func (d Deps) remember(name string, o observation) {
+	if d.Queries == nil || o.source != ObservedQuery {
+		return
 	}
-	queried := now()
-	inst, db, err := Observe(ctx, d.Runner, name)
-	if err == nil && remember && d.Queries != nil {
-		// A memo is only a shortcut: when it cannot be written (not root, a database that
-		// just changed, another backend) the next run asks rpm again.
-		_ = d.Queries.Record(name, inst, db, queried)
-	}
-	return inst, ObservedQuery, err
+	// A memo is only a shortcut: when it cannot be written (not root, a database that just
+	// changed, another backend) the next run asks rpm again.
+	_ = d.Queries.Record(name, o.Installed, o.db, o.queried)
 }
 
 // checkManager is CheckManager, skipped when the same executable passed before. Only an

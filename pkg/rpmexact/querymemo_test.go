@@ -197,6 +197,17 @@ func TestHandlerUsesTheQueryMemo(t *testing.T) {
 		run(t, cache, []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}}, map[string]any{"name": "demo", "_ansible_check_mode": true})
 		assert.Empty(t, cache.recorded)
 	})
+	t.Run("a run that acts remembers nothing: its transaction changes the database", func(t *testing.T) {
+		cache := &memoCache{}
+		res := run(t, cache, []runnertest.Call{
+			{Argv: rpmQ("demo"), Stdout: v1Out},
+			{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"},
+			{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}},
+			{Argv: rpmQ("demo"), Stdout: v2Out},
+		}, map[string]any{"name": "demo", "version": "0:2.0-1.noarch"})
+		assert.Nil(t, res["failed"], res["msg"])
+		assert.Empty(t, cache.recorded)
+	})
 	t.Run("a transaction is verified by rpm, never by the memo", func(t *testing.T) {
 		cache := &memoCache{have: &installedV1}
 		res := run(t, cache, []runnertest.Call{

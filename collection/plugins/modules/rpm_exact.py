@@ -20,8 +20,8 @@ description:
     the RPM database (sqlite backend), the rpm executable and rpm's configuration are the
     same files (device, inode, size, mtime, ctime); a converged run then runs no rpm process.
     Any transaction, by this module, DNF or rpm, changes the database and the next run asks
-    rpm again. Check mode reads the memo but never writes it; the answer after a transaction
-    always comes from rpm.
+    rpm again. Only a converged run records its answer; check mode reads the memo but never
+    writes it; the answer after a transaction always comes from rpm.
   - Before any transaction, and before check mode reports one, C(MANAGER --version) must
     report DNF 4. DNF 5, YUM 3 and anything else are refused with the version found.
   - After a transaction the RPM database is read again; the task fails unless the requested
