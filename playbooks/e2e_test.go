@@ -193,7 +193,18 @@ func TestBecomeFromUnprivilegedUser(t *testing.T) {
 	assert.Equal(t, "active", tg.Snapshot(t, "demo.service").ActiveState)
 	assert.Contains(t, tg.MustExec(t, "stat", "-c", "%U", "/etc/systemd/system/demo.service.d/10-reload.conf"), "root")
 	// The fast path cached the binaries for the effective user (root), not the login user.
-	assert.Len(t, strings.Fields(tg.MustExec(t, "ls", "/root/.cache/richt.services")), 3)
+	// Three binaries, each with the stamp of its verification.
+	cached := strings.Fields(tg.MustExec(t, "ls", "/root/.cache/richt.services"))
+	assert.Len(t, cached, 6)
+	for _, m := range []string{"rpm_exact-", "systemd_lifecycle-", "unit_override-"} {
+		n := 0
+		for _, f := range cached {
+			if strings.HasPrefix(f, m) {
+				n++
+			}
+		}
+		assert.Equal(t, 2, n, "%s and its .ok in %v", m, cached)
+	}
 	res, err := tg.Exec(context.Background(), "test", "-e", "/home/deploy/.cache")
 	require.NoError(t, err)
 	assert.NotZero(t, res.ExitCode)
