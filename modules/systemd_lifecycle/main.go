@@ -13,11 +13,14 @@ import (
 )
 
 func main() {
-	sd, closeFn, err := lifecycle.NewSystemd(context.Background(), runner.Exec{}, os.Getenv(lifecycle.BackendEnv))
-	if err != nil {
-		ansible.Main(lifecycle.Spec(), ansible.Fail(err))
-		return
-	}
-	defer closeFn()
-	ansible.Main(lifecycle.Spec(), lifecycle.Handler(lifecycle.Deps{Systemd: sd, Store: durable.Default()}))
+	// systemd is reached only once the arguments are valid: --version and bad input never
+	// open a connection.
+	ansible.Main(lifecycle.Spec(), func(ctx context.Context, req *ansible.Request) (any, error) {
+		sd, closeFn, err := lifecycle.NewSystemd(ctx, runner.Exec{}, os.Getenv(lifecycle.BackendEnv))
+		if err != nil {
+			return nil, err
+		}
+		defer closeFn()
+		return lifecycle.Handler(lifecycle.Deps{Systemd: sd, Store: durable.Default()})(ctx, req)
+	})
 }

@@ -128,9 +128,3 @@ type Diff struct {
 	BeforeHeader string `json:"before_header,omitempty"`
 	AfterHeader  string `json:"after_header,omitempty"`
 }
-
-// Fail is a Handler that fails with err after the parameters were validated, for mains
-// whose wiring failed.
-func Fail(err error) Handler {
-	return func(context.Context, *Request) (any, error) { return nil, err }
-}

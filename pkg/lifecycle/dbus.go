@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -16,11 +14,11 @@ import (
 // Bus talks to systemd over D-Bus: one call per observation and job results from systemd
 // itself instead of a process per query. Journal lines still come from journalctl.
 //
-// Observations use one plain connection (one dial, one authentication). go-systemd's
-// connection, which dials twice and subscribes to job signals (about 7 ms on a target, a
-// third of a converged run), is opened only when the run acts.
+// Observations use one plain connection (one dial, one authentication; see peer).
+// go-systemd's connection, which dials twice and subscribes to job signals (about 7 ms on a
+// target, a third of a converged run), is opened only when the run acts.
 type Bus struct {
-	obs     *dbus.Conn
+	obs     caller
 	private bool // obs is systemd's private socket, so jobs use it too
 	mu      sync.Mutex
 	jobs    *sdbus.Conn
@@ -28,23 +26,20 @@ type Bus struct {
 	Fallback Systemctl
 }
 
-const privateSocket = "unix:path=/run/systemd/private"
+const privateSocket = "/run/systemd/private"
 
 // Connect opens systemd's private socket (root), else the system bus. The caller falls
 // back to Systemctl when neither answers.
 func Connect(ctx context.Context, fallback Systemctl) (*Bus, error) {
-	conn, err := dbus.Dial(privateSocket, dbus.WithContext(ctx))
+	p, err := dialPeer(ctx, privateSocket)
 	if err == nil {
-		if err = conn.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err == nil {
-			return &Bus{obs: conn, private: true, Fallback: fallback}, nil
-		}
-		conn.Close()
+		return &Bus{obs: p, private: true, Fallback: fallback}, nil
 	}
 	sys, err2 := dbus.ConnectSystemBus(dbus.WithContext(ctx))
 	if err2 != nil {
 		return nil, fmt.Errorf("connect to systemd: private socket: %v; system bus: %w", err, err2)
 	}
-	return &Bus{obs: sys, Fallback: fallback}, nil
+	return &Bus{obs: busCaller{sys}, Fallback: fallback}, nil
 }
 
 // conn is the job connection, opened on first use over the same transport as obs.
@@ -78,8 +73,8 @@ func (b *Bus) Close() {
 	}
 }
 
-func unitObject(c *dbus.Conn, unit string) dbus.BusObject {
-	return c.Object("org.freedesktop.systemd1", dbus.ObjectPath("/org/freedesktop/systemd1/unit/"+sdbus.PathBusEscape(unit)))
+func unitPath(unit string) dbus.ObjectPath {
+	return dbus.ObjectPath("/org/freedesktop/systemd1/unit/" + sdbus.PathBusEscape(unit))
 }
 
 // Show implements Systemd with one D-Bus call: the Unit interface's properties, converted
@@ -89,7 +84,10 @@ func unitObject(c *dbus.Conn, unit string) dbus.BusObject {
 // few hundred properties made a converged run 2.5 ms slower than this.
 func (b *Bus) Show(ctx context.Context, unit string) (Props, error) {
 	var all map[string]dbus.Variant
-	err := unitObject(b.obs, unit).CallWithContext(ctx, "org.freedesktop.DBus.Properties.GetAll", 0, "org.freedesktop.systemd1.Unit").Store(&all)
+	body, err := b.obs.call(ctx, unitPath(unit), "org.freedesktop.DBus.Properties.GetAll", "org.freedesktop.systemd1.Unit")
+	if err == nil {
+		err = dbus.Store(body, &all)
+	}
 	if err != nil {
 		return Props{}, fmt.Errorf("observe %s over D-Bus: %w", unit, err)
 	}
@@ -121,7 +119,10 @@ func (b *Bus) MainPID(ctx context.Context, unit string) (int, error) {
 		return 0, nil
 	}
 	var v dbus.Variant
-	err := unitObject(b.obs, unit).CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, "org.freedesktop.systemd1.Service", "MainPID").Store(&v)
+	body, err := b.obs.call(ctx, unitPath(unit), "org.freedesktop.DBus.Properties.Get", "org.freedesktop.systemd1.Service", "MainPID")
+	if err == nil {
+		err = dbus.Store(body, &v)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("main PID of %s: %w", unit, err)
 	}
