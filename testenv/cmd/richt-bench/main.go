@@ -128,7 +128,7 @@ func run(c config) error {
 	for _, t := range b.targets[1:] {
 		_ = t.Terminate(ctx)
 	}
-	time.Sleep(15 * time.Second) // let the engine finish removing them
+	b.settle()
 	direct, err := b.directRuns(ctx)
 	if err != nil {
 		return err
@@ -301,46 +301,106 @@ func tailLines(s string, n int) string {
 
 // directRuns times the cached binaries on the first target without Ansible: converged
 // runs, arguments on stdin from a file, timed by bash's $EPOCHREALTIME (no fork per sample).
+// The samples of the two modules are taken in alternating blocks, so a slow spell of the
+// machine does not fall on one module's whole sample.
 func (b *bench) directRuns(ctx context.Context) (map[string]float64, error) {
 	t := b.targets[0]
-	cases := map[string]string{
-		"rpm_exact":         `{"name":"demo","version":"0:1.0-1.noarch"}`,
-		"systemd_lifecycle": `{"unit":"demo.service","state":"running","enabled":true}`,
+	cases := []struct{ module, args string }{
+		{"rpm_exact", `{"name":"demo","version":"0:1.0-1.noarch"}`},
+		{"systemd_lifecycle", `{"unit":"demo.service","state":"running","enabled":true}`},
+	}
+	const blocks = 4
+	samples := map[string][]float64{}
+	for block := 0; block < blocks; block++ {
+		for _, c := range cases {
+			n := b.direct / blocks
+			if block == blocks-1 {
+				n = b.direct - n*(blocks-1)
+			}
+			ms, err := b.directBlock(ctx, t, c.module, c.args, n, block == 0)
+			if err != nil {
+				return nil, err
+			}
+			samples[c.module] = append(samples[c.module], ms...)
+		}
 	}
 	res := map[string]float64{}
-	for m, args := range cases {
-		script := `set -e
+	for m, ms := range samples {
+		res[m] = median(ms)
+	}
+	return res, nil
+}
+
+// directBlock runs one module n times (after a warm-up) and returns each run's time in ms.
+func (b *bench) directBlock(ctx context.Context, t *testenv.Target, m, args string, n int, first bool) ([]float64, error) {
+	warm := 3
+	if first {
+		warm = 10
+	}
+	script := `set -e
 bin=$(ls /root/.cache/richt.services/` + m + `-* | grep -v '\.ok$')
 printf '%s' "$1" > /root/bench-args.json
 "$bin" - < /root/bench-args.json | grep -q '"changed":false'
-for i in $(seq 10); do "$bin" - < /root/bench-args.json >/dev/null; done # warm-up
-for i in $(seq ` + strconv.Itoa(b.direct) + `); do
+for i in $(seq ` + strconv.Itoa(warm) + `); do "$bin" - < /root/bench-args.json >/dev/null; done # warm-up
+for i in $(seq ` + strconv.Itoa(n) + `); do
   s=$EPOCHREALTIME; "$bin" - < /root/bench-args.json >/dev/null; e=$EPOCHREALTIME
   echo "${s/./} ${e/./}"
 done
 "$bin" - < /root/bench-args.json | grep -o '"observed":"[^"]*"' || true`
-		out, err := t.Exec(ctx, "bash", "-c", script, "bash", args)
-		if err != nil || out.ExitCode != 0 {
-			return nil, fmt.Errorf("direct runs of %s: %v %s %s", m, err, out.Stdout, out.Stderr)
-		}
-		var ms []float64
-		for _, l := range strings.Split(strings.TrimSpace(out.Stdout), "\n") {
-			if strings.HasPrefix(l, `"observed"`) {
-				// rpm_exact says whether its converged runs asked rpm or its memo.
-				fmt.Fprintf(os.Stderr, "direct runs of %s: %s\n", m, l)
-				continue
-			}
-			f := strings.Fields(l)
-			if len(f) != 2 {
-				continue
-			}
-			s, _ := strconv.ParseInt(f[0], 10, 64)
-			e, _ := strconv.ParseInt(f[1], 10, 64)
-			ms = append(ms, float64(e-s)/1000)
-		}
-		res[m] = median(ms)
+	out, err := t.Exec(ctx, "bash", "-c", script, "bash", args)
+	if err != nil || out.ExitCode != 0 {
+		return nil, fmt.Errorf("direct runs of %s: %v %s %s", m, err, out.Stdout, out.Stderr)
 	}
-	return res, nil
+	var ms []float64
+	for _, l := range strings.Split(strings.TrimSpace(out.Stdout), "\n") {
+		if strings.HasPrefix(l, `"observed"`) {
+			// rpm_exact says whether its converged runs asked rpm or its memo.
+			if first {
+				fmt.Fprintf(os.Stderr, "direct runs of %s: %s\n", m, l)
+			}
+			continue
+		}
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		s, _ := strconv.ParseInt(f[0], 10, 64)
+		e, _ := strconv.ParseInt(f[1], 10, 64)
+		ms = append(ms, float64(e-s)/1000)
+	}
+	return ms, nil
+}
+
+// settle waits until the machine is quiet after the other targets were removed: at least
+// 15 s, then until the 1-minute load average is below 1 (at most 2 more minutes), and says
+// what it was.
+func (b *bench) settle() {
+	time.Sleep(15 * time.Second)
+	waited := 15 * time.Second
+	load := loadAverage()
+	for load >= 1 && waited < 135*time.Second {
+		time.Sleep(5 * time.Second)
+		waited += 5 * time.Second
+		load = loadAverage()
+	}
+	b.log("direct runs: 1-minute load average %.2f after %s", load, waited)
+}
+
+// loadAverage is the host's 1-minute load average, or -1 when it cannot be read.
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return v
 }
 
 func median(v []float64) float64 {
