@@ -77,6 +77,15 @@ func unitPath(unit string) dbus.ObjectPath {
 	return dbus.ObjectPath("/org/freedesktop/systemd1/unit/" + sdbus.PathBusEscape(unit))
 }
 
+// unitCall calls method on unit's object and stores the reply's body in out.
+func (b *Bus) unitCall(ctx context.Context, unit string, out any, method string, args ...any) error {
+	body, err := b.obs.call(ctx, unitPath(unit), method, args...)
+	if err != nil {
+		return err
+	}
+	return dbus.Store(body, out)
+}
+
 // Show implements Systemd with one D-Bus call: the Unit interface's properties, converted
 // to systemctl's text form and validated by the same strict parser. MainPID (a Service
 // property) is left 0: only a run that acted reports it, through MainPID. Asking every
@@ -84,11 +93,7 @@ func unitPath(unit string) dbus.ObjectPath {
 // few hundred properties made a converged run 2.5 ms slower than this.
 func (b *Bus) Show(ctx context.Context, unit string) (Props, error) {
 	var all map[string]dbus.Variant
-	body, err := b.obs.call(ctx, unitPath(unit), "org.freedesktop.DBus.Properties.GetAll", "org.freedesktop.systemd1.Unit")
-	if err == nil {
-		err = dbus.Store(body, &all)
-	}
-	if err != nil {
+	if err := b.unitCall(ctx, unit, &all, "org.freedesktop.DBus.Properties.GetAll", "org.freedesktop.systemd1.Unit"); err != nil {
 		return Props{}, fmt.Errorf("observe %s over D-Bus: %w", unit, err)
 	}
 	m := map[string]string{"MainPID": "0"}
@@ -119,11 +124,7 @@ func (b *Bus) MainPID(ctx context.Context, unit string) (int, error) {
 		return 0, nil
 	}
 	var v dbus.Variant
-	body, err := b.obs.call(ctx, unitPath(unit), "org.freedesktop.DBus.Properties.Get", "org.freedesktop.systemd1.Service", "MainPID")
-	if err == nil {
-		err = dbus.Store(body, &v)
-	}
-	if err != nil {
+	if err := b.unitCall(ctx, unit, &v, "org.freedesktop.DBus.Properties.Get", "org.freedesktop.systemd1.Service", "MainPID"); err != nil {
 		return 0, fmt.Errorf("main PID of %s: %w", unit, err)
 	}
 	pid, ok := v.Value().(uint32)

@@ -38,7 +38,7 @@ func executableIdentity(command string) (string, time.Time, error) {
 // identity is what fileIdentity found.
 type identity struct {
 	id           string // every attribute, ctime included
-	content      string // the attributes a write changes, without the ctime (see walIdentity)
+	content      string // the attributes a write changes, without the ctime (see QueryMemo.key)
 	ctime, mtime time.Time
 	dir          bool
 }
