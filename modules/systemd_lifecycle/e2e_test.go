@@ -412,14 +412,30 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 		e.t.MustExec(t, "test", "-e", "/var/lib/richt/pending/"+u+".json")
 
 		// The unit failed, so the next run starts it; the start absorbs the pending restart.
-		e.t.MustExec(t, "systemctl", "start", u)
 		before := e.t.Snapshot(t, u)
+		r = e.run(t, map[string]any{"unit": u, "restart_on": []any{unchanged}})
+		ok(t, r)
+		assert.Equal(t, []string{"start"}, actions(r))
+		assert.Contains(t, r.String("pending_from_earlier_run"), "restart due since")
+		assert.Equal(t, testenv.Started, testenv.Classify(before, e.t.Snapshot(t, u)))
+		e.t.MustExec(t, "test", "!", "-e", "/var/lib/richt/pending/"+u+".json")
+
+		// A pending restart recorded while the unit runs is carried out by the next run.
+		e.t.Shell(t, `printf '{"reaction":"restart","since":"2026-01-01T00:00:00Z","at":{"boot_id":"'$(cat /proc/sys/kernel/random/boot_id)'","monotonic_us":'$(( $(cut -d. -f1 /proc/uptime) * 1000000 ))'}}' > /var/lib/richt/pending/`+u+`.json`)
+		before = e.t.Snapshot(t, u)
 		r = e.run(t, map[string]any{"unit": u, "restart_on": []any{unchanged}})
 		ok(t, r)
 		assert.Equal(t, []string{"restart"}, actions(r))
 		assert.Equal(t, "restart", r.String("reaction"))
-		assert.Contains(t, r.String("pending_from_earlier_run"), "restart due since")
 		assert.Equal(t, testenv.Restarted, testenv.Classify(before, e.t.Snapshot(t, u)))
+		e.t.MustExec(t, "test", "!", "-e", "/var/lib/richt/pending/"+u+".json")
+
+		// Started by hand after a reaction was recorded: the start served it.
+		e.t.Shell(t, `printf '{"reaction":"restart","since":"2026-01-01T00:00:00Z","at":{"boot_id":"'$(cat /proc/sys/kernel/random/boot_id)'","monotonic_us":1}}' > /var/lib/richt/pending/`+u+`.json`)
+		r = e.run(t, map[string]any{"unit": u, "restart_on": []any{unchanged}})
+		ok(t, r)
+		assert.Empty(t, actions(r))
+		assert.Contains(t, r.String("pending_from_earlier_run"), "already served")
 		e.t.MustExec(t, "test", "!", "-e", "/var/lib/richt/pending/"+u+".json")
 
 		r = e.run(t, map[string]any{"unit": u, "restart_on": []any{unchanged}})

@@ -9,6 +9,7 @@ import (
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lifecycle"
+	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/runner"
 )
 
@@ -21,6 +22,6 @@ func main() {
 			return nil, err
 		}
 		defer closeFn()
-		return lifecycle.Handler(lifecycle.Deps{Systemd: sd, Store: durable.Default()})(ctx, req)
+		return lifecycle.Handler(lifecycle.Deps{Systemd: sd, Store: durable.Default(), Lock: lock.In(lock.Dir())})(ctx, req)
 	})
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/override"
 	"github.com/richt/services/pkg/runner"
 )
@@ -13,5 +14,6 @@ func main() {
 	ansible.Main(override.Spec(), override.Handler(override.Deps{
 		Runner: runner.Exec{},
 		Sync:   durable.Default(),
+		Lock:   lock.In(lock.Dir()),
 	}))
 }

@@ -4,6 +4,7 @@
 package durable
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,9 @@ import (
 	"time"
 
 	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/lock"
+	"github.com/richt/services/pkg/stamp"
+	"github.com/richt/services/pkg/statedir"
 )
 
 // DefaultDir is where the store lives on a target.
@@ -20,51 +24,180 @@ const DefaultDir = "/var/lib/richt"
 
 const syncDueFile = "manager-sync-due"
 
-// Store is the durable store rooted at Dir.
-type Store struct{ Dir string }
+// Store is the durable store rooted at Dir; LockDir holds the lock that serializes changes
+// to its host-wide records (package lock's default when empty).
+type Store struct {
+	Dir     string
+	LockDir string
+}
 
 // Default is the store on this host.
-func Default() *Store { return &Store{Dir: DefaultDir} }
+func Default() *Store { return &Store{Dir: DefaultDir, LockDir: lock.Dir()} }
+
+func (s *Store) lockDir() string {
+	if s.LockDir != "" {
+		return s.LockDir
+	}
+	return lock.Dir()
+}
+
+// SyncEntry is one reason a daemon-reload is due. Each writer adds its own entry and a
+// reader clears only the entries it saw before it reloaded, so a change recorded while
+// the manager was being reloaded is never cleared with the others.
+type SyncEntry struct {
+	ID     string    `json:"id"`
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+}
+
+// Sync is what a reader saw of the manager-sync record.
+type Sync struct {
+	Entries []SyncEntry
+}
+
+// Due reports whether a daemon-reload is due.
+func (s Sync) Due() bool { return len(s.Entries) > 0 }
+
+// Reasons are the entries' reasons, oldest first.
+func (s Sync) Reasons() []string {
+	out := make([]string, 0, len(s.Entries))
+	for _, e := range s.Entries {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+type syncRecord struct {
+	Entries []SyncEntry `json:"entries"`
+}
+
+// corruptEntry stands for a record that could not be read: a reload cannot be ruled out,
+// so it is due until a reader that saw it has reloaded.
+const corruptEntry = "unreadable-record"
+
+// readSync reads the record. A record that cannot be read or parsed is not "nothing due":
+// it reads as one entry that asks for a reload and names the file.
+func (s *Store) readSync() (syncRecord, error) {
+	if err := statedir.Check(s.Dir); err != nil {
+		return syncRecord{}, err
+	}
+	path := filepath.Join(s.Dir, syncDueFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return syncRecord{}, nil
+	}
+	var rec syncRecord
+	if err == nil {
+		err = json.Unmarshal(data, &rec)
+	}
+	if err != nil {
+		return syncRecord{Entries: []SyncEntry{{ID: corruptEntry, Since: time.Now().UTC(),
+			Reason: fmt.Sprintf("the record %s could not be read (%v), so a daemon-reload cannot be ruled out", path, err)}}}, nil
+	}
+	return rec, nil
+}
+
+// withSync runs f on the record under the host-wide records lock and writes back what f
+// returns (removing the file when no entry is left).
+func (s *Store) withSync(ctx context.Context, f func(syncRecord) syncRecord) error {
+	l, err := lock.Acquire(ctx, s.lockDir(), lock.Records)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	rec, err := s.readSync()
+	if err != nil {
+		return err
+	}
+	rec = f(rec)
+	path := filepath.Join(s.Dir, syncDueFile)
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s) and cannot be replaced; remove it", path, fi.Mode().Type())
+	}
+	if len(rec.Entries) == 0 {
+		if err := atomicfile.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return s.write(syncDueFile, data)
+}
 
 // MarkManagerSyncDue records that systemd's manager must be reloaded before the next
-// decision about any unit. A daemon-reload is host-wide, so there is one record per host;
-// the reason of the latest writer is kept for messages.
-func (s *Store) MarkManagerSyncDue(reason string) error {
-	line := fmt.Sprintf("%s %s\n", time.Now().UTC().Format(time.RFC3339), oneLine(reason))
-	if err := s.write(syncDueFile, []byte(line)); err != nil {
-		return fmt.Errorf("record manager sync due: %w", err)
+// decision about any unit, and returns the entry's id. A daemon-reload is host-wide, so
+// the record is one per host, with one entry per writer.
+func (s *Store) MarkManagerSyncDue(ctx context.Context, reason string) (string, error) {
+	now := time.Now().UTC()
+	id := fmt.Sprintf("%d-%d", now.UnixNano(), os.Getpid())
+	err := s.withSync(ctx, func(r syncRecord) syncRecord {
+		r.Entries = append(r.Entries, SyncEntry{ID: id, Reason: oneLine(reason), Since: now})
+		return r
+	})
+	if err != nil {
+		return "", fmt.Errorf("record manager sync due: %w", err)
+	}
+	return id, nil
+}
+
+// ManagerSync reads the record; clear what it returned with ClearManagerSync once the
+// manager has been reloaded. Reading takes no lock: records are replaced atomically.
+func (s *Store) ManagerSync() (Sync, error) {
+	rec, err := s.readSync()
+	if err != nil {
+		return Sync{}, fmt.Errorf("read manager sync record: %w", err)
+	}
+	return Sync{Entries: rec.Entries}, nil
+}
+
+// ClearManagerSync removes the entries a reader saw before it reloaded the manager;
+// entries added since stay due.
+func (s *Store) ClearManagerSync(ctx context.Context, seen Sync) error {
+	if !seen.Due() {
+		return nil
+	}
+	ids := map[string]bool{}
+	for _, e := range seen.Entries {
+		ids[e.ID] = true
+	}
+	if err := s.withSync(ctx, func(r syncRecord) syncRecord { return syncRecord{Entries: keep(r.Entries, ids)} }); err != nil {
+		return fmt.Errorf("clear manager sync record: %w", err)
 	}
 	return nil
+}
+
+// RemoveManagerSyncEntry withdraws one entry its writer no longer needs (rpm_exact's entry
+// written ahead of a transaction that turned out not to touch unit files).
+func (s *Store) RemoveManagerSyncEntry(ctx context.Context, id string) error {
+	return s.ClearManagerSync(ctx, Sync{Entries: []SyncEntry{{ID: id}}})
+}
+
+func keep(entries []SyncEntry, drop map[string]bool) []SyncEntry {
+	var out []SyncEntry
+	for _, e := range entries {
+		if !drop[e.ID] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // write replaces one record of the store atomically (0644), creating its directory:
 // a reader sees the old record or the new one, never a part.
 func (s *Store) write(rel string, data []byte) error {
 	path := filepath.Join(s.Dir, rel)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create durable store %s: %w", filepath.Dir(path), err)
+	if err := statedir.Ensure(s.Dir, 0o755); err != nil {
+		return err
+	}
+	if dir := filepath.Dir(path); dir != s.Dir {
+		if err := statedir.Ensure(dir, 0o755); err != nil {
+			return err
+		}
 	}
 	return atomicfile.Write(path, data, atomicfile.Options{Mode: 0o644, UID: -1, GID: -1})
-}
-
-// ManagerSyncDue reports whether a manager sync is recorded, and why.
-func (s *Store) ManagerSyncDue() (bool, string, error) {
-	data, err := os.ReadFile(filepath.Join(s.Dir, syncDueFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, "", nil
-	}
-	if err != nil {
-		return false, "", fmt.Errorf("read manager sync record: %w", err)
-	}
-	return true, strings.TrimSpace(string(data)), nil
-}
-
-// ClearManagerSync removes the record after a daemon-reload succeeded.
-func (s *Store) ClearManagerSync() error {
-	if err := atomicfile.Remove(filepath.Join(s.Dir, syncDueFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("clear manager sync record: %w", err)
-	}
-	return nil
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -74,6 +207,16 @@ type Pending struct {
 	Reaction string    `json:"reaction"`
 	Triggers []string  `json:"triggers,omitempty"`
 	Since    time.Time `json:"since"`
+	// At is when the latest run that found the reaction due recorded it, in systemd's
+	// clock: a unit that became active after it has already been (re)started since.
+	At stamp.Stamp `json:"at"`
+}
+
+// ServedBy reports whether the unit's latest activation, observed now, came after the
+// reaction was recorded: a restart (by a run that was killed after sending it, by a
+// package scriptlet, by hand) that already loaded everything the reaction was for.
+func (p Pending) ServedBy(now stamp.Stamp, running bool, activeEnterMono uint64) bool {
+	return running && p.At.ActiveSince(now, activeEnterMono)
 }
 
 func pendingRel(unit string) string { return filepath.Join("pending", unit+".json") }
@@ -94,17 +237,31 @@ func (s *Store) SetPending(unit string, p Pending) error {
 }
 
 // GetPending returns the pending reaction of unit, or nil.
+//
+// A record that cannot be read or holds no known reaction is an error naming the file,
+// never "nothing due": which reaction was due cannot be known, and guessing would either
+// lose a restart or turn a reload into a restart.
 func (s *Store) GetPending(unit string) (*Pending, error) {
-	data, err := os.ReadFile(s.pendingPath(unit))
+	for _, dir := range []string{s.Dir, filepath.Dir(s.pendingPath(unit))} {
+		if err := statedir.Check(dir); err != nil {
+			return nil, err
+		}
+	}
+	path := s.pendingPath(unit)
+	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read pending reaction of %s: %w", unit, err)
+		return nil, fmt.Errorf("the pending reaction record of %s, %s, cannot be read: %w; a restart or reload may be due: carry it out by hand (systemctl restart %s) and remove the file", unit, path, err, unit)
 	}
 	var p Pending
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("pending reaction record %s is corrupt (remove it to discard the reaction): %w", s.pendingPath(unit), err)
+	err = json.Unmarshal(data, &p)
+	if err == nil && p.Reaction != "restart" && p.Reaction != "reload" {
+		err = fmt.Errorf("unknown reaction %q", p.Reaction)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the pending reaction record of %s, %s, is corrupt (%v); a restart or reload was due: carry it out by hand (systemctl restart %s) and remove the file", unit, path, err, unit)
 	}
 	return &p, nil
 }

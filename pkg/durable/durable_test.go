@@ -1,30 +1,116 @@
 package durable
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/pkg/stamp"
+	"github.com/richt/services/pkg/statedir"
 )
 
+func store(t *testing.T) *Store {
+	d := t.TempDir()
+	return &Store{Dir: d + "/richt", LockDir: d + "/lock"}
+}
+
 func TestManagerSyncRecord(t *testing.T) {
-	s := &Store{Dir: t.TempDir() + "/richt"}
-	due, _, err := s.ManagerSyncDue()
+	ctx := context.Background()
+	s := store(t)
+	seen, err := s.ManagerSync()
 	require.NoError(t, err)
-	require.False(t, due)
-	require.NoError(t, s.MarkManagerSyncDue("rpm_exact demo: unit\nfiles changed"))
-	due, why, err := s.ManagerSyncDue()
+	require.False(t, seen.Due())
+	require.NoError(t, s.ClearManagerSync(ctx, seen), "nothing seen, nothing cleared")
+	_, err = s.MarkManagerSyncDue(ctx, "rpm_exact demo: unit\nfiles changed")
 	require.NoError(t, err)
-	require.True(t, due)
-	require.Contains(t, why, "rpm_exact demo: unit files changed")
-	require.NoError(t, s.ClearManagerSync())
-	require.NoError(t, s.ClearManagerSync(), "clearing twice is fine")
-	due, _, _ = s.ManagerSyncDue()
-	require.False(t, due)
+	seen, err = s.ManagerSync()
+	require.NoError(t, err)
+	require.True(t, seen.Due())
+	require.Equal(t, []string{"rpm_exact demo: unit files changed"}, seen.Reasons())
+
+	// An entry recorded after the reader looked (while it reloads) survives its clearing.
+	_, err = s.MarkManagerSyncDue(ctx, "unit_override changed during the reload")
+	require.NoError(t, err)
+	require.NoError(t, s.ClearManagerSync(ctx, seen))
+	after, err := s.ManagerSync()
+	require.NoError(t, err)
+	require.Equal(t, []string{"unit_override changed during the reload"}, after.Reasons())
+	require.NoError(t, s.ClearManagerSync(ctx, after))
+	require.NoFileExists(t, filepath.Join(s.Dir, syncDueFile), "the last entry removes the file")
+
+	// A writer withdraws its own entry only.
+	id, err := s.MarkManagerSyncDue(ctx, "ahead of a transaction")
+	require.NoError(t, err)
+	_, err = s.MarkManagerSyncDue(ctx, "other")
+	require.NoError(t, err)
+	require.NoError(t, s.RemoveManagerSyncEntry(ctx, id))
+	seen, _ = s.ManagerSync()
+	require.Equal(t, []string{"other"}, seen.Reasons())
+}
+
+func TestManagerSyncConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	s := store(t)
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, err := s.MarkManagerSyncDue(ctx, fmt.Sprintf("writer %d", i))
+			assert.NoError(t, err)
+		}(i)
+	}
+	wg.Wait()
+	seen, err := s.ManagerSync()
+	require.NoError(t, err)
+	assert.Len(t, seen.Entries, 16, "no writer's entry is lost")
+}
+
+func TestManagerSyncUnreadableRecord(t *testing.T) {
+	ctx := context.Background()
+	for name, setup := range map[string]func(path string){
+		"corrupt":           func(p string) { require.NoError(t, os.WriteFile(p, []byte("{not json"), 0o644)) },
+		"old one-line form": func(p string) { require.NoError(t, os.WriteFile(p, []byte("2026-01-01T00:00:00Z reason\n"), 0o644)) },
+		"a directory":       func(p string) { require.NoError(t, os.Mkdir(p, 0o755)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := store(t)
+			require.NoError(t, os.MkdirAll(s.Dir, 0o755))
+			path := filepath.Join(s.Dir, syncDueFile)
+			setup(path)
+			seen, err := s.ManagerSync()
+			require.NoError(t, err)
+			require.True(t, seen.Due(), "an unreadable record is never 'nothing due'")
+			assert.Contains(t, seen.Reasons()[0], path)
+			if name != "a directory" {
+				require.NoError(t, s.ClearManagerSync(ctx, seen))
+				seen, _ = s.ManagerSync()
+				assert.False(t, seen.Due(), "replaced once a reader reloaded")
+			}
+		})
+	}
+}
+
+func TestInsecureStateDirectory(t *testing.T) {
+	s := store(t)
+	require.NoError(t, os.MkdirAll(s.Dir, 0o755))
+	require.NoError(t, os.Chmod(s.Dir, 0o777))
+	_, err := s.ManagerSync()
+	require.ErrorIs(t, err, statedir.ErrInsecure)
+	assert.ErrorContains(t, err, "writable by group or others")
+	_, err = s.GetPending("demo.service")
+	require.ErrorIs(t, err, statedir.ErrInsecure)
+	require.ErrorIs(t, s.SetPending("demo.service", Pending{Reaction: "restart"}), statedir.ErrInsecure)
 }
 
 func TestPending(t *testing.T) {
-	s := &Store{Dir: t.TempDir()}
+	s := store(t)
 	p, err := s.GetPending("demo.service")
 	require.NoError(t, err)
 	require.Nil(t, p)
@@ -38,10 +124,43 @@ func TestPending(t *testing.T) {
 	// A directory under /var/lib/richt that cannot be created fails clearly.
 	bad := &Store{Dir: "/proc/richt-cannot-exist"}
 	require.ErrorContains(t, bad.SetPending("x.service", Pending{Reaction: "reload"}), "create")
+
+	// A corrupt record names its file and is never read as "nothing due".
+	for _, content := range []string{"{", `{"reaction":"explode"}`, ""} {
+		require.NoError(t, os.WriteFile(s.pendingPath("demo.service"), []byte(content), 0o644))
+		_, err = s.GetPending("demo.service")
+		require.ErrorContains(t, err, s.pendingPath("demo.service"))
+		require.ErrorContains(t, err, "is corrupt")
+	}
+}
+
+func TestPendingServedBy(t *testing.T) {
+	at := stamp.Stamp{BootID: "b1", Mono: 1000}
+	p := Pending{Reaction: "restart", At: at}
+	cases := []struct {
+		name    string
+		now     stamp.Stamp
+		running bool
+		enter   uint64
+		want    bool
+	}{
+		{"activated after the record", stamp.Stamp{BootID: "b1", Mono: 5000}, true, 1001, true},
+		{"activated before the record", stamp.Stamp{BootID: "b1", Mono: 5000}, true, 999, false},
+		{"activated at the same microsecond", stamp.Stamp{BootID: "b1", Mono: 5000}, true, 1000, false},
+		{"not running", stamp.Stamp{BootID: "b1", Mono: 5000}, false, 2000, false},
+		{"rebooted since: active now means started since", stamp.Stamp{BootID: "b2", Mono: 10}, true, 5, true},
+		{"never active", stamp.Stamp{BootID: "b1", Mono: 5000}, true, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, p.ServedBy(c.now, c.running, c.enter))
+		})
+	}
+	assert.False(t, Pending{Reaction: "restart"}.ServedBy(stamp.Stamp{BootID: "b1", Mono: 5}, true, 3), "a record without a stamp (older version) is never served")
 }
 
 func TestManagerCheckRecord(t *testing.T) {
-	s := &Store{Dir: t.TempDir()}
+	s := store(t)
 	_, ok := s.ManagerChecked("dnf", "id1")
 	assert.False(t, ok)
 	require.NoError(t, s.RecordManagerCheck("dnf", "id1", "4.23.0"))

@@ -150,6 +150,8 @@ func busValue(v any) (string, error) {
 		return hex.EncodeToString(x), nil
 	case uint32:
 		return fmt.Sprint(x), nil
+	case uint64:
+		return fmt.Sprint(x), nil
 	}
 	return "", fmt.Errorf("unexpected type %T", v)
 }

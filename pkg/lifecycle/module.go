@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/reaction"
+	"github.com/richt/services/pkg/stamp"
 	"github.com/richt/services/pkg/timeout"
 	"github.com/richt/services/pkg/unitfile"
 	"github.com/richt/services/pkg/unitname"
@@ -16,8 +19,8 @@ import (
 
 // Store is the durable store on the target (package durable).
 type Store interface {
-	ManagerSyncDue() (bool, string, error)
-	ClearManagerSync() error
+	ManagerSync() (durable.Sync, error)
+	ClearManagerSync(ctx context.Context, seen durable.Sync) error
 	GetPending(unit string) (*durable.Pending, error)
 	SetPending(unit string, p durable.Pending) error
 	ClearPending(unit string) error
@@ -29,6 +32,11 @@ type Deps struct {
 	Store   Store
 	// Root is the filesystem root unit files are read from ("" for /).
 	Root string
+	// Lock serializes the runs for one unit (package lock); nil runs unserialized, for
+	// tests of a single run.
+	Lock lock.Func
+	// Now reads systemd's clock (package stamp); nil means stamp.Now.
+	Now func() (stamp.Stamp, error)
 }
 
 // State is a unit's state as results report it.
@@ -65,6 +73,11 @@ type Result struct {
 	MainPID       int                  `json:"main_pid,omitempty"`
 	Journal       []string             `json:"journal,omitempty"`
 	Diff          *ansible.Diff        `json:"diff,omitempty"`
+
+	// What later tasks read (package contract): no package or unit file changes here;
+	// daemon_reload is performed when this run reloaded the manager; changed_at when the
+	// run changed anything.
+	contract.Change
 }
 
 // Spec is systemd_lifecycle's parameter contract.
@@ -98,17 +111,31 @@ func Handler(d Deps) ansible.Handler {
 		limit := req.Params.Duration("timeout")
 		ctx, cancel := timeout.Deadline(ctx, limit)
 		defer cancel()
+		res := &Result{Unit: unit, Actions: []string{}, Reaction: reaction.None, Triggers: []string{}}
+		// One run per unit at a time, from the first read of its records to the end of
+		// its verification: a run's reaction is never merged into a job another run
+		// started, and no run reads or clears another's pending reaction half-way.
+		if d.Lock != nil {
+			release, err := d.Lock(ctx, lock.Unit(unit))
+			if err != nil {
+				return res, fmt.Errorf("another run for %s did not finish within the timeout of %s: %w", unit, limit, err)
+			}
+			defer release()
+		}
 		r := &run{
 			Deps: d, req: req, unit: unit, trig: trig, limit: limit,
 			wantRunning: req.Params.String("state") == "running",
 			enabled:     req.Params.OptBool("enabled"),
-			res:         &Result{Unit: unit, Actions: []string{}, Reaction: reaction.None, Triggers: []string{}},
+			res:         res,
 		}
 		err := r.do(ctx)
 		if err != nil && timeout.Expired(err) {
 			err = fmt.Errorf("%w (timeout %s)", err, limit)
 		}
 		r.res.Changed = len(r.res.Actions) > 0
+		if r.res.Changed && !req.CheckMode {
+			r.res.Stamp(time.Now())
+		}
 		if r.res.Before != nil && r.res.After != nil {
 			r.res.Diff = &ansible.Diff{
 				Before: r.res.Before.text(), After: r.res.After.text(),
@@ -121,6 +148,9 @@ func Handler(d Deps) ansible.Handler {
 
 type run struct {
 	Deps
+	synced      durable.Sync     // the manager-sync record as read, cleared after a reload
+	now         stamp.Stamp      // systemd's clock, read when a pending reaction is involved
+	served      *durable.Pending // a pending reaction found already served
 	req         *ansible.Request
 	unit        string
 	trig        reaction.Triggers
@@ -135,7 +165,7 @@ func (r *run) check() bool { return r.req.CheckMode }
 func (r *run) act(a string) { r.res.Actions = append(r.res.Actions, a) }
 
 func (r *run) do(ctx context.Context) error {
-	syncDue, syncWhy, err := r.Store.ManagerSyncDue()
+	recorded, err := r.Store.ManagerSync()
 	if err != nil {
 		return err
 	}
@@ -147,6 +177,7 @@ func (r *run) do(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.synced = recorded
 	r.res.Before = stateOf(obs)
 	r.res.After = stateOf(obs)
 
@@ -157,8 +188,8 @@ func (r *run) do(ctx context.Context) error {
 	if obs.NeedDaemonReload {
 		why = append(why, "systemd reports NeedDaemonReload=yes")
 	}
-	if syncDue {
-		why = append(why, "recorded on the target: "+syncWhy)
+	for _, reason := range recorded.Reasons() {
+		why = append(why, "recorded on the target: "+reason)
 	}
 	if r.trig.UnitFilesChanged() {
 		why = append(why, "a trigger changed a unit file")
@@ -173,11 +204,22 @@ func (r *run) do(ctx context.Context) error {
 		}
 	}
 
-	due := reaction.Due(r.trig, pendingKind(pending))
-	r.res.Triggers = labels(r.trig, pending)
 	if pending != nil {
 		r.res.Pending = fmt.Sprintf("%s due since %s", pending.Reaction, pending.Since.Format(time.RFC3339))
+		if r.now, err = r.clock(); err != nil {
+			return err
+		}
+		if pending.ServedBy(r.now, obs.Running(), obs.ActiveEnterMono) {
+			// The unit became active after the reaction was recorded (a run killed after
+			// sending its restart, a package scriptlet, an administrator): that start
+			// loaded everything the reaction was for. Do not do it twice.
+			r.res.Pending += "; already served: the unit became active after it was recorded"
+			r.served = pending
+			pending = nil
+		}
 	}
+	due := reaction.Due(r.trig, pendingKind(pending))
+	r.res.Triggers = labels(r.trig, pending)
 
 	if done, err := r.checkLoadState(obs, due, pending); done || err != nil {
 		return err
@@ -233,14 +275,18 @@ func (r *run) sync(ctx context.Context, obs Props, why []string) (Props, error) 
 	r.res.SyncReasons = append(r.res.SyncReasons, why...)
 	r.act("daemon-reload")
 	if r.check() {
+		r.res.DaemonReload = contract.ReloadPerformed // as the real run would report
 		return obs, nil
 	}
 	if err := r.Systemd.DaemonReload(ctx); err != nil {
 		return Props{}, fmt.Errorf("daemon-reload: %w", err)
 	}
-	if err := r.Store.ClearManagerSync(); err != nil {
+	r.res.DaemonReload = contract.ReloadPerformed
+	// Only the entries read before the reload are cleared: one recorded since stays due.
+	if err := r.Store.ClearManagerSync(ctx, r.synced); err != nil {
 		return Props{}, err
 	}
+	r.synced = durable.Sync{}
 	obs, err := r.Systemd.Show(ctx, r.unit)
 	if err != nil {
 		return Props{}, err
@@ -346,7 +392,7 @@ func (r *run) runState(ctx context.Context, obs Props, due reaction.Kind, pendin
 	action, kind := reaction.Decide(r.wantRunning, obs.Running(), due)
 	r.res.Reaction = kind
 	if action == reaction.NoAction {
-		if pending != nil && kind == reaction.Ignored && !r.check() {
+		if ((pending != nil && kind == reaction.Ignored) || r.served != nil) && !r.check() {
 			return r.Store.ClearPending(r.unit)
 		}
 		return nil
@@ -358,7 +404,11 @@ func (r *run) runState(ctx context.Context, obs Props, due reaction.Kind, pendin
 	}
 	// Record a due reaction before acting, so nothing is lost if this run fails or stops.
 	if due != reaction.None && r.wantRunning {
-		if err := r.Store.SetPending(r.unit, durable.Pending{Reaction: string(due), Triggers: r.res.Triggers, Since: since(pending)}); err != nil {
+		at, err := r.clock()
+		if err != nil {
+			return err
+		}
+		if err := r.Store.SetPending(r.unit, durable.Pending{Reaction: string(due), Triggers: r.res.Triggers, Since: since(pending), At: at}); err != nil {
 			return err
 		}
 	}
@@ -371,17 +421,37 @@ func (r *run) runState(ctx context.Context, obs Props, due reaction.Kind, pendin
 	if jobErr != nil || err != nil {
 		return r.failure(action, due, jobErr, err)
 	}
-	// verify already recorded the final state in r.res.After.
-	r.res.MainPID = final.MainPID
-	if pr, ok := r.Systemd.(PIDReader); ok {
-		if pid, err := pr.MainPID(ctx, r.unit); err == nil {
-			r.res.MainPID = pid
+	// verify already recorded the final state in r.res.After. main_pid is the process a
+	// start or restart left running; a stop leaves none and a reload keeps the old one.
+	if action == reaction.Start || action == reaction.RestartIt {
+		r.res.MainPID = final.MainPID
+		if pr, ok := r.Systemd.(PIDReader); ok {
+			if pid, err := pr.MainPID(ctx, r.unit); err == nil {
+				r.res.MainPID = pid
+			}
 		}
 	}
-	if due != reaction.None || pending != nil {
+	if due != reaction.None || pending != nil || r.served != nil {
 		return r.Store.ClearPending(r.unit)
 	}
 	return nil
+}
+
+// clock reads systemd's clock once per run.
+func (r *run) clock() (stamp.Stamp, error) {
+	if !r.now.IsZero() {
+		return r.now, nil
+	}
+	now := stamp.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	s, err := now()
+	if err != nil {
+		return s, err
+	}
+	r.now = s
+	return s, nil
 }
 
 func since(p *durable.Pending) time.Time {

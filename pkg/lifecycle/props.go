@@ -18,13 +18,16 @@ type Props struct {
 	DropInPaths      []string
 	MainPID          int
 	InvocationID     string
+	// ActiveEnterMono is when the unit last became active (CLOCK_MONOTONIC, µs; 0 never):
+	// a reaction recorded before it has already been served by that (re)start.
+	ActiveEnterMono uint64
 	// CanReload is the manager's own view of reload capability; it disagrees with the
 	// files on disk when the manager has not loaded a change.
 	CanReload bool
 }
 
 // Properties are asked for by name, every one of them every time.
-var Properties = []string{"Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "NeedDaemonReload", "FragmentPath", "DropInPaths", "MainPID", "InvocationID", "CanReload"}
+var Properties = []string{"Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "NeedDaemonReload", "FragmentPath", "DropInPaths", "MainPID", "InvocationID", "CanReload", "ActiveEnterTimestampMonotonic"}
 
 var (
 	loadStates   = set("loaded", "not-found", "bad-setting", "error", "masked", "stub", "merged")
@@ -106,6 +109,9 @@ func propsFrom(m map[string]string) (Props, error) {
 		return Props{}, fmt.Errorf("systemd reported MainPID=%q, expected a number", m["MainPID"])
 	}
 	p.MainPID = pid
+	if p.ActiveEnterMono, err = strconv.ParseUint(m["ActiveEnterTimestampMonotonic"], 10, 64); err != nil {
+		return Props{}, fmt.Errorf("systemd reported ActiveEnterTimestampMonotonic=%q, expected a number", m["ActiveEnterTimestampMonotonic"])
+	}
 	if d := strings.TrimSpace(m["DropInPaths"]); d != "" {
 		p.DropInPaths = strings.Fields(d)
 		for _, x := range p.DropInPaths {

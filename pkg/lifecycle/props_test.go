@@ -8,16 +8,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const goodShow = "Id=demo.service\nLoadState=loaded\nActiveState=active\nSubState=running\nUnitFileState=enabled\nNeedDaemonReload=no\nFragmentPath=/usr/lib/systemd/system/demo.service\nDropInPaths=/etc/systemd/system/demo.service.d/a.conf /etc/systemd/system/demo.service.d/b.conf\nMainPID=42\nInvocationID=abc\nCanReload=yes\n"
+const goodShow = "Id=demo.service\nLoadState=loaded\nActiveState=active\nSubState=running\nUnitFileState=enabled\nNeedDaemonReload=no\nFragmentPath=/usr/lib/systemd/system/demo.service\nDropInPaths=/etc/systemd/system/demo.service.d/a.conf /etc/systemd/system/demo.service.d/b.conf\nMainPID=42\nInvocationID=abc\nCanReload=yes\nActiveEnterTimestampMonotonic=123456789\n"
 
 func TestParseShow(t *testing.T) {
 	p, err := ParseShow(goodShow)
 	require.NoError(t, err)
 	assert.Equal(t, Props{ID: "demo.service", LoadState: "loaded", ActiveState: "active", SubState: "running", UnitFileState: "enabled",
 		FragmentPath: "/usr/lib/systemd/system/demo.service", DropInPaths: []string{"/etc/systemd/system/demo.service.d/a.conf", "/etc/systemd/system/demo.service.d/b.conf"},
-		MainPID: 42, InvocationID: "abc", CanReload: true}, p)
+		MainPID: 42, InvocationID: "abc", CanReload: true, ActiveEnterMono: 123456789}, p)
 
-	notFound := "Id=nope.service\nLoadState=not-found\nActiveState=inactive\nSubState=dead\nUnitFileState=\nNeedDaemonReload=no\nFragmentPath=\nDropInPaths=\nMainPID=0\nInvocationID=\nCanReload=no\n"
+	notFound := "Id=nope.service\nLoadState=not-found\nActiveState=inactive\nSubState=dead\nUnitFileState=\nNeedDaemonReload=no\nFragmentPath=\nDropInPaths=\nMainPID=0\nInvocationID=\nCanReload=no\nActiveEnterTimestampMonotonic=0\n"
 	p, err = ParseShow(notFound)
 	require.NoError(t, err)
 	assert.Nil(t, p.Enabled())
@@ -33,6 +33,7 @@ func TestParseShow(t *testing.T) {
 		{"unknown load state", strings.Replace(goodShow, "LoadState=loaded", "LoadState=weird", 1), "unknown LoadState"},
 		{"unknown active state", strings.Replace(goodShow, "ActiveState=active", "ActiveState=", 1), "unknown ActiveState"},
 		{"bad pid", strings.Replace(goodShow, "MainPID=42", "MainPID=x", 1), "MainPID"},
+		{"bad active-enter timestamp", strings.Replace(goodShow, "ActiveEnterTimestampMonotonic=123456789", "ActiveEnterTimestampMonotonic=-1", 1), "ActiveEnterTimestampMonotonic"},
 		{"relative drop-in", strings.Replace(goodShow, "DropInPaths=/etc", "DropInPaths=etc", 1), "relative drop-in"},
 		{"empty", "", "truncated"},
 	}

@@ -16,9 +16,13 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/timeout"
 	"github.com/richt/services/pkg/unitfile"
@@ -31,8 +35,9 @@ const UnitDir = "/etc/systemd/system"
 
 // SyncRecorder records that systemd's manager must be reloaded (package durable).
 type SyncRecorder interface {
-	MarkManagerSyncDue(reason string) error
-	ClearManagerSync() error
+	MarkManagerSyncDue(ctx context.Context, reason string) (string, error)
+	ManagerSync() (durable.Sync, error)
+	ClearManagerSync(ctx context.Context, seen durable.Sync) error
 }
 
 // Deps are the module's side effects.
@@ -41,6 +46,9 @@ type Deps struct {
 	Sync   SyncRecorder
 	// Root is the filesystem root ("" for /); tests point it at a temporary directory.
 	Root string
+	// Lock serializes the runs for one unit with each other and with systemd_lifecycle's
+	// (package lock); nil runs unserialized, for tests of a single run.
+	Lock lock.Func
 }
 
 // Result is the module's return value.
@@ -50,9 +58,12 @@ type Result struct {
 	Path          string               `json:"path"`
 	State         string               `json:"state"`
 	Operation     string               `json:"operation"`
-	DaemonReload  string               `json:"daemon_reload"`
 	ReloadCapable *unitfile.Capability `json:"reload_capable"`
 	Diff          *ansible.Diff        `json:"diff,omitempty"`
+
+	// package_changed, unit_files_changed, daemon_reload, changed_at: what later tasks
+	// read (package contract).
+	contract.Change
 }
 
 // Operations, as reported in `operation`.
@@ -62,13 +73,6 @@ const (
 	OpUpdate     = "update"
 	OpAttributes = "attributes"
 	OpRemove     = "remove"
-)
-
-// daemon_reload values.
-const (
-	ReloadPerformed = "performed"
-	ReloadNeeded    = "needed"
-	ReloadNone      = "none"
 )
 
 // Spec is unit_override's parameter contract.
@@ -113,6 +117,9 @@ func Spec() *ansible.Spec {
 			if _, _, err := target(v); err != nil {
 				return err
 			}
+			if err := secureMode(v.Mode("mode"), describeFile(v)); err != nil {
+				return err
+			}
 			if v.String("state") == "present" {
 				if _, err := unitfile.Parse([]byte(v.String("content"))); err != nil {
 					return fmt.Errorf("content is not a valid unit file: %w; nothing was written", err)
@@ -150,6 +157,38 @@ func describeTarget(v ansible.Values) string {
 		return "the drop-in " + v.String("name")
 	}
 	return "the unit file"
+}
+
+func describeFile(v ansible.Values) string {
+	if v.IsSet("name") {
+		return "drop-in"
+	}
+	return "unit file"
+}
+
+// secureMode refuses a mode that lets anyone but the owner change what root runs, and
+// the set-id and sticky bits, which mean nothing on a unit file but a mistake.
+func secureMode(m os.FileMode, what string) error {
+	var why []string
+	if m&0o022 != 0 {
+		why = append(why, fmt.Sprintf("lets group or others write the %s; a %s writable by a non-root user is a root escalation", what, what))
+	}
+	if special := m & (os.ModeSetuid | os.ModeSetgid | os.ModeSticky); special != 0 {
+		var bits []string
+		for _, b := range []struct {
+			bit  os.FileMode
+			name string
+		}{{os.ModeSetuid, "setuid"}, {os.ModeSetgid, "setgid"}, {os.ModeSticky, "sticky"}} {
+			if special&b.bit != 0 {
+				bits = append(bits, b.name)
+			}
+		}
+		why = append(why, fmt.Sprintf("sets the %s bit, which a %s must never carry", strings.Join(bits, " and "), what))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("mode: %04o %s; use 0644 or stricter (0600 to keep it from being read too); nothing was written", ansible.UnixMode(m), strings.Join(why, "; it "))
 }
 
 func validDropInName(n string) error {
@@ -198,15 +237,53 @@ func observe(full string) (current, error) {
 	return c, nil
 }
 
-func lookupID(param, v string, lookup func(string) (string, error)) (int, error) {
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return n, nil
+// lookupUID and lookupGID resolve owner and group on the target. A numeric id must
+// exist as well as a name: chown accepts any number, and a file owned by an id nobody has
+// today belongs to whoever is given that id tomorrow.
+func lookupUID(v string) (int, error) {
+	return lookupID("owner", "user", v, func(s string) (string, error) {
+		u, err := user.Lookup(s)
+		if err != nil {
+			return "", err
+		}
+		return u.Uid, nil
+	}, func(s string) error { _, err := user.LookupId(s); return err })
+}
+
+func lookupGID(v string) (int, error) {
+	return lookupID("group", "group", v, func(s string) (string, error) {
+		g, err := user.LookupGroup(s)
+		if err != nil {
+			return "", err
+		}
+		return g.Gid, nil
+	}, func(s string) error { _, err := user.LookupGroupId(s); return err })
+}
+
+func lookupID(param, kind, v string, byName func(string) (string, error), byID func(string) error) (int, error) {
+	if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+		if err := byID(strconv.FormatUint(n, 10)); err != nil {
+			return 0, fmt.Errorf("%s: %q is a numeric id no %s on the target has (%v); create the %s first or use an existing one", param, v, kind, err, kind)
+		}
+		return int(n), nil
 	}
-	id, err := lookup(v)
+	id, err := byName(v)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a known name or a numeric id on the target: %w", param, v, err)
+		return 0, fmt.Errorf("%s: %q is not a known name or a numeric id on the target (%v); create the %s first or use an existing one", param, v, err, kind)
 	}
 	return strconv.Atoi(id)
+}
+
+// ownerWriteWarning is the decision on a non-root owner with the owner-write bit: it is
+// allowed, with a warning naming the owner. Refusing it would break plays that hand a
+// unit to a service account on purpose, and the owner is named explicitly in the task
+// (unlike group or other write bits, which reach users nobody named, and are refused).
+// The warning says what it means: that owner can change what root runs.
+func ownerWriteWarning(owner string, uid int, mode os.FileMode, what string) string {
+	if uid == 0 || mode&0o200 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("owner %s (uid %d) can write the %s (mode %04o): that user can change what systemd runs as root; use owner root, or mode 0444/0400 if that is not intended", owner, uid, what, ansible.UnixMode(mode))
 }
 
 func (d Deps) full(p string) string {
@@ -223,30 +300,29 @@ func Handler(d Deps) ansible.Handler {
 		unit, p, _ := target(v) // validated by Spec.Check
 		ctx, cancel := timeout.Deadline(ctx, v.Duration("timeout"))
 		defer cancel()
-		res := &Result{Unit: unit, Path: p, State: v.String("state"), Operation: OpNone, DaemonReload: ReloadNone}
+		if d.Lock != nil {
+			release, err := d.Lock(ctx, lock.Unit(unit))
+			if err != nil {
+				return &Result{Unit: unit, Path: p, State: v.String("state"), Operation: OpNone},
+					fmt.Errorf("another run for %s did not finish within the timeout of %s: %w", unit, v.Duration("timeout"), err)
+			}
+			defer release()
+		}
+		res := &Result{Unit: unit, Path: p, State: v.String("state"), Operation: OpNone, Change: contract.Change{DaemonReload: contract.ReloadNone}}
 		present := v.String("state") == "present"
 		content := []byte(v.String("content"))
 		mode := v.Mode("mode")
 
-		uid, err := lookupID("owner", v.String("owner"), func(s string) (string, error) {
-			u, err := user.Lookup(s)
-			if err != nil {
-				return "", err
-			}
-			return u.Uid, nil
-		})
+		uid, err := lookupUID(v.String("owner"))
 		if err != nil {
 			return res, err
 		}
-		gid, err := lookupID("group", v.String("group"), func(s string) (string, error) {
-			g, err := user.LookupGroup(s)
-			if err != nil {
-				return "", err
-			}
-			return g.Gid, nil
-		})
+		gid, err := lookupGID(v.String("group"))
 		if err != nil {
 			return res, err
+		}
+		if w := ownerWriteWarning(v.String("owner"), uid, mode, describeFile(v)); w != "" && present {
+			req.Warn("%s", w)
 		}
 
 		full := d.full(p)
@@ -270,15 +346,19 @@ func Handler(d Deps) ansible.Handler {
 			res.Diff = diff(p, cur, content, present, mode, uid, gid, v.Bool("sensitive"))
 		}
 		if contentChanged {
-			res.DaemonReload = ReloadNeeded
+			res.UnitFilesChanged = true
+			res.DaemonReload = contract.ReloadNeeded
 			if v.Bool("daemon_reload") {
-				res.DaemonReload = ReloadPerformed
+				res.DaemonReload = contract.ReloadPerformed
 			}
 		}
 
 		if !req.CheckMode {
 			if err := d.apply(res.Operation, full, content, mode, uid, gid, cur); err != nil {
 				return res, err
+			}
+			if res.Changed {
+				res.Stamp(time.Now())
 			}
 			if contentChanged {
 				if err := d.syncManager(ctx, res, unit); err != nil {
@@ -297,6 +377,12 @@ func Handler(d Deps) ansible.Handler {
 }
 
 func (d Deps) apply(op, full string, content []byte, mode os.FileMode, uid, gid int, cur current) error {
+	// A run killed between creating its temporary file and renaming it left that file
+	// behind. Runs for one unit are serialized, so any temporary file of this path is
+	// stale: clear it on every run, a converged one included, before writing or removing.
+	if _, err := atomicfile.RemoveStale(full); err != nil {
+		return err
+	}
 	switch op {
 	case OpCreate, OpUpdate:
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -333,20 +419,29 @@ func (d Deps) apply(op, full string, content []byte, mode os.FileMode, uid, gid 
 
 // syncManager reloads systemd's manager once, or records that a reload is due.
 func (d Deps) syncManager(ctx context.Context, res *Result, unit string) error {
-	if res.DaemonReload == ReloadNeeded {
-		return d.Sync.MarkManagerSyncDue("unit_override " + res.Path + " changed")
+	if res.DaemonReload == contract.ReloadNeeded {
+		_, err := d.Sync.MarkManagerSyncDue(ctx, "unit_override "+res.Path+" changed")
+		return err
 	}
+	// Whatever was recorded as due before this reload is served by it; what is recorded
+	// while it runs stays due.
+	seen, serr := d.Sync.ManagerSync()
 	out, err := d.Runner.Run(ctx, "systemctl", "daemon-reload")
 	if err == nil && out.ExitCode != 0 {
 		err = fmt.Errorf("exit %d: %s", out.ExitCode, out.Output())
 	}
 	if err != nil {
 		// The file is written; make sure the next systemd_lifecycle run still syncs.
-		_ = d.Sync.MarkManagerSyncDue("unit_override " + res.Path + " changed; daemon-reload failed")
-		res.DaemonReload = ReloadNeeded
+		_, _ = d.Sync.MarkManagerSyncDue(ctx, "unit_override "+res.Path+" changed; daemon-reload failed")
+		res.DaemonReload = contract.ReloadNeeded
 		return fmt.Errorf("%s was written but systemctl daemon-reload failed (recorded as due for the next systemd_lifecycle run): %w", res.Path, err)
 	}
-	return d.Sync.ClearManagerSync()
+	if serr != nil {
+		// An unreadable record was not served knowingly: leave it for systemd_lifecycle,
+		// which names it.
+		return nil
+	}
+	return d.Sync.ClearManagerSync(ctx, seen)
 }
 
 // capability is the merged unit's reload capability after the change (predicted in check
@@ -365,7 +460,7 @@ func (d Deps) capability(unit, p string, content []byte, present, check bool) (u
 
 func diff(p string, cur current, content []byte, present bool, mode os.FileMode, uid, gid int, sensitive bool) *ansible.Diff {
 	attrs := func(m os.FileMode, u, g int) string {
-		return fmt.Sprintf("# mode %04o, owner %d, group %d\n", uint32(m), u, g)
+		return fmt.Sprintf("# mode %04o, owner %d, group %d\n", ansible.UnixMode(m), u, g)
 	}
 	before, after := "", ""
 	if cur.exists {

@@ -12,13 +12,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/runner/runnertest"
 )
 
 type rec struct{ due, cleared int }
 
-func (r *rec) MarkManagerSyncDue(string) error { r.due++; return nil }
-func (r *rec) ClearManagerSync() error         { r.cleared++; return nil }
+func (r *rec) MarkManagerSyncDue(context.Context, string) (string, error) {
+	r.due++
+	return "1", nil
+}
+func (r *rec) ManagerSync() (durable.Sync, error) {
+	return durable.Sync{Entries: []durable.SyncEntry{{ID: "0"}}}, nil
+}
+func (r *rec) ClearManagerSync(context.Context, durable.Sync) error { r.cleared++; return nil }
 
 func execute(t *testing.T, d Deps, args map[string]any) map[string]any {
 	t.Helper()

@@ -7,6 +7,9 @@ package reaction
 import (
 	"fmt"
 	"sort"
+	"time"
+
+	"github.com/richt/services/pkg/contract"
 )
 
 // Kind is a reaction.
@@ -28,11 +31,14 @@ type Trigger struct {
 	// Ref says where the trigger came from, such as "restart_on[1]" or "reload_on.config".
 	Ref     string `json:"ref"`
 	Changed bool   `json:"changed"`
-	// UnitFilesChanged: the result reports a changed unit file (unit_override with
-	// daemon_reload: needed, or rpm_exact with unit_files_changed).
+	// UnitFilesChanged: the result reports a unit file change the manager has not loaded
+	// (contract.Change.NeedsManagerSync).
 	UnitFilesChanged bool `json:"unit_files_changed,omitempty"`
-	// PackageChanged: an rpm_exact result that changed a package.
+	// PackageChanged: the result reports a changed package (package_changed).
 	PackageChanged bool `json:"package_changed,omitempty"`
+	// ChangedAt is when the change was made on the target (changed_at; the latest of a
+	// loop's items), zero when the result does not say.
+	ChangedAt time.Time `json:"changed_at,omitzero"`
 }
 
 // Triggers are the parsed restart_on and reload_on lists.
@@ -97,10 +103,19 @@ func parseList(param string, items []any) ([]Trigger, error) {
 	return out, nil
 }
 
+// Ansible's own keys of a registered result. They are not our contract between modules
+// (that is package contract), but they too are named once.
+const (
+	keyChanged = "changed"
+	keyResults = "results" // a loop's items
+	keySkipped = "skipped"
+	keyFailed  = "failed"
+)
+
 // isResult tells a registered task result from a mapping of names to results: every
 // registered result carries at least one of these keys.
 func isResult(m map[string]any) bool {
-	for _, k := range []string{"changed", "results", "skipped", "failed"} {
+	for _, k := range []string{keyChanged, keyResults, keySkipped, keyFailed} {
 		if _, ok := m[k]; ok {
 			return true
 		}
@@ -119,13 +134,13 @@ func parseOne(ref string, v any) (Trigger, error) {
 			return tr, fmt.Errorf("%s: a mapping inside a named trigger must be a registered task result (with changed or results)", ref)
 		}
 		readResult(&tr, x)
-		if loop, ok := x["results"].([]any); ok {
+		if loop, ok := x[keyResults].([]any); ok {
 			for _, it := range loop {
 				if m, ok := it.(map[string]any); ok {
 					readResult(&tr, m)
 				}
 			}
-		} else if _, has := x["results"]; has {
+		} else if _, has := x[keyResults]; has {
 			return tr, fmt.Errorf("%s: results is not a list of task results", ref)
 		}
 		return tr, nil
@@ -136,20 +151,20 @@ func parseOne(ref string, v any) (Trigger, error) {
 	return tr, fmt.Errorf("%s: a %s is not a trigger; pass a registered result (\"{{ result }}\"), a boolean, or a mapping of names to those", ref, typeName(v))
 }
 
+// readResult adds one changed result (or loop item) to the trigger. What it changed is
+// read through package contract only: a key that merely happens to exist in a result
+// (such as operation) means nothing here.
 func readResult(tr *Trigger, m map[string]any) {
-	changed, _ := m["changed"].(bool)
+	changed, _ := m[keyChanged].(bool)
 	if !changed {
 		return
 	}
 	tr.Changed = true
-	if dr, _ := m["daemon_reload"].(string); dr == "needed" {
-		tr.UnitFilesChanged = true
-	}
-	if ufc, _ := m["unit_files_changed"].(bool); ufc {
-		tr.UnitFilesChanged = true
-	}
-	if _, isPkg := m["operation"]; isPkg {
-		tr.PackageChanged = true
+	c := contract.Read(m)
+	tr.PackageChanged = tr.PackageChanged || c.PackageChanged
+	tr.UnitFilesChanged = tr.UnitFilesChanged || c.NeedsManagerSync()
+	if at, ok := c.When(); ok && at.After(tr.ChangedAt) {
+		tr.ChangedAt = at
 	}
 }
 

@@ -67,7 +67,7 @@ func decode(t *testing.T, s string) []any {
 
 func TestParse(t *testing.T) {
 	tr, err := Parse(
-		decode(t, `[{"changed": true, "operation": "install-nevra", "unit_files_changed": true}, false]`),
+		decode(t, `[{"changed": true, "operation": "install-nevra", "package_changed": true, "unit_files_changed": true, "daemon_reload": "needed"}, false]`),
 		decode(t, `[{"config": {"changed": true, "daemon_reload": "needed"}, "other": {"changed": false}}, {"changed": false, "results": [{"changed": false}, {"changed": true}]}]`),
 	)
 	require.NoError(t, err)

@@ -1,0 +1,153 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/testenv"
+)
+
+// Six runs started together on one unit, each with a changed restart trigger: each run's
+// change gets a restart of its own (runs on one unit wait for each other), none is merged
+// into a restart another run had already begun.
+func TestConcurrentRestartsAreSerialized(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, e *env) {
+		u := e.unit(t, "cc")
+		e.t.MustExec(t, "systemctl", "start", u)
+		startsBefore, _ := e.t.Events(t, "cc")
+		const runs = 6
+		results := make([]testenv.Result, runs)
+		var wg sync.WaitGroup
+		for i := range runs {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				results[i] = e.run(t, map[string]any{"unit": u, "timeout": "30s", "restart_on": []any{changed}})
+			}(i)
+		}
+		wg.Wait()
+		for i, r := range results {
+			ok(t, r)
+			assert.Equal(t, []string{"restart"}, actions(r), "run %d", i)
+		}
+		starts, _ := e.t.Events(t, "cc")
+		assert.Equal(t, runs, starts-startsBefore, "one restart per run")
+	})
+}
+
+// A run killed between a changed trigger and the end of its restart loses nothing: the
+// next run, without any trigger, restarts the unit, or reports that the restart the
+// killed run had sent already happened. Either way exactly one restart follows the kill.
+func TestKilledBetweenTriggerAndRestart(t *testing.T) {
+	t.Parallel()
+	forBackends(t, func(t *testing.T, e *env) {
+		// A slow start widens the window in which a sent restart is still under way.
+		u := e.unit(t, "kr", "ExecStartPre=/bin/sleep 0.5")
+		e.t.MustExec(t, "systemctl", "start", u)
+		// Installs the binary in the target and writes the args file the loop runs with.
+		ok(t, e.run(t, map[string]any{"unit": u}))
+		args := `{"unit": "` + u + `", "timeout": "30s", "restart_on": [{"changed": true}]}`
+		require.NoError(t, e.t.WriteFile(context.Background(), "/var/tmp/kr-args.json", []byte(args), 0o600))
+		pending := "/var/lib/richt/pending/" + u + ".json"
+		served, restarted := 0, 0
+		for i := range 6 {
+			startsBefore, _ := e.t.Events(t, "kr")
+			// Kill the module the moment its pending reaction is on disk, sometimes a
+			// little later (after it sent the restart).
+			e.t.Shell(t, fmt.Sprintf(`RICHT_SYSTEMD_BACKEND=%s %s/systemd_lifecycle /var/tmp/kr-args.json >/dev/null & p=$!
+while [ ! -e %s ]; do :; done; sleep 0.0%d; kill -9 $p; wait $p || true`, e.backend, testenv.ModuleDir, pending, i*3))
+			r := e.run(t, map[string]any{"unit": u, "timeout": "30s", "restart_on": []any{unchanged}})
+			ok(t, r)
+			assert.Contains(t, r.String("pending_from_earlier_run"), "restart due since", "round %d", i)
+			if strings.Contains(r.String("pending_from_earlier_run"), "already served") {
+				served++
+			} else {
+				restarted++
+			}
+			e.t.MustExec(t, "test", "!", "-e", pending)
+			starts, _ := e.t.Events(t, "kr")
+			assert.Equal(t, 1, starts-startsBefore, "round %d: exactly one restart after the kill (%v)", i, actions(r))
+		}
+		t.Logf("%s: after 6 kills the next run restarted %d times and found the sent restart done %d times", e.backend, restarted, served)
+	})
+}
+
+// A unit's lock held too long: the run fails on its deadline naming the holder.
+func TestUnitLockHolderNamed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "dbus")
+	u := e.unit(t, "lk")
+	lockFile := "/run/richt/lock/unit-" + u + ".lock"
+	e.t.Shell(t, fmt.Sprintf(`mkdir -p -m 0700 /run/richt/lock; (echo $$ > %[1]s; exec flock %[1]s sleep 4) >/dev/null 2>&1 &
+while ! grep -q . %[1]s 2>/dev/null; do :; done`, lockFile))
+	r := e.run(t, map[string]any{"unit": u, "timeout": "1s"})
+	require.True(t, r.Failed())
+	assert.Contains(t, r.Msg(), "another run for "+u+" did not finish within the timeout of 1s")
+	assert.Regexp(t, `held by another run \(PID [0-9]+: flock .*sleep 4\)`, r.Msg())
+	assert.Empty(t, actions(r))
+	// Once the holder is gone, the same run goes through.
+	ok(t, e.run(t, map[string]any{"unit": u, "timeout": "10s"}))
+}
+
+// Records that cannot be trusted are never read as "nothing due".
+func TestUntrustedRecords(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "dbus")
+	u := e.unit(t, "rec")
+	e.t.MustExec(t, "systemctl", "start", u)
+	ok(t, e.run(t, map[string]any{"unit": u}))
+
+	t.Run("corrupt manager-sync record: the reload is carried out", func(t *testing.T) {
+		e.t.Shell(t, "printf '{\"entries\": [' > /var/lib/richt/manager-sync-due")
+		r := e.run(t, map[string]any{"unit": u})
+		ok(t, r)
+		assert.Equal(t, []string{"daemon-reload"}, actions(r))
+		assert.Contains(t, strings.Join(r.Strings("daemon_reload_reasons"), "\n"), "/var/lib/richt/manager-sync-due could not be read")
+		e.t.MustExec(t, "test", "!", "-e", "/var/lib/richt/manager-sync-due")
+	})
+
+	t.Run("unreadable manager-sync record: the reload is carried out", func(t *testing.T) {
+		e.t.MustExec(t, "mkdir", "/var/lib/richt/manager-sync-due")
+		defer e.t.MustExec(t, "rmdir", "/var/lib/richt/manager-sync-due")
+		r := e.run(t, map[string]any{"unit": u})
+		// The reload happens; the record (a directory) cannot be replaced, and that is said.
+		assert.Equal(t, []string{"daemon-reload"}, actions(r))
+		if r.Failed() {
+			assert.Contains(t, r.Msg(), "/var/lib/richt/manager-sync-due")
+		}
+	})
+
+	t.Run("corrupt pending reaction: fails naming the file", func(t *testing.T) {
+		path := "/var/lib/richt/pending/" + u + ".json"
+		e.t.Shell(t, "mkdir -p /var/lib/richt/pending && echo '{\"reaction\": \"rest' > "+path)
+		r := e.run(t, map[string]any{"unit": u})
+		require.True(t, r.Failed())
+		assert.Contains(t, r.Msg(), path)
+		assert.Contains(t, r.Msg(), "is corrupt")
+		assert.Empty(t, actions(r))
+		e.t.MustExec(t, "rm", path)
+	})
+
+	t.Run("state directory writable by others: refused", func(t *testing.T) {
+		e.t.MustExec(t, "chmod", "0777", "/var/lib/richt")
+		defer e.t.MustExec(t, "chmod", "0755", "/var/lib/richt")
+		r := e.run(t, map[string]any{"unit": u})
+		require.True(t, r.Failed())
+		assert.Contains(t, r.Msg(), "/var/lib/richt has mode 0777, writable by group or others")
+	})
+
+	t.Run("state directory owned by another user: refused", func(t *testing.T) {
+		e.t.MustExec(t, "chown", "nobody", "/var/lib/richt")
+		defer e.t.MustExec(t, "chown", "root", "/var/lib/richt")
+		r := e.run(t, map[string]any{"unit": u})
+		require.True(t, r.Failed())
+		assert.Contains(t, r.Msg(), "/var/lib/richt is owned by uid")
+	})
+}

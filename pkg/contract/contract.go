@@ -1,0 +1,100 @@
+package contract
+
+import "time"
+
+// The contract's keys, as they appear in a result. They are the json tags of [Change];
+// the round-trip test holds the two together.
+const (
+	keyPackageChanged   = "package_changed"
+	keyUnitFilesChanged = "unit_files_changed"
+	keyDaemonReload     = "daemon_reload"
+	keyChangedAt        = "changed_at"
+)
+
+// Reload says whether systemd's manager was reloaded after a change (`daemon_reload`).
+type Reload string
+
+// daemon_reload values.
+const (
+	// ReloadPerformed: the task reloaded the manager after its change.
+	ReloadPerformed Reload = "performed"
+	// ReloadNeeded: the task changed unit files and did not reload the manager; a later
+	// systemd_lifecycle task must (the task also recorded that on the target).
+	ReloadNeeded Reload = "needed"
+	// ReloadNone: nothing the task did needs a reload.
+	ReloadNone Reload = "none"
+)
+
+// MarshalText writes the zero value as "none": a module that does not touch the manager
+// need not say so, and a result never carries an empty daemon_reload.
+func (r Reload) MarshalText() ([]byte, error) {
+	if r == "" {
+		return []byte(ReloadNone), nil
+	}
+	return []byte(r), nil
+}
+
+// Change is what a module's result tells later tasks about the change it made. Embed it
+// in the module's Result.
+type Change struct {
+	// PackageChanged: the task changed an installed package.
+	PackageChanged bool `json:"package_changed"`
+	// UnitFilesChanged: the task added, replaced or removed a unit file or drop-in.
+	UnitFilesChanged bool `json:"unit_files_changed"`
+	// DaemonReload: whether the manager was reloaded after the change. "" is not
+	// reported (when read) and is written as none.
+	DaemonReload Reload `json:"daemon_reload"`
+	// ChangedAt is when the change was made, on the target's clock (see Stamp); empty
+	// when nothing changed.
+	ChangedAt string `json:"changed_at,omitempty"`
+}
+
+// stampLayout is RFC 3339 with all nine digits of the nanoseconds, so that stamps sort
+// as text too.
+const stampLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// Stamp records t as the moment of the change: RFC 3339 with nanoseconds, in UTC.
+func (c *Change) Stamp(t time.Time) { c.ChangedAt = t.UTC().Format(stampLayout) }
+
+// When is ChangedAt as a time; ok is false when the change carries no (valid) stamp.
+func (c Change) When() (t time.Time, ok bool) {
+	if c.ChangedAt == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, c.ChangedAt)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+// NeedsManagerSync reports whether the change leaves systemd's manager behind the unit
+// files: the task says a reload is needed, or it changed unit files and does not say it
+// reloaded the manager after them. A unit_override that changed a drop-in and reloaded
+// (performed) needs nothing more; an rpm_exact that changed unit files does.
+func (c Change) NeedsManagerSync() bool {
+	return c.DaemonReload == ReloadNeeded || c.UnitFilesChanged && c.DaemonReload != ReloadPerformed
+}
+
+// Read reads the contract from a registered result as Ansible passes it to a later task
+// (JSON decoded into map[string]any). Only the contract's keys are read. A key that is
+// missing, of the wrong type, or not one of the values the contract allows is not
+// reported: its zero value, never a guess and never a panic. A nil map reads as nothing
+// reported.
+func Read(result map[string]any) Change {
+	var c Change
+	c.PackageChanged, _ = result[keyPackageChanged].(bool)
+	c.UnitFilesChanged, _ = result[keyUnitFilesChanged].(bool)
+	if s, ok := result[keyDaemonReload].(string); ok {
+		switch r := Reload(s); r {
+		case ReloadPerformed, ReloadNeeded, ReloadNone:
+			c.DaemonReload = r
+		}
+	}
+	if s, ok := result[keyChangedAt].(string); ok {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			c.Stamp(t)
+		}
+	}
+	return c
+}

@@ -1,0 +1,34 @@
+// Package contract is the part of a module's result that another module reads.
+//
+// A registered result is passed to a later task (systemd_lifecycle's restart_on and
+// reload_on), and what that task concludes from it decides whether systemd's manager is
+// reloaded. That is a contract between modules, not a convention: when it was a
+// convention, the key `operation`, which rpm_exact and unit_override both happen to
+// return, came to mean "a package changed", and a changed drop-in made systemd_lifecycle
+// reload the manager "after a package change". So every key one module's result gives
+// another is declared here, once, typed ([Change]); modules write it by embedding Change
+// in their Result (encoding/json inlines the fields of an embedded struct), and readers
+// read a registered result only through [Read], which looks at these keys and no others.
+// The rule "what needs a daemon-reload" is written once, as [Change.NeedsManagerSync].
+//
+// Which module says what:
+//
+//   - rpm_exact: package_changed when the transaction changed what rpm reports;
+//     unit_files_changed when it added, replaced or removed files under systemd's unit
+//     directories (from the rpmdb file lists), and then daemon_reload: needed (it never
+//     reloads the manager itself; it records that a reload is due).
+//   - unit_override: unit_files_changed when the file's content changed (created,
+//     updated, removed; not a mode or owner change), and daemon_reload: performed, or
+//     needed with daemon_reload: false or when the reload failed.
+//   - systemd_lifecycle: package_changed and unit_files_changed are always false, and
+//     daemon_reload is performed when the run reloaded the manager. Lifecycle embeds the
+//     whole Change rather than only the changed_at stamp: two keys that are always false
+//     are the price of a contract without exceptions (every module's result can be read
+//     the same way, and "false" is said rather than inferred from a missing key), and
+//     daemon_reload: performed is a fact the reader of a lifecycle result can use. None
+//     of the keys collides with lifecycle's own (daemon_reload_reasons is another key).
+//
+// changed_at is carried for a later use (telling whether a unit's current process
+// started after the change); every module stamps it when it changed something outside
+// check mode.
+package contract

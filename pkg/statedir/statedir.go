@@ -1,0 +1,55 @@
+// Package statedir creates and checks the directories the modules keep state and locks in.
+// A record in a directory that another user can write could be planted or removed by
+// that user (a skipped daemon-reload, a forgotten restart), so such a directory is refused
+// instead of trusted.
+package statedir
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// ErrInsecure is returned (wrapped) for a directory that another user owns or can write.
+var ErrInsecure = errors.New("insecure state directory")
+
+// Ensure creates dir with mode (and missing parents with 0755) and checks that dir is a
+// real directory owned by the running user (root on a target) that neither group nor
+// others can write.
+func Ensure(dir string, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(dir), err)
+	}
+	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return Check(dir)
+}
+
+// Check verifies an existing directory as Ensure does; a missing one is fine (nothing is
+// recorded there yet).
+func Check(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory (%s); remove it", ErrInsecure, dir, fi.Mode().Type())
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("inspect %s: no owner information", dir)
+	}
+	if uid := os.Geteuid(); int(st.Uid) != uid {
+		return fmt.Errorf("%w: %s is owned by uid %d, not by uid %d that runs the module; its records cannot be trusted (chown %d %s, or remove it)", ErrInsecure, dir, st.Uid, uid, uid, dir)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%w: %s has mode %04o, writable by group or others; its records cannot be trusted (chmod go-w %s)", ErrInsecure, dir, fi.Mode().Perm(), dir)
+	}
+	return nil
+}
