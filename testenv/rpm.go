@@ -22,8 +22,21 @@ type Package struct {
 	Summary string
 	// Files maps absolute paths in the package to their content and mode.
 	Files map[string]File
-	// Scriptlets by RPM section name without %: "post", "preun", "postun".
+	// Scriptlets by RPM section name without %: "pre", "post", "preun", "postun". rpmbuild
+	// makes each require /bin/sh; see ShellProvider for targets whose RPM database has none.
 	Scriptlets map[string]string
+	// Requires and Provides are written as RPM dependency tags, one each: "acc-lib = 1.0-1".
+	Requires []string
+	Provides []string
+}
+
+// ShellProvider is a package with no files that provides /bin/sh. The targets' RPM
+// databases start empty (the shell comes from a Debian package), so a package with any
+// scriptlet cannot be installed until something in the database provides /bin/sh; put
+// this package in the same repository and DNF pulls it in.
+func ShellProvider() Package {
+	return Package{Name: "richt-sh", Version: "1.0", Provides: []string{"/bin/sh"},
+		Summary: "Provides /bin/sh for fixture scriptlets (the shell itself is Debian's)"}
 }
 
 // File is one packaged file.
@@ -111,6 +124,9 @@ func buildRPM(repoDir string, p Package) error {
 	}
 	defer os.RemoveAll(top)
 	root := filepath.Join(top, "SOURCES", "root")
+	if err := os.MkdirAll(root, 0o755); err != nil { // also for a package without files
+		return err
+	}
 	paths := make([]string, 0, len(p.Files))
 	for path, f := range p.Files {
 		if !strings.HasPrefix(path, "/") {
@@ -140,6 +156,12 @@ func buildRPM(repoDir string, p Package) error {
 		summary = "richt testenv fixture " + p.Name
 	}
 	fmt.Fprintf(&spec, "Summary: %s\nLicense: MIT\nBuildArch: noarch\nAutoReqProv: no\n", summary)
+	for _, r := range p.Requires {
+		fmt.Fprintf(&spec, "Requires: %s\n", r)
+	}
+	for _, r := range p.Provides {
+		fmt.Fprintf(&spec, "Provides: %s\n", r)
+	}
 	spec.WriteString("%global debug_package %{nil}\n%global __os_install_post %{nil}\n%define _build_id_links none\n")
 	spec.WriteString("\n%description\nFixture package built by richt testenv.\n")
 	spec.WriteString("\n%install\nmkdir -p %{buildroot}\ncp -a %{_sourcedir}/root/. %{buildroot}/\n")

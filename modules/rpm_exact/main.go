@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/rpmexact"
@@ -11,9 +13,13 @@ import (
 
 func main() {
 	store := durable.Default()
+	// Started again as a transaction's supervisor (package rpmexact, detached.go).
+	if dir := os.Getenv(rpmexact.SuperviseEnv); dir != "" {
+		os.Exit(rpmexact.Supervise(dir, store))
+	}
 	ansible.Main(rpmexact.Spec(), rpmexact.Handler(rpmexact.Deps{
 		Runner:   runner.Exec{},
-		Sync:     store,
+		Txn:      rpmexact.DefaultDetached(store),
 		Memo:     store,
 		Identify: rpmexact.ExecutableIdentity,
 		Queries:  rpmexact.DefaultQueryMemo(),

@@ -29,7 +29,7 @@ func TestManagerCheckIsRememberedByIdentity(t *testing.T) {
 		t.Helper()
 		s := runnertest.New(t, calls...)
 		data, _ := json.Marshal(args)
-		h := Handler(Deps{Runner: s, Sync: &recorder{}, Memo: store, Identify: identify})
+		h := Handler(Deps{Runner: s, Txn: Inline{Runner: s, Sync: &recorder{}}, Memo: store, Identify: identify})
 		var res map[string]any
 		require.NoError(t, json.Unmarshal(ansible.Execute(context.Background(), Spec(), []string{"-"}, bytesReader(data), h), &res))
 		assert.Equal(t, len(calls), s.Count(), "every scripted command ran")

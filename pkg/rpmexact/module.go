@@ -2,11 +2,13 @@ package rpmexact
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/nevra"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/timeout"
@@ -14,7 +16,8 @@ import (
 
 // SyncRecorder records that systemd's manager must be reloaded (package durable).
 type SyncRecorder interface {
-	MarkManagerSyncDue(reason string) error
+	MarkManagerSyncDue(ctx context.Context, reason string) (id string, err error)
+	RemoveManagerSyncEntry(ctx context.Context, id string) error
 }
 
 // ManagerMemo remembers accepted manager checks by the executable's identity (package
@@ -34,9 +37,10 @@ type QueryCache interface {
 
 // Deps are the module's side effects. Memo and Identify are optional: without them every
 // transaction checks the manager. Queries is optional: without it every run asks rpm.
+// Txn runs the transactions (Detached in the module, Inline in tests).
 type Deps struct {
 	Runner   runner.Runner
-	Sync     SyncRecorder
+	Txn      Transactor
 	Memo     ManagerMemo
 	Identify func(command string) (string, error)
 	Queries  QueryCache
@@ -50,18 +54,25 @@ const (
 
 // Result is the module's return value.
 type Result struct {
-	Changed          bool          `json:"changed"`
-	Name             string        `json:"name"`
-	Before           []string      `json:"before"`
-	After            []string      `json:"after"`
-	Operation        string        `json:"operation"`
-	Command          []string      `json:"command"`
-	UnitFilesChanged bool          `json:"unit_files_changed"`
-	ManagerVersion   string        `json:"manager_version,omitempty"`
-	Observed         string        `json:"observed"`
-	Stdout           string        `json:"stdout,omitempty"`
-	Stderr           string        `json:"stderr,omitempty"`
-	Diff             *ansible.Diff `json:"diff,omitempty"`
+	Changed   bool     `json:"changed"`
+	Name      string   `json:"name"`
+	Before    []string `json:"before"`
+	After     []string `json:"after"`
+	Operation string   `json:"operation"`
+	Command   []string `json:"command"`
+	// package_changed, unit_files_changed, daemon_reload, changed_at: what later tasks
+	// read (package contract).
+	contract.Change
+	ManagerVersion string `json:"manager_version,omitempty"`
+	Observed       string `json:"observed"`
+	// TransactionLog is where the transaction's request, output and outcome are kept.
+	TransactionLog string `json:"transaction_log,omitempty"`
+	// EarlierTransaction is a transaction an earlier run stopped waiting for, reported
+	// once by the next run after it ended.
+	EarlierTransaction *Earlier      `json:"earlier_transaction,omitempty"`
+	Stdout             string        `json:"stdout,omitempty"`
+	Stderr             string        `json:"stderr,omitempty"`
+	Diff               *ansible.Diff `json:"diff,omitempty"`
 }
 
 // Spec is rpm_exact's parameter contract.
@@ -109,6 +120,14 @@ func Handler(d Deps) ansible.Handler {
 		defer cancel()
 
 		res := &Result{Name: w.Name, Operation: OpNone, Command: []string{}}
+		// Wait for a transaction an earlier run left under way before looking: its
+		// outcome is what this run must observe.
+		release, earlier, err := d.Txn.Begin(ctx)
+		if err != nil {
+			return res, err
+		}
+		defer release()
+		res.EarlierTransaction = earlier
 		obs, err := d.observe(ctx, w.Name)
 		res.Observed = obs.source
 		if err != nil {
@@ -136,31 +155,45 @@ func Handler(d Deps) ansible.Handler {
 		}
 		if req.CheckMode {
 			res.After = nonNil(p.Expect)
+			res.PackageChanged = true // as the real run would report
 			return res, nil
 		}
 
-		run, err := d.Runner.Run(ctx, p.Argv...)
-		res.Stdout, res.Stderr = run.Stdout, run.Stderr
+		out, err := d.Txn.Run(ctx, Transaction{Argv: p.Argv, Name: w.Name, UnitFiles: before.UnitFiles,
+			Reason: "rpm_exact " + w.Name + ": unit files changed"})
+		run := out.Result
+		res.Stdout, res.Stderr, res.TransactionLog = run.Stdout, run.Stderr, out.Log
 		if err != nil {
+			// DNF may have acted: a change cannot be ruled out (the manager sync is recorded
+			// ahead of every transaction, and settled when it ends).
+			res.PackageChanged = true
+			if errors.Is(err, ErrStillRunning) {
+				return res, fmt.Errorf("timeout %s: %w", req.Params.Duration("timeout"), err)
+			}
 			if timeout.Expired(err) {
-				return res, fmt.Errorf("%s timed out after %s; it was not retried and DNF may still finish the transaction on the target; check with rpm -q %s",
+				return res, fmt.Errorf("%s timed out after %s; DNF may have acted; check with rpm -q %s",
 					strings.Join(p.Argv, " "), req.Params.Duration("timeout"), w.Name)
 			}
 			return res, fmt.Errorf("run %s: %w", strings.Join(p.Argv, " "), err)
 		}
-		// Verification always asks rpm: the transaction has just written the database.
-		after, _, oerr := Observe(ctx, d.Runner, w.Name)
+		// Verification always asks rpm (the transaction settles by reading the database
+		// once DNF has ended), and a changed unit file is recorded for systemd's manager
+		// even if this task fails below.
+		returned := time.Now() // changed_at, when rpm shows a change
+		after, oerr := out.After, out.AfterErr
 		if oerr == nil {
 			res.After = nonNil(after.NEVRAs)
 			res.Diff = diffOf(w.Name, res.Before, res.After)
-			res.UnitFilesChanged = unitFilesDiffer(before.UnitFiles, after.UnitFiles)
 			res.Changed = !equal(res.Before, res.After)
 		}
-		// A changed unit file must reach systemd's manager even if this task fails below.
-		if res.UnitFilesChanged && d.Sync != nil {
-			if err := d.Sync.MarkManagerSyncDue("rpm_exact " + w.Name + ": unit files changed"); err != nil {
-				return res, err
-			}
+		res.UnitFilesChanged = out.UnitFilesChanged
+		// Unverified, a change cannot be ruled out: package_changed follows changed.
+		res.PackageChanged = res.Changed
+		if res.UnitFilesChanged {
+			res.DaemonReload = contract.ReloadNeeded // recorded by the transaction; rpm_exact never reloads
+		}
+		if res.Changed {
+			res.Stamp(returned)
 		}
 		if run.ExitCode != 0 {
 			return res, fmt.Errorf("%s failed (exit %d): %s", strings.Join(p.Argv, " "), run.ExitCode, lastLines(run.Output(), 8))

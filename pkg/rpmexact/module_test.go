@@ -3,6 +3,7 @@ package rpmexact
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,15 +26,17 @@ const (
 
 type recorder struct{ reasons []string }
 
-func (r *recorder) MarkManagerSyncDue(reason string) error {
+func (r *recorder) MarkManagerSyncDue(_ context.Context, reason string) (string, error) {
 	r.reasons = append(r.reasons, reason)
-	return nil
+	return fmt.Sprint(len(r.reasons)), nil
 }
+
+func (r *recorder) RemoveManagerSyncEntry(context.Context, string) error { return nil }
 
 func execute(t *testing.T, s *runnertest.Script, rec *recorder, args map[string]any) map[string]any {
 	t.Helper()
 	data, _ := json.Marshal(args)
-	h := Handler(Deps{Runner: s, Sync: rec})
+	h := Handler(Deps{Runner: s, Txn: Inline{Runner: s, Sync: rec}})
 	out := ansible.Execute(context.Background(), Spec(), []string{"-"}, bytesReader(data), h)
 	var res map[string]any
 	require.NoError(t, json.Unmarshal(out, &res), string(out))

@@ -172,7 +172,7 @@ func TestHandlerUsesTheQueryMemo(t *testing.T) {
 		t.Helper()
 		s := runnertest.New(t, calls...)
 		data, _ := json.Marshal(args)
-		h := Handler(Deps{Runner: s, Sync: &recorder{}, Queries: cache})
+		h := Handler(Deps{Runner: s, Txn: Inline{Runner: s, Sync: &recorder{}}, Queries: cache})
 		var res map[string]any
 		require.NoError(t, json.Unmarshal(ansible.Execute(context.Background(), Spec(), []string{"-"}, bytesReader(data), h), &res))
 		assert.Equal(t, len(calls), s.Count(), "every scripted command ran")

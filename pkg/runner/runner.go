@@ -35,8 +35,11 @@ type Runner interface {
 // ErrDeadline is returned when the context ended before the command did.
 var ErrDeadline = errors.New("deadline exceeded")
 
-// Exec runs commands on this machine. Output is forced to the C locale so that what
-// modules parse does not depend on the target's language settings.
+// Env is the environment of every command the modules start: the module's own, in the C
+// locale, so that what modules parse does not depend on the target's language settings.
+func Env() []string { return append(os.Environ(), "LC_ALL=C.UTF-8", "LANG=C.UTF-8") }
+
+// Exec runs commands on this machine, in Env.
 type Exec struct{}
 
 // Run implements Runner.
@@ -46,7 +49,7 @@ func (Exec) Run(ctx context.Context, argv ...string) (Result, error) {
 		return res, errors.New("run: empty command")
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "LANG=C.UTF-8")
+	cmd.Env = Env()
 	cmd.Stdin = nil
 	// A child that keeps our pipes open must not outlive the deadline by much.
 	cmd.WaitDelay = 2 * time.Second

@@ -1,0 +1,133 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/testenv"
+)
+
+// slowRepo holds "slow" 1.0 and 2.0, whose %pre sleeps 8 s, and "breaks" 1.0 and 2.0,
+// whose %pre fails, plus the /bin/sh provider their scriptlets need.
+func slowRepo(t *testing.T) string {
+	return testenv.Repo(t, testenv.ShellProvider(),
+		testenv.Package{Name: "slow", Version: "1.0"},
+		testenv.Package{Name: "slow", Version: "2.0", Scriptlets: map[string]string{"pre": "sleep 8"},
+			Files: map[string]testenv.File{"/usr/share/slow/version": {Content: "2.0\n"}}},
+		testenv.Package{Name: "breaks", Version: "1.0"},
+		testenv.Package{Name: "breaks", Version: "2.0", Scriptlets: map[string]string{"pre": "echo 'breaks: refusing to upgrade here' >&2\nexit 1"}},
+	)
+}
+
+func faultFixture(t *testing.T) *fixture {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: needs Docker")
+	}
+	f := &fixture{target: testenv.Start(t), module: testenv.BuildModule(t, "./modules/rpm_exact")}
+	require.NoError(t, f.target.AddRepo(context.Background(), "faults", slowRepo(t)))
+	return f
+}
+
+// rpmQ is what rpm itself says about name: every installed build, or "absent".
+func (f *fixture) rpmQ(t *testing.T, name string) string {
+	res, err := f.target.Exec(context.Background(), "rpm", "-q", "--qf", "%{NAME}-%{VERSION}\n", name)
+	require.NoError(t, err)
+	if res.ExitCode != 0 {
+		return "absent"
+	}
+	return strings.TrimSpace(res.Stdout)
+}
+
+// A deadline ends the wait, never the transaction: DNF runs on, the next run waits for it
+// (or fails naming who holds the lock) and reports its outcome.
+func TestDeadlineDoesNotKillTransaction(t *testing.T) {
+	t.Parallel()
+	f := faultFixture(t)
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:1.0-1.noarch", "timeout": "2m"})
+	require.False(t, r.Failed(), r.Msg())
+
+	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "3s"})
+	require.True(t, r.Failed(), "the deadline passed while %pre sleeps")
+	assert.Contains(t, r.Msg(), "still running at the deadline")
+	assert.Contains(t, r.Msg(), "was not stopped")
+	assert.True(t, r.Changed(), "DNF may act: a change cannot be ruled out")
+	log := r.String("transaction_log")
+	require.True(t, strings.HasPrefix(log, "/var/lib/richt/transactions/"), log)
+	assert.Contains(t, r.Msg(), log)
+	assert.Equal(t, "slow-1.0", f.rpmQ(t, "slow"), "the transaction is still in its %pre")
+	// Written ahead, so a systemd_lifecycle run in between still reloads the manager.
+	assert.Contains(t, f.target.MustExec(t, "cat", "/var/lib/richt/manager-sync-due"), "transaction under way")
+
+	// A run whose own deadline is too short to wait fails and names the holder: DNF.
+	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1s"})
+	require.True(t, r.Failed())
+	assert.Contains(t, r.Msg(), "an earlier package transaction is still running and was not stopped")
+	assert.Regexp(t, `PID [0-9]+: [^)]*dnf -y install-nevra -- slow-0:2.0-1.noarch`, r.Msg())
+	assert.Contains(t, r.Msg(), log)
+	assert.False(t, r.Changed())
+
+	// The next run with time enough waits, sees the transaction's outcome and reports it.
+	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.False(t, r.Changed(), "the earlier transaction installed 2.0")
+	earlier := r.Map("earlier_transaction")
+	require.NotNil(t, earlier, "the outcome nobody reported yet")
+	assert.Equal(t, "succeeded", earlier["outcome"])
+	assert.Equal(t, log, earlier["log"])
+	assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"), "exactly one version: nothing was killed half-way")
+	assert.Contains(t, f.target.MustExec(t, "cat", log+"/stdout"), "slow")
+	// Settled: slow ships no unit file, so the entry written ahead is gone.
+	f.target.MustExec(t, "test", "!", "-e", "/var/lib/richt/manager-sync-due")
+
+	// Reported once.
+	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.Nil(t, r.Map("earlier_transaction"))
+}
+
+// A module killed while it waits leaves DNF running; the next run reports the outcome.
+func TestKilledModuleDoesNotKillTransaction(t *testing.T) {
+	t.Parallel()
+	f := faultFixture(t)
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:1.0-1.noarch", "timeout": "2m"})
+	require.False(t, r.Failed(), r.Msg())
+	args, err := json.Marshal(map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "5m"})
+	require.NoError(t, err)
+	require.NoError(t, f.target.WriteFile(context.Background(), "/var/tmp/slow-args.json", args, 0o600))
+	// SIGKILL the module once DNF runs, as the OOM killer or a killed ansible-playbook
+	// over a local connection would.
+	out := f.target.Shell(t, fmt.Sprintf(`%s/rpm_exact /var/tmp/slow-args.json >/dev/null 2>&1 & p=$!
+until pgrep -x dnf >/dev/null; do sleep 0.1; done
+kill -9 $p; wait $p; echo "module exit $?"`, testenv.ModuleDir))
+	assert.Contains(t, out, "module exit 137", "killed by SIGKILL")
+	assert.Equal(t, "slow-1.0", f.rpmQ(t, "slow"))
+	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.False(t, r.Changed())
+	require.NotNil(t, r.Map("earlier_transaction"))
+	assert.Equal(t, "succeeded", r.Map("earlier_transaction")["outcome"])
+	assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"))
+}
+
+// A failing scriptlet fails the task with DNF's words, and nothing is half-done.
+func TestFailingScriptlet(t *testing.T) {
+	t.Parallel()
+	f := faultFixture(t)
+	r := f.run(t, map[string]any{"name": "breaks", "version": "0:1.0-1.noarch"})
+	require.False(t, r.Failed(), r.Msg())
+	r = f.run(t, map[string]any{"name": "breaks", "version": "0:2.0-1.noarch"})
+	require.True(t, r.Failed())
+	assert.Contains(t, r.Msg(), "dnf -y install-nevra -- breaks-0:2.0-1.noarch failed")
+	assert.Contains(t, r.Msg(), "scriptlet", "DNF's own words")
+	assert.Contains(t, r.String("stdout")+r.String("stderr"), "breaks: refusing to upgrade here", "the scriptlet's own output")
+	assert.False(t, r.Changed(), "rpm shows no change")
+	assert.Equal(t, "breaks-1.0", f.rpmQ(t, "breaks"), "still exactly the old version")
+	assert.NotEmpty(t, r.String("transaction_log"))
+}

@@ -1,0 +1,349 @@
+package rpmexact
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/lock"
+	"github.com/richt/services/pkg/runner"
+	"github.com/richt/services/pkg/statedir"
+)
+
+// A deadline ends the module's wait, never a transaction. So DNF runs under a supervisor,
+// the module binary itself started again in a session of its own: it outlives the module
+// (its deadline, Ansible's timeout, a killed SSH connection), keeps DNF's output in files,
+// settles the transaction (manager-sync record) when DNF ends, and holds the transaction
+// lock until then, so the next run waits for it and then reads its outcome.
+//
+// Files of one transaction, in Detached.Dir/ID/:
+//
+//	request.json   what to run and how to settle it (written by the module)
+//	stdout, stderr DNF's output
+//	outcome.json   exit code, end, whether unit files changed (written by the supervisor)
+//	reported       a run has reported the outcome: the module that waited to the end, or,
+//	               when it stopped waiting (deadline, killed), the next run
+const (
+	requestFile  = "request.json"
+	outcomeFile  = "outcome.json"
+	reportedFile = "reported"
+	stdoutFile   = "stdout"
+	stderrFile   = "stderr"
+)
+
+// SuperviseEnv names the transaction directory when the module binary is started as a
+// transaction's supervisor; main checks it before anything else.
+const SuperviseEnv = "RICHT_RPM_TRANSACTION"
+
+// DefaultTransactionDir keeps the transactions' records on a target.
+const DefaultTransactionDir = "/var/lib/richt/transactions"
+
+// keepTransactions is how many transaction directories stay for reading afterwards.
+const keepTransactions = 20
+
+// Detached runs each transaction under a supervisor that survives the module.
+type Detached struct {
+	Dir     string // DefaultTransactionDir on a target
+	LockDir string // package lock's directory
+	// Self is the executable started as the supervisor: /proc/self/exe, which works
+	// even after Ansible has removed the module file.
+	Self string
+	Sync SyncRecorder
+
+	held *lock.Lock
+}
+
+// DefaultDetached is the transactor of the rpm_exact binary.
+func DefaultDetached(sync SyncRecorder) *Detached {
+	return &Detached{Dir: DefaultTransactionDir, LockDir: lock.Dir(), Self: "/proc/self/exe", Sync: sync}
+}
+
+type request struct {
+	Transaction
+	// AheadID is the manager-sync entry written before DNF started: if nothing settles
+	// the transaction (the supervisor is killed too), a later systemd_lifecycle run still
+	// reloads the manager.
+	AheadID string    `json:"ahead_id"`
+	Started time.Time `json:"started"`
+}
+
+type outcomeRecord struct {
+	ExitCode         int               `json:"rc"`
+	StartErr         string            `json:"start_error,omitempty"`
+	Ended            time.Time         `json:"ended"`
+	UnitFilesChanged bool              `json:"unit_files_changed"`
+	After            []string          `json:"after"`
+	AfterUnitFiles   map[string]string `json:"after_unit_files"`
+	AfterErr         string            `json:"after_error,omitempty"`
+}
+
+// Begin implements Transactor: it takes the transaction lock, waiting while an earlier
+// transaction (of a run that stopped waiting for it) is still under way, and reports the
+// earliest unreported outcome.
+func (d *Detached) Begin(ctx context.Context) (func(), *Earlier, error) {
+	l, err := lock.Acquire(ctx, d.LockDir, lock.Transaction)
+	if err != nil {
+		if errors.Is(err, lock.ErrHeld) {
+			where := ""
+			if dir := d.running(); dir != "" {
+				where = "; its output is kept in " + dir
+			}
+			return nil, nil, fmt.Errorf("an earlier package transaction is still running and was not stopped%s; run again once it has finished (%w)", where, err)
+		}
+		return nil, nil, err
+	}
+	d.held = l
+	earlier := d.unreported()
+	d.prune()
+	return l.Release, earlier, nil
+}
+
+// running is the directory of the newest transaction without an outcome.
+func (d *Detached) running() string {
+	ids := d.ids()
+	for i := len(ids) - 1; i >= 0; i-- {
+		dir := filepath.Join(d.Dir, ids[i])
+		if _, err := os.Stat(filepath.Join(dir, outcomeFile)); errors.Is(err, os.ErrNotExist) {
+			return dir
+		}
+	}
+	return ""
+}
+
+// ids are the transaction directories, oldest first (their names start with the time).
+func (d *Detached) ids() []string {
+	entries, err := os.ReadDir(d.Dir)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// unreported reports (once) the oldest transaction whose module stopped waiting for it
+// (its deadline passed, or it was killed). Begin holds the lock, so its supervisor has
+// ended.
+func (d *Detached) unreported() *Earlier {
+	for _, id := range d.ids() {
+		dir := filepath.Join(d.Dir, id)
+		if _, err := os.Stat(filepath.Join(dir, reportedFile)); err == nil {
+			continue
+		}
+		e := &Earlier{Log: dir, Outcome: "unknown: the transaction left no outcome (its supervisor was killed); read its output and the RPM database"}
+		var req request
+		if data, err := os.ReadFile(filepath.Join(dir, requestFile)); err == nil && json.Unmarshal(data, &req) == nil {
+			e.Command = req.Argv
+		}
+		var out outcomeRecord
+		if data, err := os.ReadFile(filepath.Join(dir, outcomeFile)); err == nil && json.Unmarshal(data, &out) == nil {
+			e.Ended = out.Ended.Format(time.RFC3339)
+			switch {
+			case out.StartErr != "":
+				e.Outcome = "not started: " + out.StartErr
+			case out.ExitCode == 0:
+				e.Outcome = "succeeded"
+			default:
+				e.Outcome = fmt.Sprintf("failed (exit %d)", out.ExitCode)
+			}
+		}
+		markReported(dir)
+		return e
+	}
+	return nil
+}
+
+func markReported(dir string) { _ = os.WriteFile(filepath.Join(dir, reportedFile), nil, 0o600) }
+
+// prune keeps the newest transactions' records; the others have been reported.
+func (d *Detached) prune() {
+	ids := d.ids()
+	for len(ids) > keepTransactions {
+		dir := filepath.Join(d.Dir, ids[0])
+		if _, err := os.Stat(filepath.Join(dir, reportedFile)); err == nil {
+			_ = os.RemoveAll(dir)
+		}
+		ids = ids[1:]
+	}
+}
+
+// Run implements Transactor.
+func (d *Detached) Run(ctx context.Context, t Transaction) (Outcome, error) {
+	if d.held == nil {
+		return Outcome{}, errors.New("transaction started without Begin")
+	}
+	if err := statedir.Ensure(d.Dir, 0o700); err != nil {
+		return Outcome{}, err
+	}
+	now := time.Now().UTC()
+	dir := filepath.Join(d.Dir, fmt.Sprintf("%s-%d", now.Format("20060102T150405.000000000Z"), os.Getpid()))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return Outcome{}, fmt.Errorf("create transaction record %s: %w", dir, err)
+	}
+	out := Outcome{Result: runner.Result{Argv: t.Argv}, Log: dir}
+	req := request{Transaction: t, Started: now}
+	if d.Sync != nil {
+		id, err := d.Sync.MarkManagerSyncDue(ctx, t.Reason+" (transaction under way: "+dir+")")
+		if err != nil {
+			return out, err
+		}
+		req.AheadID = id
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return out, err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, requestFile), data, atomicfile.Options{Mode: 0o600, UID: -1, GID: -1}); err != nil {
+		return out, err
+	}
+
+	cmd := exec.Command(d.Self)
+	cmd.Env = append(os.Environ(), SuperviseEnv+"="+dir)
+	// Its own session: no signal sent to the module's process group or terminal (Ansible's
+	// timeout, a closed SSH connection) reaches it. No stdio: Ansible waits for the
+	// module's output to close, and must not wait for DNF.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.ExtraFiles = []*os.File{d.held.File()}
+	if err := cmd.Start(); err != nil {
+		return out, fmt.Errorf("start the transaction's supervisor: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case werr := <-done:
+		markReported(dir)
+		return d.read(dir, t, out, werr)
+	case <-ctx.Done():
+		holder := lock.Holder(filepath.Join(d.LockDir, lock.Transaction+".lock"))
+		return out, fmt.Errorf("%w: %s was still running at the deadline (%s); it was not stopped and finishes on its own, its output is kept in %s, and the next rpm_exact run waits for it and reports its outcome",
+			ErrStillRunning, strings.Join(t.Argv, " "), holder, dir)
+	}
+}
+
+// read turns the supervisor's records into the outcome.
+func (d *Detached) read(dir string, t Transaction, out Outcome, werr error) (Outcome, error) {
+	stdout, _ := os.ReadFile(filepath.Join(dir, stdoutFile))
+	stderr, _ := os.ReadFile(filepath.Join(dir, stderrFile))
+	out.Stdout, out.Stderr = string(stdout), string(stderr)
+	data, err := os.ReadFile(filepath.Join(dir, outcomeFile))
+	var rec outcomeRecord
+	if err == nil {
+		err = json.Unmarshal(data, &rec)
+	}
+	if err != nil {
+		return out, fmt.Errorf("the transaction's supervisor ended (%v) without a readable outcome in %s: %w; read its output there and check the RPM database", werr, dir, err)
+	}
+	if rec.StartErr != "" {
+		return out, fmt.Errorf("start %s: %s", strings.Join(t.Argv, " "), rec.StartErr)
+	}
+	out.ExitCode = rec.ExitCode
+	out.UnitFilesChanged = rec.UnitFilesChanged
+	out.After = Installed{NEVRAs: rec.After, UnitFiles: rec.AfterUnitFiles}
+	if rec.AfterErr != "" {
+		out.AfterErr = errors.New(rec.AfterErr)
+	}
+	return out, nil
+}
+
+// settleTimeout bounds the supervisor's own work after DNF ended (one rpm query and one
+// record); DNF itself has no deadline there.
+const settleTimeout = 2 * time.Minute
+
+// Supervise is the supervisor: it runs the transaction recorded in dir to its end, with
+// the transaction lock inherited as file descriptor 3, keeps DNF's output, settles the
+// transaction and writes its outcome. It returns the process exit code.
+func Supervise(dir string, sync SyncRecorder) int {
+	held := os.NewFile(3, "transaction lock")
+	defer held.Close()
+	rec := outcomeRecord{}
+	defer func() {
+		rec.Ended = time.Now().UTC()
+		if data, err := json.Marshal(rec); err == nil {
+			_ = atomicfile.Write(filepath.Join(dir, outcomeFile), data, atomicfile.Options{Mode: 0o600, UID: -1, GID: -1})
+		}
+	}()
+	var req request
+	data, err := os.ReadFile(filepath.Join(dir, requestFile))
+	if err == nil {
+		err = json.Unmarshal(data, &req)
+	}
+	if err != nil || len(req.Argv) == 0 {
+		rec.StartErr = fmt.Sprintf("read %s: %v", filepath.Join(dir, requestFile), err)
+		return 1
+	}
+	res, err := runLogged(dir, held, req.Argv)
+	if err != nil {
+		rec.StartErr = err.Error()
+		return 1
+	}
+	rec.ExitCode = res.ExitCode
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	out := settle(ctx, runner.Exec{}, sync, req.Transaction, res)
+	rec.UnitFilesChanged = out.UnitFilesChanged
+	rec.After, rec.AfterUnitFiles = out.After.NEVRAs, out.After.UnitFiles
+	if out.AfterErr != nil {
+		rec.AfterErr = out.AfterErr.Error()
+	}
+	// Settled: the entry written ahead is no longer needed (settle wrote its own when unit
+	// files changed or could not be ruled out).
+	if req.AheadID != "" && sync != nil {
+		_ = sync.RemoveManagerSyncEntry(ctx, req.AheadID)
+	}
+	return 0
+}
+
+// runLogged runs argv to its end with its output in dir's files and names DNF as the
+// lock's holder while it runs.
+func runLogged(dir string, held *os.File, argv []string) (runner.Result, error) {
+	res := runner.Result{Argv: argv}
+	open := func(name string) (*os.File, error) {
+		return os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	}
+	stdout, err := open(stdoutFile)
+	if err != nil {
+		return res, err
+	}
+	defer stdout.Close()
+	stderr, err := open(stderrFile)
+	if err != nil {
+		return res, err
+	}
+	defer stderr.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = runner.Env()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	if err := held.Truncate(0); err == nil {
+		_, _ = held.WriteAt([]byte(fmt.Sprintf("%d\n", cmd.Process.Pid)), 0)
+	}
+	err = cmd.Wait()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr):
+		res.ExitCode = exitErr.ExitCode()
+		if res.ExitCode < 0 { // ended by a signal
+			res.ExitCode = 128 + int(exitErr.Sys().(syscall.WaitStatus).Signal())
+		}
+	default:
+		return res, err
+	}
+	return res, nil
+}
