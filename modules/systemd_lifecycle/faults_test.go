@@ -13,6 +13,15 @@ import (
 	"github.com/richt/services/testenv"
 )
 
+// noStartLimit lifts systemd's start rate limit (5 starts in 10 s) for a unit these tests
+// restart many times in a row.
+func (e *env) noStartLimit(t *testing.T, unit string) {
+	t.Helper()
+	require.NoError(t, e.t.WriteFile(context.Background(), "/etc/systemd/system/"+unit+".d/no-start-limit.conf",
+		[]byte("[Unit]\nStartLimitIntervalSec=0\n"), 0o644))
+	e.t.MustExec(t, "systemctl", "daemon-reload")
+}
+
 // Six runs started together on one unit, each with a changed restart trigger: each run's
 // change gets a restart of its own (runs on one unit wait for each other), none is merged
 // into a restart another run had already begun.
@@ -20,6 +29,7 @@ func TestConcurrentRestartsAreSerialized(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, e *env) {
 		u := e.unit(t, "cc")
+		e.noStartLimit(t, u)
 		e.t.MustExec(t, "systemctl", "start", u)
 		startsBefore, _ := e.t.Events(t, "cc")
 		const runs = 6
@@ -50,6 +60,7 @@ func TestKilledBetweenTriggerAndRestart(t *testing.T) {
 	forBackends(t, func(t *testing.T, e *env) {
 		// A slow start widens the window in which a sent restart is still under way.
 		u := e.unit(t, "kr", "ExecStartPre=/bin/sleep 0.5")
+		e.noStartLimit(t, u)
 		e.t.MustExec(t, "systemctl", "start", u)
 		// Installs the binary in the target and writes the args file the loop runs with.
 		ok(t, e.run(t, map[string]any{"unit": u}))
@@ -85,7 +96,7 @@ func TestUnitLockHolderNamed(t *testing.T) {
 	e := newEnv(t, "dbus")
 	u := e.unit(t, "lk")
 	lockFile := "/run/richt/lock/unit-" + u + ".lock"
-	e.t.Shell(t, fmt.Sprintf(`mkdir -p -m 0700 /run/richt/lock; (echo $$ > %[1]s; exec flock %[1]s sleep 4) >/dev/null 2>&1 &
+	e.t.Shell(t, fmt.Sprintf(`mkdir -p -m 0700 /run/richt/lock; sh -c 'echo $$ > %[1]s; exec flock %[1]s sleep 4' >/dev/null 2>&1 &
 while ! grep -q . %[1]s 2>/dev/null; do :; done`, lockFile))
 	r := e.run(t, map[string]any{"unit": u, "timeout": "1s"})
 	require.True(t, r.Failed())
@@ -103,6 +114,7 @@ func TestUntrustedRecords(t *testing.T) {
 	u := e.unit(t, "rec")
 	e.t.MustExec(t, "systemctl", "start", u)
 	ok(t, e.run(t, map[string]any{"unit": u}))
+	e.t.MustExec(t, "mkdir", "-p", "/var/lib/richt")
 
 	t.Run("corrupt manager-sync record: the reload is carried out", func(t *testing.T) {
 		e.t.Shell(t, "printf '{\"entries\": [' > /var/lib/richt/manager-sync-due")

@@ -2,9 +2,11 @@ package durable
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -177,4 +179,33 @@ func TestManagerCheckRecord(t *testing.T) {
 	assert.False(t, ok, "one record per manager")
 	_, ok = s.ManagerChecked("yum", "id2")
 	assert.True(t, ok)
+}
+
+// Records are outside input: whatever a record file holds, reading it never panics, a
+// sync record that is not a valid one reads as due, and a pending record either names a
+// known reaction or is an error naming its file.
+func FuzzRecords(f *testing.F) {
+	f.Add([]byte(`{"entries":[{"id":"1","reason":"r","since":"2026-01-01T00:00:00Z"}]}`))
+	f.Add([]byte(`{"reaction":"restart","since":"2026-01-01T00:00:00Z","at":{"boot_id":"b","monotonic_us":5}}`))
+	f.Add([]byte("2026-01-01T00:00:00Z old one-line record\n"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := &Store{Dir: t.TempDir(), LockDir: t.TempDir()}
+		require.NoError(t, os.MkdirAll(filepath.Join(s.Dir, "pending"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(s.Dir, syncDueFile), data, 0o644))
+		require.NoError(t, os.WriteFile(s.pendingPath("x.service"), data, 0o644))
+		seen, err := s.ManagerSync()
+		require.NoError(t, err)
+		var rec syncRecord
+		if json.Unmarshal(data, &rec) != nil && !seen.Due() {
+			t.Fatalf("unparsable sync record %q read as nothing due", data)
+		}
+		p, err := s.GetPending("x.service")
+		if err == nil && (p == nil || (p.Reaction != "restart" && p.Reaction != "reload")) {
+			t.Fatalf("pending record %q read as %+v", data, p)
+		}
+		if err != nil && !strings.Contains(err.Error(), s.pendingPath("x.service")) {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+	})
 }
