@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 _SUFFIXES = (".service", ".socket", ".timer", ".target", ".path", ".mount",
              ".automount", ".swap", ".slice", ".scope", ".device")
@@ -57,13 +58,24 @@ def service_order(processes, reverse=False):
     return list(reversed(result)) if reverse else result
 
 
+def _reload_flag(item):
+    """A drop-in's `reload` by Ansible's own boolean rules: the string "false" is false
+    (Python's bool() would call it true), and a value that is no boolean is an error."""
+    value = item.get("reload", False)
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        raise AnsibleFilterError("service_dropins: reload of the drop-in %r of %s must be a boolean, got %r"
+                                 % (item.get("name"), item.get("unit"), value))
+
+
 def _items_for(result, unit, want_reload=None):
     out = []
     for r in (result or {}).get("results") or []:
         item = r.get("item") or {}
         if unit_name(item.get("unit", "")) != unit:
             continue
-        if want_reload is not None and bool(item.get("reload", False)) != want_reload:
+        if want_reload is not None and _reload_flag(item) != want_reload:
             continue
         out.append(r)
     return out
