@@ -58,6 +58,7 @@ func TestDeadlineDoesNotKillTransaction(t *testing.T) {
 	assert.Contains(t, r.Msg(), "still running at the deadline")
 	assert.Contains(t, r.Msg(), "was not stopped")
 	assert.True(t, r.Changed(), "DNF may act: a change cannot be ruled out")
+	assert.Equal(t, "needed", r.String("daemon_reload"), "nor a changed unit file")
 	log := r.String("transaction_log")
 	require.True(t, strings.HasPrefix(log, "/var/lib/richt/transactions/"), log)
 	assert.Contains(t, r.Msg(), log)

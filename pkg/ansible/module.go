@@ -116,7 +116,7 @@ func displayValue(v any) any {
 	case time.Duration:
 		return x.String()
 	case os.FileMode:
-		return fmt.Sprintf("%04o", uint32(x))
+		return fmt.Sprintf("%04o", UnixMode(x))
 	}
 	return v
 }

@@ -116,6 +116,23 @@ func TestConversions(t *testing.T) {
 	assert.Equal(t, "present", v.String("state"))
 }
 
+// Special bits reach the module as Go's os.Mode* bits, not as Unix bits that os.Chmod
+// would drop silently, and invocation.module_args shows them the way they were given.
+func TestModeSpecialBits(t *testing.T) {
+	s := testSpec()
+	for in, want := range map[any]os.FileMode{
+		"4644": os.ModeSetuid | 0o644, "2644": os.ModeSetgid | 0o644, "1644": os.ModeSticky | 0o644,
+		"0644": 0o644, float64(0o4644): os.ModeSetuid | 0o644, "7777": os.ModeSetuid | os.ModeSetgid | os.ModeSticky | 0o777,
+	} {
+		v, err := s.Validate(map[string]any{"name": "x", "mode": in})
+		require.NoError(t, err, in)
+		assert.Equal(t, want, v.Mode("mode"), "%v", in)
+		assert.Equal(t, want, FileMode(UnixMode(want)), "round trip of %v", in)
+	}
+	res := runArgs(t, map[string]any{"name": "x", "mode": "4644"})
+	assert.Equal(t, "4644", res["invocation"].(map[string]any)["module_args"].(map[string]any)["mode"])
+}
+
 func TestNoLogMaskedEverywhere(t *testing.T) {
 	for name, args := range map[string]map[string]any{
 		"success":            {"name": "x", "password": "hunter2-pass", "triggers": []any{map[string]any{"changed": true, "secret": "hunter2-pass"}}},

@@ -314,7 +314,40 @@ func toMode(v any, p Param) (any, error) {
 	if m > 0o7777 {
 		return nil, fmt.Errorf("argument '%s': %04o has bits beyond 07777", p.Name, m)
 	}
-	return os.FileMode(m), nil
+	return FileMode(uint32(m)), nil
+}
+
+// FileMode turns a Unix mode ("4644" read as octal) into Go's os.FileMode, whose
+// setuid, setgid and sticky bits are not the Unix ones: os.FileMode(0o4644) would carry
+// a bit that os.Chmod silently drops and that os.ModeSetuid does not match.
+func FileMode(unix uint32) os.FileMode {
+	m := os.FileMode(unix & 0o777)
+	if unix&0o4000 != 0 {
+		m |= os.ModeSetuid
+	}
+	if unix&0o2000 != 0 {
+		m |= os.ModeSetgid
+	}
+	if unix&0o1000 != 0 {
+		m |= os.ModeSticky
+	}
+	return m
+}
+
+// UnixMode is FileMode's inverse: the permission, setuid, setgid and sticky bits of m as
+// chmod(1) writes them (the file type bits are dropped).
+func UnixMode(m os.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&os.ModeSetuid != 0 {
+		u |= 0o4000
+	}
+	if m&os.ModeSetgid != 0 {
+		u |= 0o2000
+	}
+	if m&os.ModeSticky != 0 {
+		u |= 0o1000
+	}
+	return u
 }
 
 // Values are validated, converted parameters. Optional parameters without a default are

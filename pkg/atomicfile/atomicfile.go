@@ -3,9 +3,11 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Options are the final attributes of the file. They are applied to the temporary file
@@ -19,42 +21,112 @@ type Options struct {
 
 // Write replaces path with data: temporary file in the same directory (created 0600, then
 // chowned and chmodded to the final attributes while still empty), written, synced,
-// renamed over path, and the directory synced so the rename itself is durable.
+// renamed over path, and the directory synced so the rename itself is durable. An error
+// before the rename says that path is unchanged, and names path first.
 func Write(path string, data []byte, o Options) (err error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".richt-*")
+	tmp, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
-		return fmt.Errorf("create temporary file in %s: %w", dir, err)
+		return fmt.Errorf("%s not replaced (unchanged): create temporary file in %s: %w", path, dir, err)
 	}
 	tmpName := tmp.Name()
+	renamed := false
 	defer func() {
-		if err != nil {
+		if err != nil && !renamed {
 			_ = tmp.Close()
 			_ = os.Remove(tmpName)
+			err = fmt.Errorf("%s not replaced (unchanged): %w", path, err)
 		}
 	}()
+	// The os errors below name the operation and the temporary file already
+	// ("write /etc/.x.richt-1: no space left on device"); the deferred wrap names path.
 	if o.UID >= 0 || o.GID >= 0 {
 		if err := tmp.Chown(o.UID, o.GID); err != nil {
-			return fmt.Errorf("set owner of %s: %w", tmpName, err)
+			return fmt.Errorf("set owner: %w", err)
 		}
 	}
 	// Chmod after chown: chown may clear set-id bits.
 	if err := tmp.Chmod(o.Mode); err != nil {
-		return fmt.Errorf("set mode of %s: %w", tmpName, err)
+		return fmt.Errorf("set mode: %w", err)
 	}
 	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmpName, err)
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmpName, err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmpName, err)
+		return err
 	}
 	if err := os.Rename(tmpName, path); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", tmpName, path, err)
+		return err
 	}
-	return SyncDir(dir)
+	renamed = true
+	if err := SyncDir(dir); err != nil {
+		// Replaced, but the rename may not survive a crash: not "unchanged".
+		return fmt.Errorf("%s replaced, but %w", path, err)
+	}
+	return nil
+}
+
+// tempPrefix is the start of the name of every temporary file Write creates for path;
+// os.CreateTemp appends a random decimal number.
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".richt-" }
+
+// isTemp reports whether name (a base name) is one of Write's temporary files for path.
+func isTemp(path, name string) bool {
+	rest, ok := strings.CutPrefix(name, tempPrefix(path))
+	if !ok || rest == "" {
+		return false
+	}
+	for _, r := range rest {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// RemoveStale deletes the temporary files an interrupted Write for path left behind (a
+// SIGKILL or a crash between creating and renaming one) and returns their names. Only
+// regular files whose name is exactly Write's pattern for path go; links are never
+// followed. The caller must hold whatever serializes writers of path: a temporary file of
+// a Write still running would be taken for stale. A missing directory is fine.
+func RemoveStale(path string) ([]string, error) {
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look for stale temporary files of %s: %w", path, err)
+	}
+	var removed []string
+	for _, e := range entries {
+		if !isTemp(path, e.Name()) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		// Lstat, not the directory entry's type: some filesystems report no type.
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return removed, fmt.Errorf("inspect stale temporary file %s: %w", p, err)
+		}
+		if !fi.Mode().IsRegular() {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return removed, fmt.Errorf("remove stale temporary file %s: %w", p, err)
+		}
+		removed = append(removed, e.Name())
+	}
+	if len(removed) > 0 {
+		return removed, SyncDir(dir)
+	}
+	return nil, nil
 }
 
 // Remove deletes path (absent is fine) and syncs its directory.

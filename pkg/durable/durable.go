@@ -197,6 +197,11 @@ func (s *Store) write(rel string, data []byte) error {
 			return err
 		}
 	}
+	// Every record is written under the lock that guards it (records, the unit's, the
+	// transaction lock), so a temporary file of this record is one a killed run left.
+	if _, err := atomicfile.RemoveStale(path); err != nil {
+		return err
+	}
 	return atomicfile.Write(path, data, atomicfile.Options{Mode: 0o644, UID: -1, GID: -1})
 }
 

@@ -355,6 +355,11 @@ func Handler(d Deps) ansible.Handler {
 
 		if !req.CheckMode {
 			if err := d.apply(res.Operation, full, content, mode, uid, gid, cur); err != nil {
+				if res.Operation == OpCreate || res.Operation == OpUpdate {
+					// The file is replaced by one rename or not at all: a failed write
+					// changed nothing, and nothing is due for systemd's manager.
+					res.Changed, res.UnitFilesChanged, res.DaemonReload = false, false, contract.ReloadNone
+				}
 				return res, err
 			}
 			if res.Changed {

@@ -89,7 +89,7 @@ type outcomeRecord struct {
 // Begin implements Transactor: it takes the transaction lock, waiting while an earlier
 // transaction (of a run that stopped waiting for it) is still under way, and reports the
 // earliest unreported outcome.
-func (d *Detached) Begin(ctx context.Context) (func(), *Earlier, error) {
+func (d *Detached) Begin(ctx context.Context, check bool) (func(), *Earlier, error) {
 	l, err := lock.Acquire(ctx, d.LockDir, lock.Transaction)
 	if err != nil {
 		if errors.Is(err, lock.ErrHeld) {
@@ -102,8 +102,10 @@ func (d *Detached) Begin(ctx context.Context) (func(), *Earlier, error) {
 		return nil, nil, err
 	}
 	d.held = l
-	earlier := d.unreported()
-	d.prune()
+	earlier := d.unreported(!check)
+	if !check {
+		d.prune()
+	}
 	return l.Release, earlier, nil
 }
 
@@ -138,7 +140,7 @@ func (d *Detached) ids() []string {
 // unreported reports (once) the oldest transaction whose module stopped waiting for it
 // (its deadline passed, or it was killed). Begin holds the lock, so its supervisor has
 // ended.
-func (d *Detached) unreported() *Earlier {
+func (d *Detached) unreported(mark bool) *Earlier {
 	for _, id := range d.ids() {
 		dir := filepath.Join(d.Dir, id)
 		if _, err := os.Stat(filepath.Join(dir, reportedFile)); err == nil {
@@ -161,7 +163,9 @@ func (d *Detached) unreported() *Earlier {
 				e.Outcome = fmt.Sprintf("failed (exit %d)", out.ExitCode)
 			}
 		}
-		markReported(dir)
+		if mark {
+			markReported(dir)
+		}
 		return e
 	}
 	return nil

@@ -122,7 +122,7 @@ func Handler(d Deps) ansible.Handler {
 		res := &Result{Name: w.Name, Operation: OpNone, Command: []string{}}
 		// Wait for a transaction an earlier run left under way before looking: its
 		// outcome is what this run must observe.
-		release, earlier, err := d.Txn.Begin(ctx)
+		release, earlier, err := d.Txn.Begin(ctx, req.CheckMode)
 		if err != nil {
 			return res, err
 		}
@@ -164,9 +164,10 @@ func Handler(d Deps) ansible.Handler {
 		run := out.Result
 		res.Stdout, res.Stderr, res.TransactionLog = run.Stdout, run.Stderr, out.Log
 		if err != nil {
-			// DNF may have acted: a change cannot be ruled out (the manager sync is recorded
-			// ahead of every transaction, and settled when it ends).
+			// DNF may have acted: a change cannot be ruled out, nor a changed unit file (the
+			// manager sync is recorded ahead of every transaction, and settled when it ends).
 			res.PackageChanged = true
+			res.DaemonReload = contract.ReloadNeeded
 			if errors.Is(err, ErrStillRunning) {
 				return res, fmt.Errorf("timeout %s: %w", req.Params.Duration("timeout"), err)
 			}

@@ -42,10 +42,11 @@ type Outcome struct {
 
 // Transactor runs DNF transactions. Begin is called before the run observes anything and
 // waits (inside the run's deadline) for a transaction that is still under way; it returns
-// what an earlier transaction did that no run has reported yet. Run starts one transaction
-// and waits for it until the context ends.
+// what an earlier transaction did that no run has reported yet, and marks it reported
+// unless the run is a check (check mode writes nothing). Run starts one transaction and
+// waits for it until the context ends.
 type Transactor interface {
-	Begin(ctx context.Context) (release func(), earlier *Earlier, err error)
+	Begin(ctx context.Context, check bool) (release func(), earlier *Earlier, err error)
 	Run(ctx context.Context, t Transaction) (Outcome, error)
 }
 
@@ -69,7 +70,7 @@ type Inline struct {
 
 // Begin implements Transactor: inline transactions end with their run, so nothing is
 // waited for.
-func (Inline) Begin(context.Context) (func(), *Earlier, error) { return func() {}, nil, nil }
+func (Inline) Begin(context.Context, bool) (func(), *Earlier, error) { return func() {}, nil, nil }
 
 // Run implements Transactor.
 func (i Inline) Run(ctx context.Context, t Transaction) (Outcome, error) {

@@ -26,9 +26,33 @@ description:
     report DNF 4. DNF 5, YUM 3 and anything else are refused with the version found.
   - After a transaction the RPM database is read again; the task fails unless the requested
     state holds, whatever DNF's exit code was.
-  - When a transaction added, replaced or removed files under systemd's unit directories, the
-    result says I(unit_files_changed) and a host-wide record under C(/var/lib/richt) tells the
-    next richt.services.systemd_lifecycle task to reload systemd's manager.
+  - DNF runs under a supervisor, a second copy of the module binary started in a session of
+    its own. It is not stopped when the module's wait ends (I(timeout), Ansible's own timeout,
+    a closed connection, a killed module); it lets DNF finish, reads the package back from the
+    RPM database, and writes the outcome. Each transaction keeps its records in
+    C(/var/lib/richt/transactions/ID/) - C(request.json) (what was run), C(stdout),
+    C(stderr) (DNF's output) and C(outcome.json) (exit code, end time, whether unit files
+    changed). The records of the newest 20 transactions are kept; older ones are removed once
+    their outcome has been reported.
+  - One transaction runs at a time on a host. Every run, check mode included, first waits
+    (within I(timeout)) for a transaction that is still under way; if it is still running when
+    the deadline passes, the task fails, names the process that holds the transaction lock
+    (DNF's PID while DNF runs) and where its output is kept, and nothing is changed. The first
+    run after a transaction whose module stopped waiting for it reports that transaction's
+    outcome once, as I(earlier_transaction); check mode shows it too but leaves it to be
+    reported by the next real run (check mode writes nothing).
+  - Before every transaction an entry is added to the host-wide manager-sync record
+    C(/var/lib/richt/manager-sync-due). Once DNF has ended, the supervisor reads the package
+    back from the RPM database, adds an entry of its own when files under systemd's unit
+    directories were added, replaced or removed (or when that cannot be ruled out), and then
+    removes the entry written ahead. While any entry remains, the next
+    richt.services.systemd_lifecycle task on the host reloads systemd's manager, so a
+    supervisor that was killed too still leaves the reload due. This module never reloads the
+    manager itself.
+  - The state directories (C(/var/lib/richt), its C(transactions) directory, and the lock
+    directory, C(/run/richt/lock) for root) are refused when they are owned by another user
+    than the one running the module or are writable by group or others; the error says how to
+    fix them.
   - The module is a static binary and needs no Python on the target.
 options:
   name:
@@ -57,9 +81,14 @@ options:
     default: dnf
   timeout:
     description:
-      - One deadline for the version check, the transaction and its verification, as a
-        positive Go duration (C(30s), C(1m30s), C(10m)). A timed-out task fails, is not
-        retried, and reports that DNF may still complete the transaction.
+      - How long the module waits, as a positive Go duration (C(30s), C(1m30s), C(10m)). One
+        deadline covers waiting for an earlier transaction still under way, the DNF version
+        check, and waiting for this task's transaction to end and be checked.
+      - It ends the module's wait, never the DNF transaction. When it passes while DNF is
+        running, the task fails with C(changed=true) and C(package_changed=true) and names
+        the transaction's record directory (I(transaction_log)); DNF is not stopped and
+        finishes on its own. The next run of this module on the host waits for it and reports
+        its outcome as I(earlier_transaction).
     type: str
     default: 10m
 attributes:
@@ -73,7 +102,9 @@ notes:
   - Dependencies, signatures, metadata and scriptlets stay DNF's job on the target.
   - In check mode, an install without I(version) cannot know which version DNF would pick;
     I(after) then names the package with C((version chosen by the manager)).
-  - A timed-out transaction reports C(changed=true) because DNF may have acted.
+  - A timed-out task reports C(changed=true) and C(package_changed=true) because DNF may
+    have acted or may still act. Read the outcome in I(earlier_transaction) of the next run,
+    or in the transaction's directory.
 extends_documentation_fragment:
   - richt.services.fast_path
 author:
@@ -133,11 +164,80 @@ command:
   type: list
   elements: str
   sample: ["dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"]
-unit_files_changed:
-  description: Whether the transaction added, replaced or removed files under systemd's unit directories.
+package_changed:
+  description:
+    - Whether the task changed the installed package; one of the keys a later task's
+      I(restart_on) or I(reload_on) reads.
+    - Follows I(changed). True when the RPM database shows other builds after the
+      transaction, and whenever a change cannot be ruled out (the builds could not be read
+      back, the task timed out while DNF was running, or the transaction could not be
+      followed to its end). In check mode, true when a transaction would run.
   returned: always
   type: bool
   sample: true
+unit_files_changed:
+  description:
+    - Whether the transaction added, replaced or removed files under systemd's unit
+      directories (compared from the RPM database's file lists before and after).
+    - False in check mode, and whenever the transaction's outcome was not read (for example
+      after a timeout) or the package could not be read back; the manager-sync record on the
+      target covers those cases.
+  returned: always
+  type: bool
+  sample: true
+daemon_reload:
+  description:
+    - C(needed) when I(unit_files_changed) is true, and when the task failed before the
+      transaction's outcome was read (a timeout), since a changed unit file cannot be ruled out
+      then. The manager-sync record on the target says so too. Otherwise C(none). This
+      module never reloads systemd's manager.
+  returned: always
+  type: str
+  choices: [needed, none]
+  sample: needed
+changed_at:
+  description:
+    - When the change was made, on the target's clock, as RFC 3339 in UTC with nanoseconds.
+    - Set when the module saw its transaction end and the task reports a change; absent
+      when nothing changed, in check mode, and when the transaction could not be followed to
+      its end (for example after a timeout).
+  returned: when a transaction ended and changed the package
+  type: str
+  sample: "2026-11-30T13:58:01.123456789Z"
+transaction_log:
+  description:
+    - The directory that keeps this task's transaction records (C(request.json),
+      C(stdout), C(stderr), C(outcome.json)).
+  returned: when a transaction was started
+  type: str
+  sample: /var/lib/richt/transactions/20261130T135800.000000000Z-4242
+earlier_transaction:
+  description:
+    - A transaction that an earlier run started and stopped waiting for (its deadline
+      passed, or the module was killed), reported once by the first run after it ended.
+  returned: when such a transaction's outcome has not been reported yet
+  type: dict
+  contains:
+    command:
+      description: The DNF command it ran, as an argument vector.
+      type: list
+      elements: str
+      sample: ["dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"]
+    outcome:
+      description:
+        - "C(succeeded); C(failed (exit N)); C(not started: REASON) when DNF could not be
+          started; or C(unknown: ...) when the transaction left no outcome (its supervisor was
+          killed), in which case read its output and the RPM database."
+      type: str
+      sample: succeeded
+    log:
+      description: The transaction's record directory.
+      type: str
+      sample: /var/lib/richt/transactions/20261130T135800.000000000Z-4242
+    ended:
+      description: When the transaction ended, RFC 3339 in UTC; absent when it left no outcome.
+      type: str
+      sample: "2026-11-30T13:58:01Z"
 observed:
   description: Where the first look at the RPM database came from, C(rpm-query) or C(memo)
     (the remembered answer of an earlier query, the database unchanged since).
@@ -150,12 +250,12 @@ manager_version:
   type: str
   sample: 4.23.0
 stdout:
-  description: DNF's standard output.
-  returned: when DNF ran
+  description: DNF's standard output (also kept in I(transaction_log)).
+  returned: when DNF ran to its end while the module waited, and wrote something
   type: str
 stderr:
-  description: DNF's standard error.
-  returned: when DNF ran
+  description: DNF's standard error (also kept in I(transaction_log)).
+  returned: when DNF ran to its end while the module waited, and wrote something
   type: str
 diff:
   description: Installed NEVRAs before and after, one per line.

@@ -13,16 +13,27 @@ description:
     only triggers that changed count. Restart beats reload, many reloads are one reload, a
     unit that had to be started gets nothing more, and a unit that should be stopped ignores
     its triggers. A reload is never turned into a restart.
-  - "Order of a run: parameters, manager sync, observation, reload capability, decision,
-    enable/disable, run-state action, verification."
+  - "Order of a run: parameters, the unit's lock, manager sync, observation, reload
+    capability, decision, enable/disable, run-state action, verification."
+  - Runs for one unit are serialized, with each other and with richt.services.unit_override
+    runs for the same unit, by a lock file in the lock directory (C(/run/richt/lock) when run
+    as root), held from the first read of the unit's records to the end of verification. So
+    concurrent runs for one unit each carry out their own reaction instead of sharing one
+    systemd job. The lock is waited for within I(timeout); a run that cannot get it in time
+    fails, names the PID of the run holding it, and changes nothing.
   - "Manager sync: one C(systemctl daemon-reload) before deciding when systemd reports
-    C(NeedDaemonReload=yes), when a trigger reports a changed unit file
-    (richt.services.unit_override with C(daemon_reload: needed), richt.services.rpm_exact with
-    C(unit_files_changed)), when the host-wide record under C(/var/lib/richt) says a sync is
-    due, when the unit is not found after a package change, or when the unit files on disk and
-    the manager disagree about reload capability (C(CanReload)). NeedDaemonReload alone misses
-    changes: rpm restores a package's build-time mtime, so a downgraded unit file can differ
-    while systemd says no."
+    C(NeedDaemonReload=yes), when a changed trigger's result says the manager is behind its
+    unit files (C(daemon_reload: needed), or C(unit_files_changed: true) without
+    C(daemon_reload: performed)), when the host-wide record
+    C(/var/lib/richt/manager-sync-due) holds any entry, when the unit is not found after a
+    trigger reported C(package_changed), or when the unit files on disk and the manager
+    disagree about reload capability (C(CanReload)). NeedDaemonReload alone misses changes:
+    rpm restores a package's build-time mtime, so a downgraded unit file can differ while
+    systemd says no."
+  - "After its daemon-reload the module clears only the entries of the manager-sync record it
+    read before reloading; an entry added meanwhile stays due. A record that cannot be read
+    counts as due: the module reloads the manager (the reason names the file) and then
+    removes the record."
   - "Verification polls systemd until the goal holds, under the same deadline as the action:
     start, restart and reload must reach C(active) and stay there for 300 ms (a process that
     exits at once is caught); stop must reach C(inactive) or C(failed). A failure reports the
@@ -31,6 +42,18 @@ description:
     before it is attempted and cleared only after it was verified. A run that fails, times out
     or is interrupted leaves it, and the next run for the unit carries it out even if no
     trigger changed."
+  - "A recorded reaction is not carried out again when the unit is running and became active
+    after the reaction was recorded (for example a run that was killed after sending its
+    restart, a package scriptlet, or an administrator restarted it). I(pending_from_earlier_run)
+    then says C(already served), and outside check mode the record is cleared. This is decided on systemd's monotonic
+    clock and the boot ID, so a changed wall clock does not matter, and a unit running after a
+    reboot counts as started since."
+  - "A pending-reaction record that cannot be read or names no known reaction fails the task
+    with the file's path; which reaction was due is not guessed. Carry it out by hand and
+    remove the file."
+  - The state directories (C(/var/lib/richt), its C(pending) directory, and the lock
+    directory) are refused when they are owned by another user than the one running the module
+    or are writable by group or others; the error says how to fix them.
   - Talks to systemd over D-Bus (systemd's private socket, else the system bus) and falls back
     to C(systemctl) when neither answers. Needs no Python on the target.
 options:
@@ -54,8 +77,10 @@ options:
     type: bool
   timeout:
     description:
-      - One deadline for each action and its verification (a positive Go duration such as
-        C(5s), C(1m30s)). A timed-out task fails; systemd keeps a job it already accepted.
+      - One deadline for the whole run (a positive Go duration such as C(5s), C(1m30s)),
+        including the wait for the unit's lock, the daemon-reload, each action and its
+        verification. A timed-out task fails; systemd keeps a job it already accepted, and a
+        reaction already recorded as due stays recorded for the next run.
     type: str
     default: 5s
   restart_on:
@@ -156,9 +181,14 @@ triggers:
   type: list
   elements: str
 pending_from_earlier_run:
-  description: A reaction an earlier run recorded and this run carried out.
+  description:
+    - A reaction that an earlier run recorded and that was still due, as
+      C(REACTION due since TIME). I(reaction) and I(actions) show what this run did with it.
+    - "Followed by C(; already served: the unit became active after it was recorded) when the
+      unit had been (re)started since; the reaction is then not carried out again."
   returned: when there was one
   type: str
+  sample: "restart due since 2026-11-30T13:58:01Z; already served: the unit became active after it was recorded"
 daemon_reload_reasons:
   description: Why the manager was reloaded.
   returned: when a daemon-reload was due
@@ -170,12 +200,38 @@ reload_capable:
   type: dict
   sample: {capable: true, reason: "ExecReload= in /etc/systemd/system/demo.service.d/reload.conf"}
 main_pid:
-  description: The main PID after a start, restart or reload.
-  returned: after a run-state action
+  description: The unit's main PID after this run started or restarted it; never returned after a stop or a reload.
+  returned: after a verified start or restart, when systemd reports a main process
   type: int
 journal:
   description: The unit's last journal lines.
   returned: when an action failed
   type: list
   elements: str
+package_changed:
+  description: Always false; this module changes no package. Present so that every module's result can be read the same way.
+  returned: always
+  type: bool
+  sample: false
+unit_files_changed:
+  description: Always false; this module changes no unit file. Present so that every module's result can be read the same way.
+  returned: always
+  type: bool
+  sample: false
+daemon_reload:
+  description:
+    - C(performed) when this run reloaded systemd's manager (in check mode, when it would),
+      otherwise C(none).
+  returned: always
+  type: str
+  choices: [performed, none]
+  sample: none
+changed_at:
+  description:
+    - When the run changed something, on the target's clock, as RFC 3339 in UTC with
+      nanoseconds. Set whenever I(actions) is not empty, also when the task then failed;
+      absent in check mode.
+  returned: when the run took an action, outside check mode
+  type: str
+  sample: "2026-11-30T13:58:01.123456789Z"
 """

@@ -16,13 +16,27 @@ description:
   - Writes are atomic. A temporary file in the same directory is created private, given the
     final owner, group and mode, written, synced, and renamed over the target, and the
     directory is synced. A crash leaves the old or the new file, never a mix, and the content
-    is never readable with looser permissions than I(mode).
+    is never readable with looser permissions than I(mode). A temporary file that a killed
+    run left behind for the same path is removed on the next run.
   - When the content changed (created, updated or removed) and I(daemon_reload) is true, the
     module runs C(systemctl daemon-reload) exactly once. With I(daemon_reload=false) it returns
-    C(daemon_reload=needed) and records on the target (C(/var/lib/richt/manager-sync-due),
-    one host-wide record) that a sync is due; the next richt.services.systemd_lifecycle task
-    on the host performs it even without triggers. A change of mode, owner or group alone needs
-    no daemon-reload.
+    C(daemon_reload=needed) and adds an entry saying a sync is due to the host-wide record
+    C(/var/lib/richt/manager-sync-due); the next richt.services.systemd_lifecycle task on the
+    host performs it even without triggers. If the daemon-reload fails, the file stays
+    written, the entry is added the same way, and the task fails with C(daemon_reload=needed).
+    A change of mode, owner or group alone needs no daemon-reload.
+  - The manager-sync record keeps a separate entry for each writer (each run of this module or
+    of richt.services.rpm_exact that records a due sync). A daemon-reload by this module
+    clears only the entries that were recorded before it started; an entry added while it ran
+    stays due.
+  - Runs for one unit are serialized, with each other and with
+    richt.services.systemd_lifecycle runs for the same unit, by a lock file in the lock
+    directory (C(/run/richt/lock) when run as root). The lock is waited for within I(timeout);
+    a run that cannot get it in time fails, names the PID of the run holding it, and changes
+    nothing.
+  - The state directories (C(/var/lib/richt) and the lock directory) are refused when they are
+    owned by another user than the one running the module or are writable by group or others;
+    the error says how to fix them.
   - Reports whether the merged unit (fragment plus drop-ins in systemd's order) can reload.
   - Needs no Python on the target.
 options:
@@ -44,15 +58,24 @@ options:
         can state the path it expects, and the task fails if it differs.
     type: path
   mode:
-    description: The file mode, as an octal string such as C("0644") or C("0600").
+    description:
+      - The file mode, as an octal string such as C("0644") or C("0600").
+      - A mode that lets group or others write the file, or that sets the setuid, setgid or
+        sticky bit, is refused before anything is read or written; use C(0644) or stricter.
+      - When I(owner) is not root and the mode lets the owner write, the task warns that this
+        user can change what systemd runs as root (it is not refused).
     type: raw
     default: "0644"
   owner:
-    description: The file's owner, a name or a numeric uid.
+    description:
+      - The file's owner, a name or a numeric uid. It must exist on the target, also when given
+        as a number; an unknown owner fails the task before anything is written.
     type: str
     default: root
   group:
-    description: The file's group, a name or a numeric gid.
+    description:
+      - The file's group, a name or a numeric gid. It must exist on the target, also when given
+        as a number; an unknown group fails the task before anything is written.
     type: str
     default: root
   sensitive:
@@ -72,7 +95,9 @@ options:
     type: bool
     default: true
   timeout:
-    description: Deadline for the daemon-reload, a positive Go duration.
+    description:
+      - One deadline, a positive Go duration, for waiting for the unit's lock, the
+        daemon-reload, and updating the manager-sync record.
     type: str
     default: 30s
 attributes:
@@ -143,11 +168,38 @@ operation:
   returned: always
   type: str
   choices: [create, update, attributes, remove, none]
+package_changed:
+  description: Always false; this module changes no package. Present so that every module's result can be read the same way.
+  returned: always
+  type: bool
+  sample: false
+unit_files_changed:
+  description:
+    - Whether the file's content changed (created, updated or removed); a change of mode,
+      owner or group alone does not count. In check mode, the predicted value.
+    - One of the keys a later task's I(restart_on) or I(reload_on) reads.
+  returned: always
+  type: bool
+  sample: true
 daemon_reload:
-  description: C(performed) when the module reloaded the manager, C(needed) when it left that to a later task (recorded on the target), C(none) when the content did not change.
+  description:
+    - C(performed) when the module reloaded the manager after the content changed.
+    - C(needed) when it left the reload to a later task (I(daemon_reload=false), or the
+      daemon-reload failed); an entry in the manager-sync record on the target says so too.
+    - C(none) when the content did not change.
+    - In check mode, what the real run would report.
   returned: always
   type: str
   choices: [performed, needed, none]
+  sample: performed
+changed_at:
+  description:
+    - When the change was made, on the target's clock, as RFC 3339 in UTC with nanoseconds.
+    - Set whenever the task changed the file, a mode, owner or group change included; absent
+      in check mode.
+  returned: when the task changed the file, outside check mode
+  type: str
+  sample: "2026-11-30T13:58:01.123456789Z"
 reload_capable:
   description: Whether the merged unit can reload after the change, and which file decided it; null when it could not be determined (a warning says why).
   returned: always
