@@ -155,6 +155,35 @@ func TestUntrustedRecords(t *testing.T) {
 		assert.Contains(t, r.Msg(), "/var/lib/richt has mode 0777, writable by group or others")
 	})
 
+	t.Run("a changed, reloaded drop-in is not a package change", func(t *testing.T) {
+		// The shape of a unit_override result (it has an operation key, as rpm_exact's
+		// has): for a unit that is not found it must not cause a daemon-reload "after a
+		// package change".
+		dropIn := map[string]any{"changed": true, "operation": "update", "daemon_reload": "performed",
+			"unit_files_changed": true, "package_changed": false, "path": "/etc/systemd/system/ghost.service.d/x.conf"}
+		r := e.run(t, map[string]any{"unit": "ghost", "restart_on": []any{dropIn}})
+		require.True(t, r.Failed())
+		assert.Contains(t, r.Msg(), "not found")
+		assert.Empty(t, actions(r), "no daemon-reload")
+		// An rpm_exact result that changed a package does sync first.
+		pkg := map[string]any{"changed": true, "operation": "install-nevra", "package_changed": true, "unit_files_changed": false, "daemon_reload": "none"}
+		r = e.run(t, map[string]any{"unit": "ghost", "restart_on": []any{pkg}})
+		require.True(t, r.Failed())
+		assert.Equal(t, []string{"daemon-reload"}, actions(r))
+		assert.Contains(t, strings.Join(r.Strings("daemon_reload_reasons"), "\n"), "unit not found after a package change")
+	})
+
+	t.Run("main_pid only after a start or restart", func(t *testing.T) {
+		r := e.run(t, map[string]any{"unit": u, "state": "stopped"})
+		ok(t, r)
+		assert.Equal(t, []string{"stop"}, actions(r))
+		assert.NotContains(t, r, "main_pid")
+		r = e.run(t, map[string]any{"unit": u})
+		ok(t, r)
+		assert.Equal(t, []string{"start"}, actions(r))
+		assert.NotZero(t, r["main_pid"])
+	})
+
 	t.Run("state directory owned by another user: refused", func(t *testing.T) {
 		e.t.MustExec(t, "chown", "nobody", "/var/lib/richt")
 		defer e.t.MustExec(t, "chown", "root", "/var/lib/richt")
