@@ -218,6 +218,23 @@ func (b *Bus) SetEnabled(ctx context.Context, unit string, enabled bool) error {
 	return b.DaemonReload(ctx)
 }
 
+// SetMasked implements Systemd, then reloads the manager as systemctl mask does.
+func (b *Bus) SetMasked(ctx context.Context, unit string, masked bool) error {
+	c, err := b.conn(ctx)
+	if err != nil {
+		return err
+	}
+	if masked {
+		_, err = c.MaskUnitFilesContext(ctx, []string{unit}, false, false)
+	} else {
+		_, err = c.UnmaskUnitFilesContext(ctx, []string{unit}, false)
+	}
+	if err != nil {
+		return fmt.Errorf("set masked=%v over D-Bus: %w", masked, err)
+	}
+	return b.DaemonReload(ctx)
+}
+
 // Journal implements Systemd through journalctl.
 func (b *Bus) Journal(ctx context.Context, unit string, lines int) []string {
 	return b.Fallback.Journal(ctx, unit, lines)

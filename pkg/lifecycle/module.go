@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/health"
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
@@ -37,6 +39,59 @@ type Deps struct {
 	Lock lock.Func
 	// Now reads systemd's clock (package stamp); nil means stamp.Now.
 	Now func() (stamp.Stamp, error)
+	// Clock times settle waits and polls; nil means the real clock. Tests inject one
+	// that does not sleep.
+	Clock Clock
+	// Poll is how often a unit is observed while an action is verified (0: 50 ms).
+	Poll time.Duration
+	// Prober runs health probes; nil means health.Wait every 100 ms.
+	Prober Prober
+}
+
+// Clock is the time source of verification.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Prober runs a probe until it passes or ctx ends.
+type Prober interface {
+	Wait(ctx context.Context, p health.Probe) (attempts int, err error)
+}
+
+type netProber struct{}
+
+// probeEvery is how often a failing probe is tried again within the deadline.
+const probeEvery = 100 * time.Millisecond
+
+func (netProber) Wait(ctx context.Context, p health.Probe) (int, error) {
+	return health.Wait(ctx, p, probeEvery)
+}
+
+func (d Deps) clk() Clock {
+	if d.Clock != nil {
+		return d.Clock
+	}
+	return realClock{}
+}
+
+func (d Deps) poll() time.Duration {
+	if d.Poll > 0 {
+		return d.Poll
+	}
+	return 50 * time.Millisecond
+}
+
+func (d Deps) prober() Prober {
+	if d.Prober != nil {
+		return d.Prober
+	}
+	return netProber{}
 }
 
 // State is a unit's state as results report it.
@@ -71,6 +126,7 @@ type Result struct {
 	SyncReasons   []string             `json:"daemon_reload_reasons,omitempty"`
 	ReloadCapable *unitfile.Capability `json:"reload_capable,omitempty"`
 	MainPID       int                  `json:"main_pid,omitempty"`
+	Health        *HealthResult        `json:"health,omitempty"`
 	Journal       []string             `json:"journal,omitempty"`
 	Diff          *ansible.Diff        `json:"diff,omitempty"`
 
@@ -78,6 +134,13 @@ type Result struct {
 	// daemon_reload is performed when this run reloaded the manager; changed_at when the
 	// run changed anything.
 	contract.Change
+}
+
+// HealthResult is what the health probe found.
+type HealthResult struct {
+	Probe    string `json:"probe"`
+	Attempts int    `json:"attempts"`
+	Healthy  bool   `json:"healthy"`
 }
 
 // Spec is systemd_lifecycle's parameter contract.
@@ -92,10 +155,35 @@ func Spec() *ansible.Spec {
 			{Name: "restart_on", Kind: ansible.List, Summarize: reaction.Summarize("restart_on"), Help: "triggers (JSON results or true/false) that restart a running unit"},
 			{Name: "reload_on", Kind: ansible.List, Summarize: reaction.Summarize("reload_on"), Help: "triggers (JSON results or true/false) that reload a running unit"},
 			{Name: "allow_missing", Kind: ansible.Bool, Default: false, Help: "a missing unit is fine when stopped and not enabled are wanted"},
+			{Name: "masked", Kind: ansible.Bool, Help: "mask (stopping it first) or unmask the unit (omit to leave as is)"},
+			{Name: "settle", Kind: ansible.Str, Help: "how long the unit must stay active after an action (default 300ms after a start or restart, 0s after a reload)"},
+			{Name: "health", Kind: ansible.Raw, Help: "one probe: {tcp: HOST:PORT}, {http: URL} or {banner: HOST:PORT, expect: TEXT}"},
 		},
 		Check: func(v ansible.Values) error {
 			if _, err := unitname.Normalize(v.String("unit")); err != nil {
 				return err
+			}
+			if m := v.OptBool("masked"); m != nil && *m {
+				if v.String("state") == "running" {
+					return fmt.Errorf("masked: true cannot be combined with state: running (a masked unit cannot be started); use state: stopped")
+				}
+				if e := v.OptBool("enabled"); e != nil && *e {
+					return fmt.Errorf("masked: true cannot be combined with enabled: true (a masked unit cannot be enabled)")
+				}
+			}
+			if v.IsSet("settle") {
+				if _, err := timeout.ParseNonNegative(v.String("settle")); err != nil {
+					return fmt.Errorf("settle: %w", err)
+				}
+			}
+			if v.IsSet("health") {
+				m, ok := v.Raw("health").(map[string]any)
+				if !ok {
+					return fmt.Errorf("health: must be a mapping with one of tcp, http or banner")
+				}
+				if _, err := health.Parse(m); err != nil {
+					return err
+				}
 			}
 			_, err := reaction.Parse(v.List("restart_on"), v.List("reload_on"))
 			return err
@@ -103,83 +191,133 @@ func Spec() *ansible.Spec {
 	}
 }
 
-// Handler returns systemd_lifecycle's behaviour over the given side effects.
+// Handler returns systemd_lifecycle's behaviour over the given side effects:
+// prepare (lock, records, observation, manager sync, reload capability) → Decide (pure)
+// → check mode reports the plan, or Apply carries it out and verifies it.
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
-		unit, _ := unitname.Normalize(req.Params.String("unit")) // validated by Spec.Check
+		w := wantFrom(req.Params)
 		trig, _ := reaction.Parse(req.Params.List("restart_on"), req.Params.List("reload_on"))
 		limit := req.Params.Duration("timeout")
 		ctx, cancel := timeout.Deadline(ctx, limit)
 		defer cancel()
-		res := &Result{Unit: unit, Actions: []string{}, Reaction: reaction.None, Triggers: []string{}}
+		res := &Result{Unit: w.Unit, Actions: []string{}, Reaction: reaction.None, Triggers: []string{}}
 		// One run per unit at a time, from the first read of its records to the end of
 		// its verification: a run's reaction is never merged into a job another run
 		// started, and no run reads or clears another's pending reaction half-way.
 		if d.Lock != nil {
-			release, err := d.Lock(ctx, lock.Unit(unit))
+			release, err := d.Lock(ctx, lock.Unit(w.Unit))
 			if err != nil {
-				return res, fmt.Errorf("another run for %s did not finish within the timeout of %s: %w", unit, limit, err)
+				return res, fmt.Errorf("another run for %s did not finish within the timeout of %s: %w", w.Unit, limit, err)
 			}
 			defer release()
 		}
-		r := &run{
-			Deps: d, req: req, unit: unit, trig: trig, limit: limit,
-			wantRunning: req.Params.String("state") == "running",
-			enabled:     req.Params.OptBool("enabled"),
-			res:         res,
-		}
+		r := &run{Deps: d, req: req, want: w, trig: trig, limit: limit, res: res}
 		err := r.do(ctx)
 		if err != nil && timeout.Expired(err) {
 			err = fmt.Errorf("%w (timeout %s)", err, limit)
 		}
-		r.res.Changed = len(r.res.Actions) > 0
-		if r.res.Changed && !req.CheckMode {
-			r.res.Stamp(time.Now())
+		res.Changed = len(res.Actions) > 0
+		if res.Changed && !req.CheckMode {
+			res.Stamp(time.Now())
 		}
-		if r.res.Before != nil && r.res.After != nil {
-			r.res.Diff = &ansible.Diff{
-				Before: r.res.Before.text(), After: r.res.After.text(),
-				BeforeHeader: unit + " (before)", AfterHeader: unit + " (after)",
+		if res.Before != nil && res.After != nil {
+			res.Diff = &ansible.Diff{
+				Before: res.Before.text(), After: res.After.text(),
+				BeforeHeader: w.Unit + " (before)", AfterHeader: w.Unit + " (after)",
 			}
 		}
-		return r.res, err
+		return res, err
 	}
+}
+
+// wantFrom reads the validated parameters.
+func wantFrom(v ansible.Values) Want {
+	unit, _ := unitname.Normalize(v.String("unit")) // validated by Spec.Check
+	w := Want{
+		Unit: unit, Running: v.String("state") == "running",
+		Enabled: v.OptBool("enabled"), Masked: v.OptBool("masked"),
+		AllowMissing: v.Bool("allow_missing"), ReloadOn: len(v.List("reload_on")) > 0,
+	}
+	if v.IsSet("settle") {
+		d, _ := timeout.ParseNonNegative(v.String("settle"))
+		w.Settle = &d
+	}
+	if m, ok := v.Raw("health").(map[string]any); ok {
+		p, _ := health.Parse(m)
+		w.Health = &p
+	}
+	return w
 }
 
 type run struct {
 	Deps
-	synced      durable.Sync     // the manager-sync record as read, cleared after a reload
-	now         stamp.Stamp      // systemd's clock, read when a pending reaction is involved
-	served      *durable.Pending // a pending reaction found already served
-	req         *ansible.Request
-	unit        string
-	trig        reaction.Triggers
-	limit       time.Duration
-	wantRunning bool
-	enabled     *bool
-	res         *Result
+	req     *ansible.Request
+	want    Want
+	trig    reaction.Triggers
+	limit   time.Duration
+	res     *Result
+	synced  durable.Sync     // the manager-sync record as read, cleared after a reload
+	now     stamp.Stamp      // systemd's clock, read when a pending reaction is involved
+	pending *durable.Pending // a record of a reaction still due (served or not)
 }
 
 func (r *run) check() bool { return r.req.CheckMode }
 
-func (r *run) act(a string) { r.res.Actions = append(r.res.Actions, a) }
+func (r *run) act(s Step) { r.res.Actions = append(r.res.Actions, string(s)) }
 
 func (r *run) do(ctx context.Context) error {
+	f, err := r.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := Decide(r.want, f)
+	if err != nil {
+		return err
+	}
+	if r.check() {
+		r.report(p)
+		return nil
+	}
+	return r.apply(ctx, p, f)
+}
+
+// report is check mode's answer: the plan's steps and the state they lead to.
+func (r *run) report(p Plan) {
+	for _, s := range p.Steps {
+		r.act(s)
+	}
+	r.res.Reaction = p.Reaction
+	for _, w := range p.Warnings {
+		r.req.Warn("%s", w)
+	}
+	r.res.After.State = map[bool]string{true: "running", false: "stopped"}[p.After.Running]
+	r.res.After.Enabled = p.After.Enabled
+	if p.After.Masked {
+		r.res.After.LoadState, r.res.After.UnitFileState = "masked", "masked"
+	}
+	if p.Reobserve {
+		r.req.Warn("%s: check mode shows the unmask only; what follows it is decided once the unit is loaded", r.want.Unit)
+	}
+}
+
+// prepare reads the records, observes the unit, syncs the manager when due and derives
+// the facts the plan is decided from.
+func (r *run) prepare(ctx context.Context) (Facts, error) {
+	var f Facts
 	recorded, err := r.Store.ManagerSync()
 	if err != nil {
-		return err
+		return f, err
 	}
-	pending, err := r.Store.GetPending(r.unit)
-	if err != nil {
-		return err
+	if r.pending, err = r.Store.GetPending(r.want.Unit); err != nil {
+		return f, err
 	}
-	obs, err := r.Systemd.Show(ctx, r.unit)
+	obs, err := r.Systemd.Show(ctx, r.want.Unit)
 	if err != nil {
-		return err
+		return f, err
 	}
 	r.synced = recorded
-	r.res.Before = stateOf(obs)
-	r.res.After = stateOf(obs)
+	r.res.Before, r.res.After = stateOf(obs), stateOf(obs)
 
 	// Manager sync. NeedDaemonReload alone misses changes (rpm restores old mtimes on a
 	// downgrade; systemd 252 misses a first drop-in in a new directory), hence the
@@ -200,72 +338,55 @@ func (r *run) do(ctx context.Context) error {
 	synced := len(why) > 0
 	if synced {
 		if obs, err = r.sync(ctx, obs, why); err != nil {
-			return err
+			return f, err
 		}
 	}
 
+	pending := r.pending
 	if pending != nil {
 		r.res.Pending = fmt.Sprintf("%s due since %s", pending.Reaction, pending.Since.Format(time.RFC3339))
 		if r.now, err = r.clock(); err != nil {
-			return err
+			return f, err
 		}
 		if pending.ServedBy(r.now, obs.Running(), obs.ActiveEnterMono) {
 			// The unit became active after the reaction was recorded (a run killed after
 			// sending its restart, a package scriptlet, an administrator): that start
 			// loaded everything the reaction was for. Do not do it twice.
 			r.res.Pending += "; already served: the unit became active after it was recorded"
-			r.served = pending
+			f.Served = true
 			pending = nil
 		}
 	}
-	due := reaction.Due(r.trig, pendingKind(pending))
+	f.Pending = pending != nil
+	f.Due = reaction.Due(r.trig, pendingKind(pending))
 	r.res.Triggers = labels(r.trig, pending)
+	f.SyncPredicted = r.check() && synced
 
-	if done, err := r.checkLoadState(obs, due, pending); done || err != nil {
-		return err
-	}
-	if obs, err = r.checkReloadCapable(ctx, obs, synced); err != nil {
-		return err
-	}
-	if obs, err = r.enablement(ctx, obs); err != nil {
-		return err
-	}
-	return r.runState(ctx, obs, due, pending)
-}
-
-// checkLoadState fails for states that cannot be acted on; done means nothing more to do.
-func (r *run) checkLoadState(obs Props, due reaction.Kind, pending *durable.Pending) (bool, error) {
-	switch obs.LoadState {
-	case "loaded":
-		return false, nil
-	case "not-found":
-		if r.req.Params.Bool("allow_missing") && !r.wantRunning && (r.enabled == nil || !*r.enabled) {
-			if due != reaction.None {
-				r.res.Reaction = reaction.Ignored
+	// Reload capability, whenever reload_on is declared, also when no trigger changed, so
+	// a unit that cannot reload fails before it ever needs to.
+	if r.want.ReloadOn && obs.LoadState == "loaded" {
+		c, err := r.capability(obs, synced)
+		if err != nil {
+			return f, err
+		}
+		// The files say one thing and the manager another: the manager has not loaded a
+		// change that NeedDaemonReload did not flag (rpm restores old mtimes). Sync it
+		// now, before deciding, rather than send a reload it cannot run.
+		if c.Capable != obs.CanReload && !synced {
+			if obs, err = r.sync(ctx, obs, []string{fmt.Sprintf("unit files on disk say reload-capable=%v, the manager says CanReload=%v", c.Capable, obs.CanReload)}); err != nil {
+				return f, err
 			}
-			if pending != nil && !r.check() {
-				return true, r.Store.ClearPending(r.unit)
+			synced = true
+			f.SyncPredicted = r.check()
+			if c, err = r.capability(obs, synced); err != nil {
+				return f, err
 			}
-			return true, nil
 		}
-		hint := ""
-		if !r.wantRunning && (r.enabled == nil || !*r.enabled) {
-			hint = " (set allow_missing: true if a missing unit is fine here)"
-		}
-		if r.check() && len(r.res.SyncReasons) > 0 {
-			hint += "; in check mode the daemon-reload that might load it was not performed"
-		}
-		return true, fmt.Errorf("unit %s not found (LoadState=not-found): expected a unit file for it%s", r.unit, hint)
-	case "masked":
-		if r.wantRunning {
-			return true, fmt.Errorf("unit %s is masked: it cannot be running; unmask it (systemctl unmask %s) or ask for state: stopped", r.unit, r.unit)
-		}
-		if r.enabled != nil && *r.enabled {
-			return true, fmt.Errorf("unit %s is masked: it cannot be enabled; unmask it first", r.unit)
-		}
-		return false, nil
+		r.res.ReloadCapable = &c
+		f.Capability = &c
 	}
-	return true, fmt.Errorf("unit %s has LoadState=%s: systemd could not load it; check the unit file (systemctl status %s, journalctl -u %s)", r.unit, obs.LoadState, r.unit, r.unit)
+	f.Unit = obs
+	return f, nil
 }
 
 // sync reloads systemd's manager (a change, reported as the daemon-reload action) and
@@ -273,54 +394,24 @@ func (r *run) checkLoadState(obs Props, due reaction.Kind, pending *durable.Pend
 // it was.
 func (r *run) sync(ctx context.Context, obs Props, why []string) (Props, error) {
 	r.res.SyncReasons = append(r.res.SyncReasons, why...)
-	r.act("daemon-reload")
+	r.res.Actions = append(r.res.Actions, "daemon-reload")
+	r.res.DaemonReload = contract.ReloadPerformed // in check mode, as the real run would report
 	if r.check() {
-		r.res.DaemonReload = contract.ReloadPerformed // as the real run would report
 		return obs, nil
 	}
 	if err := r.Systemd.DaemonReload(ctx); err != nil {
 		return Props{}, fmt.Errorf("daemon-reload: %w", err)
 	}
-	r.res.DaemonReload = contract.ReloadPerformed
 	// Only the entries read before the reload are cleared: one recorded since stays due.
 	if err := r.Store.ClearManagerSync(ctx, r.synced); err != nil {
 		return Props{}, err
 	}
 	r.synced = durable.Sync{}
-	obs, err := r.Systemd.Show(ctx, r.unit)
+	obs, err := r.Systemd.Show(ctx, r.want.Unit)
 	if err != nil {
 		return Props{}, err
 	}
 	r.res.After = stateOf(obs)
-	return obs, nil
-}
-
-// checkReloadCapable runs whenever reload_on is declared, also when no trigger changed,
-// so a unit that cannot reload fails before it ever needs to.
-func (r *run) checkReloadCapable(ctx context.Context, obs Props, synced bool) (Props, error) {
-	if len(r.req.Params.List("reload_on")) == 0 {
-		return obs, nil
-	}
-	c, err := r.capability(obs, synced)
-	if err != nil {
-		return obs, err
-	}
-	// The files say one thing and the manager another: the manager has not loaded a
-	// change that NeedDaemonReload did not flag (rpm restores old mtimes). Sync it now,
-	// before deciding, rather than send a reload it cannot run.
-	if c.Capable != obs.CanReload && !synced {
-		if obs, err = r.sync(ctx, obs, []string{fmt.Sprintf("unit files on disk say reload-capable=%v, the manager says CanReload=%v", c.Capable, obs.CanReload)}); err != nil {
-			return obs, err
-		}
-		synced = true
-		if c, err = r.capability(obs, synced); err != nil {
-			return obs, err
-		}
-	}
-	r.res.ReloadCapable = &c
-	if !c.Capable {
-		return obs, fmt.Errorf("reload_on needs %s to be reload-capable, and it is not: %s. Add ExecReload= (for example with a unit_override drop-in) or use restart_on; a reload is never turned into a restart", r.unit, c.Reason)
-	}
 	return obs, nil
 }
 
@@ -329,96 +420,150 @@ func (r *run) capability(obs Props, synced bool) (unitfile.Capability, error) {
 	var err error
 	if r.check() && synced {
 		// Nothing was reloaded in check mode: read what the manager would load.
-		frag, dropIns := unitfile.Files(r.Root, r.unit)
+		frag, dropIns := unitfile.Files(r.Root, r.want.Unit)
 		sources, err = unitfile.ReadSources(r.Root, frag, dropIns)
 	} else {
 		sources, err = unitfile.ReadSources(r.Root, obs.FragmentPath, obs.DropInPaths)
 	}
 	if err != nil {
-		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", r.unit, err)
+		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", r.want.Unit, err)
 	}
 	c, err := unitfile.Reloadable(sources)
 	if err != nil {
-		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", r.unit, err)
+		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", r.want.Unit, err)
 	}
 	return c, nil
 }
 
-var unobservable = map[string]bool{"static": true, "indirect": true, "generated": true, "transient": true, "alias": true}
+// apply carries out a plan step by step. After a step that changes what the rest was
+// decided from (unmask, enable, disable), it observes again and decides again, so the
+// run-state action always comes from the state observed immediately before acting.
+func (r *run) apply(ctx context.Context, p Plan, f Facts) error {
+	for _, w := range p.Warnings {
+		r.req.Warn("%s", w)
+	}
+	r.res.Reaction = p.Reaction
+	for rounds := 0; len(p.Steps) > 0; rounds++ {
+		if rounds > len(allSteps) {
+			return fmt.Errorf("%s: the plan did not converge after %v (a bug: please report it)", r.want.Unit, r.res.Actions)
+		}
+		step := p.Steps[0]
+		if !isRunStep(step) || step == StepStop && len(p.Steps) > 1 {
+			// Configuration steps (and the stop before a mask) are verified one by one.
+			obs, err := r.configure(ctx, step)
+			if err != nil {
+				return err
+			}
+			f.Unit = obs
+			if step == StepStop || step == StepMask {
+				p.Steps = p.Steps[1:]
+				continue
+			}
+			want := r.want
+			if step == StepUnmask {
+				want.Masked = nil
+			}
+			if f.Capability == nil && want.ReloadOn && obs.LoadState == "loaded" {
+				c, err := r.capability(obs, true)
+				if err != nil {
+					return err
+				}
+				r.res.ReloadCapable, f.Capability = &c, &c
+			}
+			next, err := Decide(want, f)
+			if err != nil {
+				return err
+			}
+			for _, w := range next.Warnings {
+				if step == StepUnmask {
+					r.req.Warn("%s", w)
+				}
+			}
+			r.res.Reaction = next.Reaction
+			p = next
+			continue
+		}
+		return r.runState(ctx, p, f, step)
+	}
+	return r.converged(ctx, p)
+}
 
-func (r *run) enablement(ctx context.Context, obs Props) (Props, error) {
-	if r.enabled == nil || obs.LoadState == "masked" {
-		return obs, nil
-	}
-	want := *r.enabled
-	cur := obs.Enabled()
-	if cur == nil {
-		st := obs.UnitFileState
-		if st == "" {
-			st = "empty"
+var allSteps = []Step{StepStop, StepMask, StepUnmask, StepEnable, StepDisable, StepStart, StepRestart, StepReload}
+
+func isRunStep(s Step) bool {
+	return s == StepStart || s == StepStop || s == StepRestart || s == StepReload
+}
+
+// configure carries out one configuration step (or the stop before a mask) and verifies it.
+func (r *run) configure(ctx context.Context, step Step) (Props, error) {
+	r.act(step)
+	unit := r.want.Unit
+	var err error
+	switch step {
+	case StepEnable, StepDisable:
+		err = r.Systemd.SetEnabled(ctx, unit, step == StepEnable)
+	case StepMask, StepUnmask:
+		err = r.Systemd.SetMasked(ctx, unit, step == StepMask)
+	case StepStop:
+		if err = r.Systemd.Job(ctx, string(StepStop), unit); err == nil {
+			var final Props
+			if final, err = r.verify(ctx, reaction.Stop, 0); err == nil {
+				return final, nil
+			}
+			return final, r.failure(reaction.Stop, reaction.None, nil, err)
 		}
-		if !unobservable[st] {
-			r.req.Warn("%s: enabled=%v not applied: unit file state %q is not one that can be enabled or disabled", r.unit, want, st)
-		} else {
-			r.req.Warn("%s: enabled=%v has no effect: its unit file state is %s, so enablement is not observable and not drift", r.unit, want, st)
-		}
-		return obs, nil
+		return Props{}, r.failure(reaction.Stop, reaction.None, err, nil)
 	}
-	if *cur == want {
-		return obs, nil
+	if err != nil {
+		return Props{}, fmt.Errorf("%s %s: %w", step, unit, err)
 	}
-	verb := map[bool]string{true: "enable", false: "disable"}[want]
-	r.act(verb)
-	if r.check() {
-		r.res.After.Enabled = &want
-		return obs, nil
-	}
-	if err := r.Systemd.SetEnabled(ctx, r.unit, want); err != nil {
-		return obs, fmt.Errorf("%s %s: %w", verb, r.unit, err)
-	}
-	// Observe again before deciding whether to start: enablement has its own verification.
-	obs, err := r.Systemd.Show(ctx, r.unit)
+	obs, err := r.Systemd.Show(ctx, unit)
 	if err != nil {
 		return obs, err
 	}
 	r.res.After = stateOf(obs)
-	if got := obs.Enabled(); got == nil || *got != want {
-		return obs, fmt.Errorf("%s %s: systemctl succeeded but UnitFileState is %q", verb, r.unit, obs.UnitFileState)
+	switch step {
+	case StepEnable, StepDisable:
+		if got := obs.Enabled(); got == nil || *got != (step == StepEnable) {
+			return obs, fmt.Errorf("%s %s: systemd accepted it but UnitFileState is %q", step, unit, obs.UnitFileState)
+		}
+	case StepMask:
+		if obs.LoadState != "masked" {
+			return obs, fmt.Errorf("mask %s: systemd accepted it but LoadState is %q", unit, obs.LoadState)
+		}
+	case StepUnmask:
+		if obs.LoadState == "masked" {
+			return obs, fmt.Errorf("unmask %s: systemd accepted it but the unit is still masked (a mask in /run or /usr is not the administrator's to remove)", unit)
+		}
 	}
 	return obs, nil
 }
 
-func (r *run) runState(ctx context.Context, obs Props, due reaction.Kind, pending *durable.Pending) error {
-	action, kind := reaction.Decide(r.wantRunning, obs.Running(), due)
-	r.res.Reaction = kind
-	if action == reaction.NoAction {
-		if ((pending != nil && kind == reaction.Ignored) || r.served != nil) && !r.check() {
-			return r.Store.ClearPending(r.unit)
-		}
-		return nil
-	}
-	r.act(string(action))
-	if r.check() {
-		r.res.After.State = map[bool]string{true: "running", false: "stopped"}[action != reaction.Stop]
-		return nil
-	}
-	// Record a due reaction before acting, so nothing is lost if this run fails or stops.
-	if due != reaction.None && r.wantRunning {
+// runState carries out the run-state step: the reaction is recorded first, so nothing is
+// lost if this run fails or stops; then the job, its verification, and the probe.
+func (r *run) runState(ctx context.Context, p Plan, f Facts, step Step) error {
+	action := reaction.Action(step)
+	r.act(step)
+	if p.RecordPending {
 		at, err := r.clock()
 		if err != nil {
 			return err
 		}
-		if err := r.Store.SetPending(r.unit, durable.Pending{Reaction: string(due), Triggers: r.res.Triggers, Since: since(pending), At: at}); err != nil {
+		if err := r.Store.SetPending(r.want.Unit, durable.Pending{Reaction: string(f.Due), Triggers: r.res.Triggers, Since: since(r.pending), At: at}); err != nil {
 			return err
 		}
 	}
-	jobErr := r.Systemd.Job(ctx, string(action), r.unit)
+	jobErr := r.Systemd.Job(ctx, string(action), r.want.Unit)
 	var final Props
 	var err error
 	if jobErr == nil {
-		final, err = r.verify(ctx, action)
+		final, err = r.verify(ctx, action, p.Settle)
 	}
 	if jobErr != nil || err != nil {
+		due := reaction.None
+		if p.RecordPending {
+			due = f.Due
+		}
 		return r.failure(action, due, jobErr, err)
 	}
 	// verify already recorded the final state in r.res.After. main_pid is the process a
@@ -426,15 +571,52 @@ func (r *run) runState(ctx context.Context, obs Props, due reaction.Kind, pendin
 	if action == reaction.Start || action == reaction.RestartIt {
 		r.res.MainPID = final.MainPID
 		if pr, ok := r.Systemd.(PIDReader); ok {
-			if pid, err := pr.MainPID(ctx, r.unit); err == nil {
+			if pid, err := pr.MainPID(ctx, r.want.Unit); err == nil {
 				r.res.MainPID = pid
 			}
 		}
 	}
-	if due != reaction.None || pending != nil || r.served != nil {
-		return r.Store.ClearPending(r.unit)
+	// The reaction is carried out: clear it before probing, since a failing probe never
+	// restarts anything by itself.
+	if p.RecordPending || p.ClearPending {
+		if err := r.Store.ClearPending(r.want.Unit); err != nil {
+			return err
+		}
 	}
-	return nil
+	return r.probe(ctx, p)
+}
+
+// converged finishes a plan without a run-state step: pending records it settled are
+// cleared, and a unit that should run is probed.
+func (r *run) converged(ctx context.Context, p Plan) error {
+	if p.ClearPending {
+		if err := r.Store.ClearPending(r.want.Unit); err != nil {
+			return err
+		}
+	}
+	return r.probe(ctx, p)
+}
+
+// probe runs the plan's health probe until it passes or the deadline ends.
+func (r *run) probe(ctx context.Context, p Plan) error {
+	if p.Probe == nil {
+		return nil
+	}
+	attempts, err := r.prober().Wait(ctx, *p.Probe)
+	r.res.Health = &HealthResult{Probe: p.Probe.String(), Attempts: attempts, Healthy: err == nil}
+	if err == nil {
+		return nil
+	}
+	jctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	r.res.Journal = r.Systemd.Journal(jctx, r.want.Unit, 15)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s is active but not healthy: probe %s failed after %d attempt(s) within the timeout of %s: %v; nothing was restarted",
+		r.want.Unit, p.Probe, attempts, r.limit, err)
+	if len(r.res.Journal) > 0 {
+		b.WriteString("; last journal lines:\n" + strings.Join(r.res.Journal, "\n"))
+	}
+	return errors.New(b.String())
 }
 
 // clock reads systemd's clock once per run.
@@ -461,58 +643,63 @@ func since(p *durable.Pending) time.Time {
 	return time.Now().UTC()
 }
 
-// settle is how long a started unit must stay active to count: a Type=simple service
-// whose process exits at once is "active" for a moment after systemctl start returns.
-const settle = 300 * time.Millisecond
-
-// verify polls the unit until the action's goal holds, within the task's deadline.
-func (r *run) verify(ctx context.Context, action reaction.Action) (Props, error) {
-	var activeSince time.Time
+// verify polls the unit until the action's goal has held for settle, within the task's
+// deadline: active with one invocation for start, restart and reload; inactive or failed
+// for stop.
+func (r *run) verify(ctx context.Context, action reaction.Action, settle time.Duration) (Props, error) {
+	clk := r.clk()
+	var since time.Time
+	var invocation string
 	var last Props
 	for {
-		p, err := r.Systemd.Show(ctx, r.unit)
+		p, err := r.Systemd.Show(ctx, r.want.Unit)
 		if err != nil {
 			return last, fmt.Errorf("verify %s: %w", action, err)
 		}
 		last = p
 		r.res.After = stateOf(p)
-		now := time.Now()
+		now := clk.Now()
+		holds := false
 		if action == reaction.Stop {
-			if p.ActiveState == "inactive" || p.ActiveState == "failed" {
-				return p, nil
-			}
+			holds = p.ActiveState == "inactive" || p.ActiveState == "failed"
 		} else {
 			switch p.ActiveState {
 			case "active":
-				if activeSince.IsZero() {
-					activeSince = now
-				}
-				dl, ok := ctx.Deadline()
-				if now.Sub(activeSince) >= settle || (ok && dl.Sub(now) < 2*pollEvery) {
-					return p, nil
-				}
+				holds = true
 			case "failed", "inactive":
-				return p, fmt.Errorf("%s did not stay up after %s: ActiveState=%s SubState=%s", r.unit, action, p.ActiveState, p.SubState)
-			default:
-				activeSince = time.Time{}
+				return p, fmt.Errorf("%s did not stay up after %s: ActiveState=%s SubState=%s", r.want.Unit, action, p.ActiveState, p.SubState)
+			}
+			if holds && invocation != "" && p.InvocationID != invocation {
+				return p, fmt.Errorf("%s was started again while it settled after %s (invocation %s, then %s): it does not stay up", r.want.Unit, action, invocation, p.InvocationID)
+			}
+		}
+		if !holds {
+			since, invocation = time.Time{}, ""
+		} else {
+			if since.IsZero() {
+				since, invocation = now, p.InvocationID
+			}
+			if now.Sub(since) >= settle {
+				return p, nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return p, fmt.Errorf("%s of %s not verified: still ActiveState=%s SubState=%s: %w", action, r.unit, p.ActiveState, p.SubState, ctx.Err())
-		case <-time.After(pollEvery):
+			if holds {
+				return p, fmt.Errorf("%s of %s not verified: it was active for %s of the settle time of %s when the deadline passed: %w", action, r.want.Unit, now.Sub(since).Round(time.Millisecond), settle, ctx.Err())
+			}
+			return p, fmt.Errorf("%s of %s not verified: still ActiveState=%s SubState=%s: %w", action, r.want.Unit, p.ActiveState, p.SubState, ctx.Err())
+		case <-clk.After(r.poll()):
 		}
 	}
 }
-
-const pollEvery = 50 * time.Millisecond
 
 func (r *run) failure(action reaction.Action, due reaction.Kind, jobErr, verifyErr error) error {
 	// The deadline has usually passed: journal and last state get a short one of their own.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	r.res.Journal = r.Systemd.Journal(ctx, r.unit, 15)
-	if p, err := r.Systemd.Show(ctx, r.unit); err == nil {
+	r.res.Journal = r.Systemd.Journal(ctx, r.want.Unit, 15)
+	if p, err := r.Systemd.Show(ctx, r.want.Unit); err == nil {
 		r.res.After = stateOf(p)
 	}
 	err := verifyErr
@@ -524,17 +711,17 @@ func (r *run) failure(action reaction.Action, due reaction.Kind, jobErr, verifyE
 	if action == reaction.Stop {
 		want = "inactive or failed"
 	}
-	fmt.Fprintf(&b, "%s %s failed: expected %s, observed %s/%s: %v", action, r.unit, want, r.res.After.active, r.res.After.sub, err)
+	fmt.Fprintf(&b, "%s %s failed: expected %s, observed %s/%s: %v", action, r.want.Unit, want, r.res.After.active, r.res.After.sub, err)
 	if timeout.Expired(err) {
 		fmt.Fprintf(&b, "; the deadline of %s passed; systemd keeps any job it already accepted (it is not rolled back)", r.limit)
 	}
-	if due != reaction.None && r.wantRunning {
-		fmt.Fprintf(&b, "; the %s stays due and the next run for %s carries it out", due, r.unit)
+	if due != reaction.None {
+		fmt.Fprintf(&b, "; the %s stays due and the next run for %s carries it out", due, r.want.Unit)
 	}
 	if len(r.res.Journal) > 0 {
 		b.WriteString("; last journal lines:\n" + strings.Join(r.res.Journal, "\n"))
 	}
-	return fmt.Errorf("%s", b.String())
+	return errors.New(b.String())
 }
 
 func pendingKind(p *durable.Pending) reaction.Kind {

@@ -3,8 +3,11 @@ package lifecycle
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,6 +15,7 @@ import (
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/health"
 	"github.com/richt/services/pkg/override"
 	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/stamp"
@@ -22,11 +26,35 @@ type fakeSystemd struct {
 	p       Props
 	calls   []string
 	jobFail string // action that fails
+	// dieAfter: the unit fails on the Nth observation after a start or restart (a
+	// process that exits a moment after it started).
+	dieAfter int
+	// reinvokeAfter: systemd restarts the unit by itself on the Nth observation after a
+	// start (Restart=always behind a crashing process).
+	reinvokeAfter int
+	shows         int
+	started       int
 }
 
 func (f *fakeSystemd) Show(context.Context, string) (Props, error) {
 	f.calls = append(f.calls, "show")
+	f.shows++
+	if f.dieAfter > 0 && f.started > 0 && f.shows-f.started >= f.dieAfter {
+		f.p.ActiveState, f.p.SubState = "failed", "failed"
+	}
+	if f.reinvokeAfter > 0 && f.started > 0 && f.shows-f.started == f.reinvokeAfter {
+		f.p.InvocationID += "y"
+	}
 	return f.p, nil
+}
+func (f *fakeSystemd) SetMasked(_ context.Context, _ string, masked bool) error {
+	f.calls = append(f.calls, map[bool]string{true: "mask", false: "unmask"}[masked])
+	if masked {
+		f.p.LoadState, f.p.UnitFileState = "masked", "masked"
+	} else {
+		f.p.LoadState, f.p.UnitFileState = "loaded", "disabled"
+	}
+	return nil
 }
 func (f *fakeSystemd) DaemonReload(context.Context) error {
 	f.calls = append(f.calls, "daemon-reload")
@@ -40,7 +68,11 @@ func (f *fakeSystemd) Job(_ context.Context, action, _ string) error {
 		return nil
 	}
 	switch action {
-	case "start", "restart", "reload":
+	case "start", "restart":
+		f.p.ActiveState, f.p.SubState = "active", "running"
+		f.p.InvocationID += "x"
+		f.started = f.shows
+	case "reload":
 		f.p.ActiveState, f.p.SubState = "active", "running"
 	case "stop":
 		f.p.ActiveState, f.p.SubState = "inactive", "dead"
@@ -83,10 +115,40 @@ func props(active, fileState string) Props {
 func runModule(t *testing.T, sd *fakeSystemd, st *memStore, args map[string]any) map[string]any {
 	t.Helper()
 	data, _ := json.Marshal(args)
-	out := ansible.Execute(context.Background(), Spec(), []string{"-"}, strings.NewReader(string(data)), Handler(Deps{Systemd: sd, Store: st, Now: func() (stamp.Stamp, error) { return testNow, nil }}))
+	out := ansible.Execute(context.Background(), Spec(), []string{"-"}, strings.NewReader(string(data)), Handler(testDeps(sd, st)))
 	var res map[string]any
 	require.NoError(t, json.Unmarshal(out, &res))
 	return res
+}
+
+// fakeClock never sleeps: each wait moves its time on by the wait.
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.now }
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.now = c.now.Add(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
+}
+
+// fakeProber answers from a script: the error of each attempt in turn (nil: healthy).
+type fakeProber struct{ errs []error }
+
+func (p *fakeProber) Wait(_ context.Context, _ health.Probe) (int, error) {
+	for i, err := range p.errs {
+		if err == nil {
+			return i + 1, nil
+		}
+	}
+	return len(p.errs), fmt.Errorf("last attempt: %w", p.errs[len(p.errs)-1])
+}
+
+var testProber = &fakeProber{errs: []error{nil}}
+
+func testDeps(sd *fakeSystemd, st *memStore) Deps {
+	return Deps{Systemd: sd, Store: st, Now: func() (stamp.Stamp, error) { return testNow, nil },
+		Clock: &fakeClock{now: time.Unix(1000, 0)}, Prober: testProber}
 }
 
 // testNow is systemd's clock in the fake: boot b1, 5 s after boot; pending records are
@@ -224,4 +286,103 @@ func strs(v any) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// The handler's flows over the plan, with a fake clock: nothing here sleeps.
+func TestApplyFlows(t *testing.T) {
+	masked := props("inactive", "masked")
+	masked.LoadState = "masked"
+	cases := []struct {
+		name   string
+		p      Props
+		args   map[string]any
+		sd     func(*fakeSystemd)
+		prober *fakeProber
+		calls  []string
+		failed string
+		check  func(t *testing.T, res map[string]any)
+	}{
+		{name: "mask a running unit: stop, then mask", p: props("active", "enabled"),
+			args: map[string]any{"unit": "demo", "state": "stopped", "masked": true}, calls: []string{"stop", "mask"}},
+		{name: "mask: idempotent", p: masked, args: map[string]any{"unit": "demo", "state": "stopped", "masked": true}},
+		{name: "unmask, then enable and start (decided after the unmask)", p: masked,
+			args: map[string]any{"unit": "demo", "masked": false, "enabled": true}, calls: []string{"unmask", "enable", "start"}},
+		{name: "a unit dying after its start fails the settle", p: props("inactive", "enabled"),
+			args: map[string]any{"unit": "demo", "settle": "3s", "timeout": "10s"}, sd: func(f *fakeSystemd) { f.dieAfter = 5 },
+			calls: []string{"start"}, failed: "did not stay up after start"},
+		{name: "a unit restarted by systemd while it settles fails", p: props("inactive", "enabled"),
+			args: map[string]any{"unit": "demo", "settle": "1s"}, sd: func(f *fakeSystemd) { f.reinvokeAfter = 4 },
+			calls: []string{"start"}, failed: "was started again while it settled"},
+		{name: "unhealthy after a start: fails, names the probe, restarts nothing", p: props("inactive", "enabled"),
+			args: map[string]any{"unit": "demo", "health": map[string]any{"tcp": "127.0.0.1:8080"}}, prober: &fakeProber{errs: []error{errors.New("connection refused"), errors.New("connection refused")}},
+			calls: []string{"start"}, failed: "probe tcp 127.0.0.1:8080 failed after 2 attempt(s)",
+			check: func(t *testing.T, res map[string]any) {
+				assert.Contains(t, res["msg"], "nothing was restarted")
+				assert.Contains(t, res["msg"], "journal line")
+				assert.Equal(t, false, res["health"].(map[string]any)["healthy"])
+			}},
+		{name: "converged but unhealthy: fails without acting", p: props("active", "enabled"),
+			args: map[string]any{"unit": "demo", "health": map[string]any{"http": "http://127.0.0.1:8080/"}}, prober: &fakeProber{errs: []error{errors.New("HTTP 503 Service Unavailable")}},
+			failed: "503"},
+		{name: "healthy on the third attempt", p: props("inactive", "enabled"),
+			args: map[string]any{"unit": "demo", "health": map[string]any{"tcp": "127.0.0.1:8080"}}, prober: &fakeProber{errs: []error{errors.New("refused"), errors.New("refused"), nil}},
+			calls: []string{"start"}, check: func(t *testing.T, res map[string]any) {
+				assert.Equal(t, float64(3), res["health"].(map[string]any)["attempts"])
+			}},
+		{name: "check mode: a mask is reported, not done", p: props("active", "enabled"),
+			args: map[string]any{"unit": "demo", "state": "stopped", "masked": true, "_ansible_check_mode": true},
+			check: func(t *testing.T, res map[string]any) {
+				assert.Equal(t, []any{"stop", "mask"}, res["actions"])
+				assert.Equal(t, "masked", res["after"].(map[string]any)["load_state"])
+			}},
+		{name: "check mode: an unmask is reported with a warning", p: masked,
+			args: map[string]any{"unit": "demo", "masked": false, "_ansible_check_mode": true},
+			check: func(t *testing.T, res map[string]any) {
+				assert.Equal(t, []any{"unmask"}, res["actions"])
+				assert.Contains(t, fmt.Sprint(res["warnings"]), "decided once the unit is loaded")
+			}},
+		{name: "masked: true with state running is refused", p: props("active", "enabled"),
+			args: map[string]any{"unit": "demo", "masked": true}, failed: "masked: true cannot be combined with state: running"},
+		{name: "a malformed probe is refused before anything", p: props("active", "enabled"),
+			args: map[string]any{"unit": "demo", "health": map[string]any{"tcp": "127.0.0.1"}}, failed: "health.tcp"},
+		{name: "a negative settle is refused", p: props("active", "enabled"),
+			args: map[string]any{"unit": "demo", "settle": "-1s"}, failed: "settle:"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sd := &fakeSystemd{p: c.p}
+			if c.sd != nil {
+				c.sd(sd)
+			}
+			st := &memStore{pending: map[string]*durable.Pending{}}
+			d := testDeps(sd, st)
+			if c.prober != nil {
+				d.Prober = c.prober
+			}
+			data, _ := json.Marshal(c.args)
+			out := ansible.Execute(context.Background(), Spec(), []string{"-"}, strings.NewReader(string(data)), Handler(d))
+			var res map[string]any
+			require.NoError(t, json.Unmarshal(out, &res))
+			if c.failed != "" {
+				assert.Contains(t, res["msg"], c.failed)
+			} else {
+				assert.Nil(t, res["failed"], res["msg"])
+			}
+			calls := nonShow(sd.calls)
+			if c.calls == nil {
+				calls = nonShowNil(calls)
+			}
+			assert.Equal(t, c.calls, calls)
+			if c.check != nil {
+				c.check(t, res)
+			}
+		})
+	}
+}
+
+func nonShowNil(c []string) []string {
+	if len(c) == 0 {
+		return nil
+	}
+	return c
 }

@@ -15,6 +15,8 @@ type Systemd interface {
 	// Job runs start, stop, restart or reload and returns when systemd finished the job.
 	Job(ctx context.Context, action, unit string) error
 	SetEnabled(ctx context.Context, unit string, enabled bool) error
+	// SetMasked masks or unmasks the unit and reloads the manager.
+	SetMasked(ctx context.Context, unit string, masked bool) error
 	// Journal returns the unit's last journal lines, for failure messages.
 	Journal(ctx context.Context, unit string, lines int) []string
 }
@@ -70,6 +72,15 @@ func (s Systemctl) SetEnabled(ctx context.Context, unit string, enabled bool) er
 	verb := "disable"
 	if enabled {
 		verb = "enable"
+	}
+	return s.run(ctx, "systemctl", verb, "--", unit)
+}
+
+// SetMasked implements Systemd; systemctl reloads the manager itself.
+func (s Systemctl) SetMasked(ctx context.Context, unit string, masked bool) error {
+	verb := "unmask"
+	if masked {
+		verb = "mask"
 	}
 	return s.run(ctx, "systemctl", verb, "--", unit)
 }

@@ -25,6 +25,19 @@ func Parse(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// ParseNonNegative reads a duration that may be zero, such as a settle time ("0s": the
+// result of the job is all the proof wanted).
+func ParseNonNegative(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration like 0s, 300ms or 2s", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q must not be negative", s)
+	}
+	return d, nil
+}
+
 // Deadline returns a context that ends after d. Every external command and every wait of
 // one task runs under the same context, so the task as a whole respects d.
 func Deadline(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {

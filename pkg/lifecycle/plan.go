@@ -1,0 +1,232 @@
+package lifecycle
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/richt/services/pkg/health"
+	"github.com/richt/services/pkg/reaction"
+	"github.com/richt/services/pkg/unitfile"
+)
+
+// Want is what a task asks of one unit, from its parameters.
+type Want struct {
+	Unit         string
+	Running      bool  // state: running (else stopped)
+	Enabled      *bool // nil: leave as is
+	Masked       *bool // nil: leave as is
+	AllowMissing bool
+	ReloadOn     bool           // reload_on is declared (the unit must be reload-capable)
+	Settle       *time.Duration // nil: the defaults per action (DefaultSettle)
+	Health       *health.Probe  // nil: no probe
+}
+
+// Facts are what preparation observed and derived, after the manager sync.
+type Facts struct {
+	Unit Props
+	// Due is the reaction triggers and a pending record ask for (reaction.Due).
+	Due reaction.Kind
+	// Pending: a record of a reaction still due exists (and was not served since).
+	Pending bool
+	// Served: a pending record exists that a later activation of the unit served.
+	Served bool
+	// Capability is the merged unit's reload capability; set when Want.ReloadOn.
+	Capability *unitfile.Capability
+	// SyncPredicted: check mode, where a due daemon-reload was not performed, so the
+	// observation may be older than what the files say.
+	SyncPredicted bool
+}
+
+// Step is one change Apply makes, in the order of Plan.Steps. Its name is what results
+// report in `actions`.
+type Step string
+
+// Steps a plan can hold.
+const (
+	StepStop    Step = "stop"
+	StepMask    Step = "mask"
+	StepUnmask  Step = "unmask"
+	StepEnable  Step = "enable"
+	StepDisable Step = "disable"
+	StepStart   Step = "start"
+	StepRestart Step = "restart"
+	StepReload  Step = "reload"
+)
+
+// Plan is the whole decision for one unit: what check mode reports and Apply carries out.
+type Plan struct {
+	Steps []Step
+	// Reaction is how the due reaction is handled (reported as `reaction`).
+	Reaction reaction.Kind
+	// Settle is how long the unit must stay active, with the same invocation, after the
+	// run-state step.
+	Settle time.Duration
+	// Probe runs after a start, restart or reload, and on a converged unit that should
+	// run; never after a stop.
+	Probe *health.Probe
+	// RecordPending: record Facts.Due as pending before the run-state step, so a failure
+	// or a stopped play leaves it for the next run.
+	RecordPending bool
+	// ClearPending: remove the pending record once the plan succeeded.
+	ClearPending bool
+	// Reobserve: the steps change what the rest depends on (an unmask loads the unit);
+	// Apply observes again after them and decides the rest then.
+	Reobserve bool
+	// Warnings for the task's result.
+	Warnings []string
+	// After is the state the plan leads to, for check mode's `after`.
+	After PlanState
+}
+
+// PlanState is the predicted state after a plan.
+type PlanState struct {
+	Running bool
+	Enabled *bool
+	Masked  bool
+}
+
+// Default settle times: a started process must survive a moment (a Type=simple service
+// whose program exits at once is "active" until it does); a reload keeps its process, so
+// the job's result is the proof.
+const (
+	DefaultStartSettle                = 300 * time.Millisecond
+	DefaultReloadSettle time.Duration = 0
+)
+
+// runStep is the step for a run-state action.
+var runStep = map[reaction.Action]Step{
+	reaction.Start: StepStart, reaction.Stop: StepStop, reaction.RestartIt: StepRestart, reaction.ReloadIt: StepReload,
+}
+
+// Decide is the pure decision: the same want and facts always give the same plan.
+func Decide(w Want, f Facts) (Plan, error) {
+	if f.Due == "" {
+		f.Due = reaction.None
+	}
+	p := Plan{Reaction: reaction.None, ClearPending: f.Pending || f.Served}
+	u := f.Unit
+	p.After = PlanState{Running: u.Running(), Enabled: u.Enabled(), Masked: u.LoadState == "masked"}
+
+	switch u.LoadState {
+	case "loaded":
+	case "not-found":
+		if w.Masked != nil && *w.Masked {
+			// Masking a unit that does not exist is what `systemctl mask` allows: it
+			// keeps a unit that a package may install later from being started.
+			return masking(p, w, f), nil
+		}
+		if w.AllowMissing && !w.Running && (w.Enabled == nil || !*w.Enabled) {
+			if f.Due != reaction.None {
+				p.Reaction = reaction.Ignored
+			}
+			return p, nil
+		}
+		hint := ""
+		if !w.Running && (w.Enabled == nil || !*w.Enabled) {
+			hint = " (set allow_missing: true if a missing unit is fine here)"
+		}
+		if f.SyncPredicted {
+			hint += "; in check mode the daemon-reload that might load it was not performed"
+		}
+		return p, fmt.Errorf("unit %s not found (LoadState=not-found): expected a unit file for it%s", w.Unit, hint)
+	case "masked":
+		if w.Masked != nil && !*w.Masked {
+			p.Steps = []Step{StepUnmask}
+			p.Reobserve = true
+			p.After.Masked = false
+			return p, nil
+		}
+		if w.Running {
+			return p, fmt.Errorf("unit %s is masked: it cannot be running; unmask it (masked: false) or ask for state: stopped", w.Unit)
+		}
+		if w.Enabled != nil && *w.Enabled {
+			return p, fmt.Errorf("unit %s is masked: it cannot be enabled; unmask it first (masked: false)", w.Unit)
+		}
+		return masking(p, w, f), nil
+	default:
+		return p, fmt.Errorf("unit %s has LoadState=%s: systemd could not load it; check the unit file (systemctl status %s, journalctl -u %s)", w.Unit, u.LoadState, w.Unit, w.Unit)
+	}
+
+	if w.Masked != nil && *w.Masked {
+		return masking(p, w, f), nil
+	}
+	if w.ReloadOn {
+		if f.Capability == nil {
+			return p, fmt.Errorf("reload capability of %s was not determined", w.Unit)
+		}
+		if !f.Capability.Capable {
+			return p, fmt.Errorf("reload_on needs %s to be reload-capable, and it is not: %s. Add ExecReload= (for example with a unit_override drop-in) or use restart_on; a reload is never turned into a restart", w.Unit, f.Capability.Reason)
+		}
+	}
+
+	// Boot state: independent of the run state, never starts or stops anything.
+	if w.Enabled != nil {
+		switch cur := u.Enabled(); {
+		case cur == nil:
+			st := u.UnitFileState
+			if st == "" {
+				st = "empty"
+			}
+			if unobservable[st] {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: enabled=%v has no effect: its unit file state is %s, so enablement is not observable and not drift", w.Unit, *w.Enabled, st))
+			} else {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: enabled=%v not applied: unit file state %q is not one that can be enabled or disabled", w.Unit, *w.Enabled, st))
+			}
+		case *cur != *w.Enabled:
+			p.Steps = append(p.Steps, map[bool]Step{true: StepEnable, false: StepDisable}[*w.Enabled])
+			p.After.Enabled = w.Enabled
+		}
+	}
+
+	// Run state and reaction, from the state observed immediately before acting.
+	action, kind := reaction.Decide(w.Running, u.Running(), f.Due)
+	p.Reaction = kind
+	if action != reaction.NoAction {
+		p.Steps = append(p.Steps, runStep[action])
+		p.After.Running = action != reaction.Stop
+		p.Settle = settleFor(w, action)
+		p.RecordPending = f.Due != reaction.None && w.Running
+	}
+	if w.Health != nil && w.Running {
+		p.Probe = w.Health
+	}
+	return p, nil
+}
+
+// masking is the plan for masked: true (or a masked unit left masked): stop it first when
+// it runs (a masked unit can still run), then mask it unless it is; reactions are ignored.
+func masking(p Plan, w Want, f Facts) Plan {
+	if f.Due != reaction.None {
+		p.Reaction = reaction.Ignored
+	}
+	if f.Unit.Running() {
+		p.Steps = append(p.Steps, StepStop)
+		p.After.Running = false
+		p.Settle = settleFor(w, reaction.Stop)
+	}
+	if w.Masked != nil && *w.Masked && f.Unit.LoadState != "masked" {
+		p.Steps = append(p.Steps, StepMask)
+		p.After.Masked = true
+		p.After.Enabled = nil
+	}
+	return p
+}
+
+// settleFor is the settle time of an action: the task's `settle` for every action when
+// given, else the defaults (a stop has nothing to settle).
+func settleFor(w Want, a reaction.Action) time.Duration {
+	if w.Settle != nil {
+		return *w.Settle
+	}
+	switch a {
+	case reaction.Start, reaction.RestartIt:
+		return DefaultStartSettle
+	case reaction.ReloadIt:
+		return DefaultReloadSettle
+	}
+	return 0
+}
+
+// unobservable unit file states: enablement there is not the unit's own (static,
+// generated, …), so `enabled` is not drift.
+var unobservable = map[string]bool{"static": true, "indirect": true, "generated": true, "transient": true, "alias": true}
