@@ -8,12 +8,15 @@ import (
 )
 
 // DemoDaemon is the demo package's program: a long-running shell loop that records every
-// start and every SIGHUP in /run/demo/events, so tests can count starts and reloads.
+// start and every SIGHUP in /run/demo/events, so tests can count starts and reloads, and
+// greets every connection to 127.0.0.1:DEMO_PORT (8080) with "demo ready", for health
+// probes (systemd-socket-activate, which ships with systemd, does the listening).
 const DemoDaemon = `#!/bin/sh
 mkdir -p /run/demo
 echo "start $$" >> /run/demo/events
 trap 'echo "reload $$" >> /run/demo/events' HUP
 trap 'exit 0' TERM
+systemd-socket-activate --listen=127.0.0.1:${DEMO_PORT:-8080} --accept --inetd /bin/echo "demo ready" >/dev/null 2>&1 &
 while :; do sleep 1 & wait $!; done
 `
 

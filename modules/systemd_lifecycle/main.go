@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/richt/services/pkg/ansible"
-	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lifecycle"
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/runner"
@@ -17,11 +16,18 @@ func main() {
 	// systemd is reached only once the arguments are valid: --version and bad input never
 	// open a connection.
 	ansible.Main(lifecycle.Spec(), func(ctx context.Context, req *ansible.Request) (any, error) {
-		sd, closeFn, err := lifecycle.NewSystemd(ctx, runner.Exec{}, os.Getenv(lifecycle.BackendEnv))
+		scope, err := lifecycle.ScopeOf(req.Params.String("scope"))
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range scope.Env() {
+			os.Setenv(k, v)
+		}
+		sd, closeFn, err := lifecycle.NewSystemd(ctx, runner.Exec{}, os.Getenv(lifecycle.BackendEnv), scope)
 		if err != nil {
 			return nil, err
 		}
 		defer closeFn()
-		return lifecycle.Handler(lifecycle.Deps{Systemd: sd, Store: durable.Default(), Lock: lock.In(lock.Dir())})(ctx, req)
+		return lifecycle.Handler(lifecycle.Deps{Systemd: sd, Store: scope.Store(), Lock: lock.In(scope.LockDir)})(ctx, req)
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -19,7 +21,7 @@ import (
 // target, a third of a converged run), is opened only when the run acts.
 type Bus struct {
 	obs     caller
-	private bool // obs is systemd's private socket, so jobs use it too
+	private string // systemd's private socket obs uses, so jobs use it too ("": the system bus)
 	mu      sync.Mutex
 	jobs    *sdbus.Conn
 	// Fallback provides Journal.
@@ -28,12 +30,16 @@ type Bus struct {
 
 const privateSocket = "/run/systemd/private"
 
-// Connect opens systemd's private socket (root), else the system bus. The caller falls
-// back to Systemctl when neither answers.
-func Connect(ctx context.Context, fallback Systemctl) (*Bus, error) {
-	p, err := dialPeer(ctx, privateSocket)
+// Connect opens the scope's private socket (the system manager's needs root; a user's
+// manager's is the user's own), else, for the system manager, the system bus. The caller
+// falls back to Systemctl when neither answers.
+func Connect(ctx context.Context, fallback Systemctl, scope Scope) (*Bus, error) {
+	p, err := dialPeer(ctx, scope.Socket)
 	if err == nil {
-		return &Bus{obs: p, private: true, Fallback: fallback}, nil
+		return &Bus{obs: p, private: scope.Socket, Fallback: fallback}, nil
+	}
+	if scope.User {
+		return nil, fmt.Errorf("connect to the user manager at %s: %w", scope.Socket, err)
 	}
 	sys, err2 := dbus.ConnectSystemBus(dbus.WithContext(ctx))
 	if err2 != nil {
@@ -51,10 +57,13 @@ func (b *Bus) conn(ctx context.Context) (*sdbus.Conn, error) {
 	}
 	var c *sdbus.Conn
 	var err error
-	if b.private {
+	switch b.private {
+	case privateSocket:
 		c, err = sdbus.NewSystemdConnectionContext(ctx)
-	} else {
+	case "":
 		c, err = sdbus.NewSystemConnectionContext(ctx)
+	default:
+		c, err = sdbus.NewConnection(func() (*dbus.Conn, error) { return dialPrivate(ctx, b.private) })
 	}
 	if err != nil {
 		return nil, fmt.Errorf("connect to systemd for jobs: %w", err)
@@ -71,6 +80,20 @@ func (b *Bus) Close() {
 	if b.jobs != nil {
 		b.jobs.Close()
 	}
+}
+
+// dialPrivate is a godbus connection to a manager's private socket, authenticated as this
+// process's user; a private socket is a direct peer, so there is no Hello.
+func dialPrivate(ctx context.Context, socket string) (*dbus.Conn, error) {
+	conn, err := dbus.Dial("unix:path="+socket, dbus.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Geteuid()))}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 func unitPath(unit string) dbus.ObjectPath {

@@ -155,6 +155,7 @@ func Spec() *ansible.Spec {
 			{Name: "restart_on", Kind: ansible.List, Summarize: reaction.Summarize("restart_on"), Help: "triggers (JSON results or true/false) that restart a running unit"},
 			{Name: "reload_on", Kind: ansible.List, Summarize: reaction.Summarize("reload_on"), Help: "triggers (JSON results or true/false) that reload a running unit"},
 			{Name: "allow_missing", Kind: ansible.Bool, Default: false, Help: "a missing unit is fine when stopped and not enabled are wanted"},
+			{Name: "scope", Kind: ansible.Str, Default: "system", Choices: []string{"system", "user"}, Help: "system manager, or the running user's own manager (systemctl --user)"},
 			{Name: "masked", Kind: ansible.Bool, Help: "mask (stopping it first) or unmask the unit (omit to leave as is)"},
 			{Name: "settle", Kind: ansible.Str, Help: "how long the unit must stay active after an action (default 300ms after a start or restart, 0s after a reload)"},
 			{Name: "health", Kind: ansible.Raw, Help: "one probe: {tcp: HOST:PORT}, {http: URL} or {banner: HOST:PORT, expect: TEXT}"},

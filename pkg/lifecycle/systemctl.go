@@ -27,12 +27,25 @@ type PIDReader interface {
 	MainPID(ctx context.Context, unit string) (int, error)
 }
 
-// Systemctl talks to systemd through systemctl and journalctl.
-type Systemctl struct{ Runner runner.Runner }
+// Systemctl talks to systemd through systemctl and journalctl; with User, to the running
+// user's manager (systemctl --user), whose runtime directory must be in the environment
+// (Scope.Env).
+type Systemctl struct {
+	Runner runner.Runner
+	User   bool
+}
+
+// systemctl is the command line of one systemctl call in this backend's scope.
+func (s Systemctl) systemctl(args ...string) []string {
+	if s.User {
+		return append([]string{"systemctl", "--user"}, args...)
+	}
+	return append([]string{"systemctl"}, args...)
+}
 
 // Show implements Systemd with one systemctl call.
 func (s Systemctl) Show(ctx context.Context, unit string) (Props, error) {
-	res, err := s.Runner.Run(ctx, "systemctl", "show", "--property="+strings.Join(Properties, ","), "--", unit)
+	res, err := s.Runner.Run(ctx, s.systemctl("show", "--property="+strings.Join(Properties, ","), "--", unit)...)
 	if err != nil {
 		return Props{}, fmt.Errorf("observe %s: %w", unit, err)
 	}
@@ -59,12 +72,12 @@ func (s Systemctl) run(ctx context.Context, argv ...string) error {
 
 // DaemonReload implements Systemd.
 func (s Systemctl) DaemonReload(ctx context.Context) error {
-	return s.run(ctx, "systemctl", "daemon-reload")
+	return s.run(ctx, s.systemctl("daemon-reload")...)
 }
 
 // Job implements Systemd; systemctl waits for the job unless told otherwise.
 func (s Systemctl) Job(ctx context.Context, action, unit string) error {
-	return s.run(ctx, "systemctl", action, "--", unit)
+	return s.run(ctx, s.systemctl(action, "--", unit)...)
 }
 
 // SetEnabled implements Systemd.
@@ -73,7 +86,7 @@ func (s Systemctl) SetEnabled(ctx context.Context, unit string, enabled bool) er
 	if enabled {
 		verb = "enable"
 	}
-	return s.run(ctx, "systemctl", verb, "--", unit)
+	return s.run(ctx, s.systemctl(verb, "--", unit)...)
 }
 
 // SetMasked implements Systemd; systemctl reloads the manager itself.
@@ -82,12 +95,16 @@ func (s Systemctl) SetMasked(ctx context.Context, unit string, masked bool) erro
 	if masked {
 		verb = "mask"
 	}
-	return s.run(ctx, "systemctl", verb, "--", unit)
+	return s.run(ctx, s.systemctl(verb, "--", unit)...)
 }
 
 // Journal implements Systemd.
 func (s Systemctl) Journal(ctx context.Context, unit string, lines int) []string {
-	res, err := s.Runner.Run(ctx, "journalctl", "--no-pager", "--quiet", "-o", "short-iso", "-n", fmt.Sprint(lines), "-u", unit)
+	which := "--unit=" + unit
+	if s.User {
+		which = "--user-unit=" + unit
+	}
+	res, err := s.Runner.Run(ctx, "journalctl", "--no-pager", "--quiet", "-o", "short-iso", "-n", fmt.Sprint(lines), which)
 	if err != nil || res.ExitCode != 0 {
 		return []string{fmt.Sprintf("(journal of %s not available: %v %s)", unit, err, strings.TrimSpace(res.Stderr))}
 	}
@@ -102,14 +119,14 @@ func (s Systemctl) Journal(ctx context.Context, unit string, lines int) []string
 // D-Bus with systemctl as the fallback. It exists for debugging and for testing both.
 const BackendEnv = "RICHT_SYSTEMD_BACKEND"
 
-// NewSystemd returns the D-Bus backend when systemd answers on it, else systemctl, and a
-// function that releases it.
-func NewSystemd(ctx context.Context, r runner.Runner, backend string) (Systemd, func(), error) {
-	sc := Systemctl{Runner: r}
+// NewSystemd returns the D-Bus backend of the scope's manager when it answers, else
+// systemctl, and a function that releases it.
+func NewSystemd(ctx context.Context, r runner.Runner, backend string, scope Scope) (Systemd, func(), error) {
+	sc := Systemctl{Runner: r, User: scope.User}
 	if backend == "systemctl" {
 		return sc, func() {}, nil
 	}
-	b, err := Connect(ctx, sc)
+	b, err := Connect(ctx, sc, scope)
 	if err != nil {
 		if backend == "dbus" {
 			return nil, nil, err

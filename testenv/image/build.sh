@@ -14,10 +14,11 @@ case "$suite" in
   *) releasever=$suite ;;
 esac
 
-# Packages: systemd as PID 1 and its bus; DNF 4 and rpm; procps for /bin/kill (ExecReload
+# Packages: systemd as PID 1 and its bus; libpam-systemd so user managers (user@UID.service,
+# lingering) start; DNF 4 and rpm; procps for /bin/kill (ExecReload
 # lines use it); sudo for become tests; openssh-server for SSH-connection tests.
 mmdebstrap --quiet --variant=essential \
-  --include=systemd,systemd-sysv,dbus,dnf,rpm,procps,sudo,openssh-server${extra:+,$extra} \
+  --include=systemd,systemd-sysv,dbus,libpam-systemd,dnf,rpm,procps,sudo,openssh-server${extra:+,$extra} \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/doc/*' \
