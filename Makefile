@@ -61,19 +61,10 @@ test: setup lint
 unit: lint
 	$(GO) test -count=1 -short ./...
 
-# Short fuzzing runs of every parser of outside input.
+# Short fuzzing runs of every parser of outside input (.ci/fuzz lists them), with a
+# summary line per target; a failing input is kept under the package's testdata/fuzz/.
 fuzz:
-	$(GO) test ./pkg/nevra -run '^$$' -fuzz '^FuzzParseEVRA$$' -fuzztime 20s
-	$(GO) test ./pkg/nevra -run '^$$' -fuzz '^FuzzValidateName$$' -fuzztime 20s
-	$(GO) test ./pkg/rpmexact -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime 20s
-	$(GO) test ./pkg/ansible -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime 20s
-	$(GO) test ./pkg/timeout -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 10s
-	$(GO) test ./pkg/reaction -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s
-	$(GO) test ./pkg/unitfile -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 20s
-	$(GO) test ./pkg/lifecycle -run '^$$' -fuzz '^FuzzParseShow$$' -fuzztime 20s
-	$(GO) test ./pkg/unitname -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime 10s
-	$(GO) test ./pkg/durable -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime 20s
-	$(GO) test ./testenv -run '^$$' -fuzz '^FuzzParseOutput$$' -fuzztime 10s
+	bash .ci/fuzz
 
 # The collection against Ansible's built-ins, side by side in one run over SSH with
 # pipelining (docs/benchmarks.md): about 10 minutes. BENCH_ARGS=-rounds 9 for more rounds.

@@ -123,12 +123,16 @@ func Acquire(ctx context.Context, dir, name string) (*Lock, error) {
 
 // SetHolder records pid as the holder: a child that inherits the lock and outlives this
 // process (rpm_exact's transaction) names itself.
-func (l *Lock) SetHolder(pid int) error {
-	if err := l.f.Truncate(0); err != nil {
-		return fmt.Errorf("record holder of %s: %w", l.path, err)
+func (l *Lock) SetHolder(pid int) error { return WriteHolder(l.f, pid) }
+
+// WriteHolder records pid as the holder in an open lock file, for a process that holds
+// the lock through a file it inherited.
+func WriteHolder(f *os.File, pid int) error {
+	if err := f.Truncate(0); err != nil {
+		return fmt.Errorf("record holder of %s: %w", f.Name(), err)
 	}
-	if _, err := l.f.WriteAt([]byte(strconv.Itoa(pid)+"\n"), 0); err != nil {
-		return fmt.Errorf("record holder of %s: %w", l.path, err)
+	if _, err := f.WriteAt([]byte(strconv.Itoa(pid)+"\n"), 0); err != nil {
+		return fmt.Errorf("record holder of %s: %w", f.Name(), err)
 	}
 	return nil
 }

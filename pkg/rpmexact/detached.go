@@ -334,9 +334,7 @@ func runLogged(dir string, held *os.File, argv []string) (runner.Result, error) 
 	if err := cmd.Start(); err != nil {
 		return res, err
 	}
-	if err := held.Truncate(0); err == nil {
-		_, _ = held.WriteAt([]byte(fmt.Sprintf("%d\n", cmd.Process.Pid)), 0)
-	}
+	_ = lock.WriteHolder(held, cmd.Process.Pid) // only for messages of waiting runs
 	err = cmd.Wait()
 	var exitErr *exec.ExitError
 	switch {
