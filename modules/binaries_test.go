@@ -43,7 +43,10 @@ func TestBinariesAreStaticAndSmall(t *testing.T) {
 // TestBinariesImportNoTestCode keeps the test framework, its container stack and large
 // optional libraries out of what runs on targets.
 func TestBinariesImportNoTestCode(t *testing.T) {
-	forbidden := []string{"github.com/richt/services/testenv", "github.com/testcontainers/", "github.com/stretchr/", "github.com/goccy/go-json"}
+	forbidden := []string{"github.com/richt/services/testenv", "github.com/testcontainers/", "github.com/stretchr/", "github.com/goccy/go-json",
+		// net/http (and crypto/tls behind it) would double systemd_lifecycle: pkg/health speaks
+		// its one HTTP request by hand.
+		"net/http", "crypto/tls"}
 	for _, m := range Modules {
 		out, err := exec.Command("go", "list", "-deps", "./"+m).Output()
 		require.NoError(t, err)

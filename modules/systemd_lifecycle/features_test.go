@@ -14,24 +14,29 @@ import (
 )
 
 // server writes NAME.service: after delay seconds, systemd-socket-activate listens on
-// 127.0.0.1:port and answers every connection with command (stdin and stdout are the
-// connection), so a probe has something real to talk to.
-func (e *env) server(t *testing.T, name string, port int, delay string, command string) string {
+// 127.0.0.1:port and answers every connection with the shell script reply (its stdin and
+// stdout are the connection), so a probe has something real to talk to.
+func (e *env) server(t *testing.T, name string, port int, delay string, reply string) string {
 	t.Helper()
+	ctx := context.Background()
+	script := "/usr/local/bin/" + name + "-reply"
+	require.NoError(t, e.t.WriteFile(ctx, script, []byte("#!/bin/sh\n"+reply+"\n"), 0o755))
 	content := fmt.Sprintf(`[Unit]
 Description=test server %s
 
 [Service]
-ExecStart=/bin/sh -c 'sleep %s; exec systemd-socket-activate --listen=127.0.0.1:%d --accept --inetd /bin/sh -c "%s"'
-`, name, delay, port, command)
-	require.NoError(t, e.t.WriteFile(context.Background(), "/etc/systemd/system/"+name+".service", []byte(content), 0o644))
+ExecStart=/bin/sh -c 'sleep %s; exec systemd-socket-activate --listen=127.0.0.1:%d --accept --inetd %s'
+`, name, delay, port, script)
+	require.NoError(t, e.t.WriteFile(ctx, "/etc/systemd/system/"+name+".service", []byte(content), 0o644))
 	e.t.LogUnitOnFailure(t, name+".service")
 	return name + ".service"
 }
 
-// HTTP answers: read the request up to its empty line, then reply with a status line.
+// httpReply reads the request up to its empty line, then answers with a status line.
 func httpReply(status string) string {
-	return `while read -r l; do [ \"\$l\" = \"\$(printf \"\\r\")\" ] && break; done; printf \"HTTP/1.0 ` + status + `\\r\\nContent-Length: 0\\r\\n\\r\\n\"`
+	return `cr=$(printf '\r')
+while read -r l; do [ "$l" = "$cr" ] && break; done
+printf 'HTTP/1.0 ` + status + `\r\nContent-Length: 0\r\n\r\n'`
 }
 
 func TestSettleAndHealth(t *testing.T) {
@@ -82,7 +87,7 @@ func TestSettleAndHealth(t *testing.T) {
 			bad := e.server(t, "http503", 18082, "0", httpReply("503 Service Unavailable"))
 			r := e.run(t, map[string]any{"unit": bad, "health": map[string]any{"http": "http://127.0.0.1:18082/health"}, "timeout": "3s"})
 			require.True(t, r.Failed())
-			assert.Contains(t, r.Msg(), "503")
+			assert.Contains(t, r.Msg(), "HTTP 503")
 			good := e.server(t, "http200", 18083, "0", httpReply("200 OK"))
 			ok(t, e.run(t, map[string]any{"unit": good, "health": map[string]any{"http": "http://127.0.0.1:18083/"}, "timeout": "5s"}))
 		})
@@ -112,7 +117,11 @@ func TestSettleAndHealth(t *testing.T) {
 func TestMaskUnmask(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, e *env) {
-		u := e.unit(t, "mk")
+		// A package's unit (a mask is a link in /etc/systemd/system, where this file is not).
+		u := "mk.service"
+		require.NoError(t, e.t.WriteFile(context.Background(), "/usr/lib/systemd/system/"+u,
+			[]byte("[Service]\nExecStart="+testenv.TestDaemonPath+" mk\n\n[Install]\nWantedBy=multi-user.target\n"), 0o644))
+		e.t.MustExec(t, "systemctl", "daemon-reload")
 		e.t.MustExec(t, "systemctl", "start", u)
 		r := e.run(t, map[string]any{"unit": u, "state": "stopped", "masked": true})
 		ok(t, r)
@@ -128,6 +137,12 @@ func TestMaskUnmask(t *testing.T) {
 		r = e.run(t, map[string]any{"unit": u, "masked": false, "enabled": true})
 		ok(t, r)
 		assert.False(t, r.Changed(), "idempotent")
+
+		// A unit whose own file is in /etc/systemd/system cannot be masked: said plainly.
+		own := e.unit(t, "etcunit")
+		r = e.run(t, map[string]any{"unit": own, "state": "stopped", "masked": true})
+		require.True(t, r.Failed())
+		assert.Contains(t, r.Msg(), "cannot be masked, remove its file instead")
 	})
 }
 
@@ -151,12 +166,12 @@ func TestTimerAndSocketUnits(t *testing.T) {
 		r = e.run(t, map[string]any{"unit": "sock.socket", "health": map[string]any{"tcp": "127.0.0.1:18091"}})
 		ok(t, r)
 		assert.Contains(t, actions(r), "start")
-		assert.Contains(t, e.t.MustExec(t, "systemctl", "show", "-p", "SubState", "sock.socket"), "SubState=listening")
+		assert.Equal(t, "active\n", e.t.MustExec(t, "systemctl", "is-active", "sock.socket"), "listening (or running its service once the probe connected)")
 		ok(t, e.run(t, map[string]any{"unit": "sock.service"}))
 		r = e.run(t, map[string]any{"unit": "sock.service", "restart_on": []any{changed}})
 		ok(t, r)
 		assert.Equal(t, []string{"restart"}, actions(r))
-		assert.Contains(t, e.t.MustExec(t, "systemctl", "show", "-p", "SubState", "sock.socket"), "SubState=", "still there")
+		assert.Equal(t, "active\n", e.t.MustExec(t, "systemctl", "is-active", "sock.socket"), "the socket stays through its service's restart")
 		r = e.run(t, map[string]any{"unit": "sock.socket", "health": map[string]any{"tcp": "127.0.0.1:18091"}})
 		ok(t, r)
 		assert.False(t, r.Changed(), "the socket kept listening through the service's restart")

@@ -102,6 +102,7 @@ type State struct {
 	LoadState     string `json:"load_state"`
 
 	active, sub string // for messages only
+	fragment    string
 }
 
 // text is the diff form: the facts a person compares, one per line.
@@ -516,7 +517,11 @@ func (r *run) configure(ctx context.Context, step Step) (Props, error) {
 		return Props{}, r.failure(reaction.Stop, reaction.None, err, nil)
 	}
 	if err != nil {
-		return Props{}, fmt.Errorf("%s %s: %w", step, unit, err)
+		hint := ""
+		if step == StepMask && strings.HasPrefix(r.res.Before.fragment, "/etc/systemd/system/") {
+			hint = fmt.Sprintf("; a mask is a link to /dev/null at /etc/systemd/system/%s, where this unit's own file %s is: a unit defined there cannot be masked, remove its file instead", unit, r.res.Before.fragment)
+		}
+		return Props{}, fmt.Errorf("%s %s: %w%s", step, unit, err, hint)
 	}
 	obs, err := r.Systemd.Show(ctx, unit)
 	if err != nil {
@@ -751,5 +756,5 @@ func stateOf(p Props) *State {
 	if p.Running() {
 		st = "running"
 	}
-	return &State{State: st, Enabled: p.Enabled(), UnitFileState: p.UnitFileState, LoadState: p.LoadState, active: p.ActiveState, sub: p.SubState}
+	return &State{State: st, Enabled: p.Enabled(), UnitFileState: p.UnitFileState, LoadState: p.LoadState, active: p.ActiveState, sub: p.SubState, fragment: p.FragmentPath}
 }

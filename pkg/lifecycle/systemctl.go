@@ -35,6 +35,16 @@ type Systemctl struct {
 	User   bool
 }
 
+var withoutMainPID = func() []string {
+	var out []string
+	for _, p := range Properties {
+		if p != "MainPID" {
+			out = append(out, p)
+		}
+	}
+	return out
+}()
+
 // systemctl is the command line of one systemctl call in this backend's scope.
 func (s Systemctl) systemctl(args ...string) []string {
 	if s.User {
@@ -45,14 +55,20 @@ func (s Systemctl) systemctl(args ...string) []string {
 
 // Show implements Systemd with one systemctl call.
 func (s Systemctl) Show(ctx context.Context, unit string) (Props, error) {
-	res, err := s.Runner.Run(ctx, s.systemctl("show", "--property="+strings.Join(Properties, ","), "--", unit)...)
+	// MainPID is a service's property: systemctl prints nothing for it on a timer or a
+	// socket, so it is asked of services only (0 elsewhere, as over D-Bus).
+	props, out := Properties, ""
+	if !strings.HasSuffix(unit, ".service") {
+		props, out = withoutMainPID, "MainPID=0\n"
+	}
+	res, err := s.Runner.Run(ctx, s.systemctl("show", "--property="+strings.Join(props, ","), "--", unit)...)
 	if err != nil {
 		return Props{}, fmt.Errorf("observe %s: %w", unit, err)
 	}
 	if res.ExitCode != 0 {
 		return Props{}, fmt.Errorf("observe %s: systemctl show exited %d: %s", unit, res.ExitCode, res.Output())
 	}
-	p, err := ParseShow(res.Stdout)
+	p, err := ParseShow(res.Stdout + out)
 	if err != nil {
 		return Props{}, fmt.Errorf("observe %s: %w", unit, err)
 	}
