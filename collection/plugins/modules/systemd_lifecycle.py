@@ -13,8 +13,17 @@ description:
     only triggers that changed count. Restart beats reload, many reloads are one reload, a
     unit that had to be started gets nothing more, and a unit that should be stopped ignores
     its triggers. A reload is never turned into a restart.
-  - "Order of a run: parameters, the unit's lock, manager sync, observation, reload
-    capability, decision, enable/disable, run-state action, verification."
+  - "A run goes Observe, Plan, Apply. Observe: parameters, the unit's lock, manager sync,
+    observation, reload capability. Plan: one decision made from those facts alone (the same
+    facts always give the same plan): the steps, in this order: a stop before a mask, the
+    mask or unmask, enable or disable, then at most one run-state action (start, stop,
+    restart or reload); and the state they lead to. Apply: each step is carried out and verified in that order. After an
+    unmask, enable or disable the unit is observed again and the rest is decided again, so
+    the run-state action always follows from the state observed just before it. The
+    run-state action must then settle (I(settle)), and the health probe (I(health)) runs
+    last."
+  - "In check mode the plan is the answer: its steps are I(actions), the state they lead to
+    is I(after), and nothing is applied, so nothing settles and no probe runs."
   - Runs for one unit are serialized, with each other and with richt.services.unit_override
     runs for the same unit, by a lock file in the lock directory (C(/run/richt/lock) when run
     as root), held from the first read of the unit's records to the end of verification. So
@@ -35,11 +44,12 @@ description:
     counts as due: the module reloads the manager (the reason names the file) and then
     removes the record."
   - "Verification polls systemd until the goal holds, under the same deadline as the action:
-    start, restart and reload must reach C(active) and stay there for 300 ms (a process that
-    exits at once is caught); stop must reach C(inactive) or C(failed). A failure reports the
-    observed state and the unit's last journal lines."
+    start, restart and reload must reach C(active) and stay there, with the same invocation,
+    for the settle time (by default 300 ms after a start or restart, so a process that exits
+    at once is caught, and none after a reload; see I(settle)); stop must reach C(inactive)
+    or C(failed). A failure reports the observed state and the unit's last journal lines."
   - "Durable reactions: a due restart or reload is recorded under C(/var/lib/richt/pending/)
-    before it is attempted and cleared only after it was verified. A run that fails, times out
+    (with I(scope=user), C(~/.local/state/richt/pending/)) before it is attempted and cleared only after it was verified. A run that fails, times out
     or is interrupted leaves it, and the next run for the unit carries it out even if no
     trigger changed."
   - "A recorded reaction is not carried out again when the unit is running and became active
@@ -55,7 +65,8 @@ description:
     directory) are refused when they are owned by another user than the one running the module
     or are writable by group or others; the error says how to fix them.
   - Talks to systemd over D-Bus (systemd's private socket, else the system bus) and falls back
-    to C(systemctl) when neither answers. Needs no Python on the target.
+    to C(systemctl) when neither answers. With I(scope=user) it talks to the user manager's
+    private socket, else C(systemctl --user). Needs no Python on the target.
 options:
   unit:
     description:
@@ -73,13 +84,15 @@ options:
       - Whether the unit starts at boot. Omitted leaves it as it is.
       - Units whose unit file state is C(static), C(indirect), C(generated), C(transient) or
         C(alias) cannot be enabled or disabled; the task warns and changes nothing.
-      - A C(masked) unit fails for C(enabled=true) (and for C(state=running)).
+      - A C(masked) unit fails for C(enabled=true) (and for C(state=running)) unless
+        C(masked=false) unmasks it first.
     type: bool
   timeout:
     description:
       - One deadline for the whole run (a positive Go duration such as C(5s), C(1m30s)),
         including the wait for the unit's lock, the daemon-reload, each action and its
-        verification. A timed-out task fails; systemd keeps a job it already accepted, and a
+        verification, the settle time and every attempt of the health probe. A timed-out
+        task fails; systemd keeps a job it already accepted, and a
         reaction already recorded as due stays recorded for the next run.
     type: str
     default: 5s
@@ -106,10 +119,82 @@ options:
         I(enabled) is false or omitted.
     type: bool
     default: false
+  masked:
+    description:
+      - C(true) masks the unit, stopping it first if it runs; C(false) unmasks it. Omitted
+        leaves the mask as it is.
+      - "C(true) is refused together with I(state=running) or I(enabled=true), before
+        anything is observed. I(state) defaults to C(running), so C(masked: true) needs
+        C(state: stopped)."
+      - See the notes for what masking and unmasking do.
+    type: bool
+    version_added: "0.2.0"
+  settle:
+    description:
+      - How long the unit must stay C(active), with the same invocation, after a run-state
+        action before the action counts as verified. A Go duration of zero or more, such as
+        C(0s), C(300ms) or C(2s).
+      - Omitted, it is 300 ms after a start or restart and 0 after a reload. Given, it
+        applies to every run-state action. See the notes.
+    type: str
+    version_added: "0.2.0"
+  health:
+    description:
+      - One probe that checks whether the unit's service answers, as a mapping with exactly
+        one of I(tcp), I(http) or I(banner); I(expect) goes with I(banner) and only with it.
+      - The mapping is validated when the task starts; a malformed probe fails the task
+        before systemd is asked anything.
+      - "Host names and addresses: an IPv6 address goes in brackets (C([::1]:8080)); a
+        wildcard host (C(0.0.0.0), C([::]), C(*), or none as in C(:8080)) is an address to
+        listen on, not to connect to, so the probe connects to loopback instead (C([::1])
+        for an IPv6 wildcard, C(127.0.0.1) otherwise). Ports are 1 to 65535."
+      - See the notes for when probes run and what a failure reports.
+    type: dict
+    version_added: "0.2.0"
+    suboptions:
+      tcp:
+        description:
+          - C(HOST:PORT). Healthy when a TCP connection to it is accepted.
+        type: str
+      http:
+        description:
+          - "An C(http://) URL. Healthy when a C(GET) of it is answered with any 2xx status."
+          - "Only C(http): C(https) and every other scheme are refused, because a probe of
+            loopback cannot verify the certificate of the public name the service is
+            published under."
+          - "Without a port the probe uses port 80; an empty port (C(http://host:/)) is
+            refused, and so is a URL with credentials (C(user@host))."
+          - "Redirects are not followed: a 3xx answer is unhealthy, and the message names
+            where it pointed (C(Location))."
+          - "The request is a plain HTTP/1.0 C(GET) with C(Connection: close), sent straight
+            to the URL's address, never through a proxy."
+        type: str
+      banner:
+        description:
+          - "C(HOST:PORT). Connects and reads what the server sends first: at most 4096
+            bytes, stopping at the first newline, at the end of the stream, at the deadline,
+            or as soon as I(expect) has been read."
+          - Healthy when I(expect) occurs anywhere in what was read. A server that sends
+            nothing is unhealthy.
+        type: str
+      expect:
+        description:
+          - The text the greeting must contain, for I(banner) only; at most 4096 bytes.
+        type: str
+  scope:
+    description:
+      - C(system) manages a unit of the system manager. C(user) manages a unit of the own
+        manager (C(systemctl --user)) of the user the module runs as, which with become is
+        the I(become_user).
+      - See the notes for how the user manager is found and where records and locks are kept.
+    type: str
+    choices: [system, user]
+    default: system
+    version_added: "0.2.0"
 attributes:
   check_mode:
     support: full
-    description: Observes for real and reports the actions the real run would take, including a daemon-reload.
+    description: Observes for real and reports the actions the real run would take, including a daemon-reload; after an unmask, only the unmask (see the notes).
   diff_mode:
     support: full
     description: Shows state and enabled before and after.
@@ -118,6 +203,53 @@ notes:
     backend, for debugging."
   - A C(Type=oneshot) unit without C(RemainAfterExit=yes) never stays C(active), so
     I(state=running) fails its verification; use C(RemainAfterExit=yes).
+  - "Check mode and unmasking: an unmask loads the unit again, and what it then needs
+    (enable, start, ...) depends on the unit it turns out to be. A real run observes the unit
+    again after the unmask and decides the rest then. Check mode cannot, so it reports only
+    C(unmask), with a warning that what follows is decided once the unit is loaded."
+  - "Settle: without I(settle), a start or restart must stay C(active) for 300 ms, because a
+    C(Type=simple) service whose program exits at once is C(active) until it exits; a reload
+    keeps its process, so the job's result is enough (0). An explicit I(settle) applies to
+    every run-state action, reload included; after a stop the unit must then stay
+    C(inactive) or C(failed) that long (the stop before a mask is verified without it). The
+    unit must stay C(active) with the same invocation: one that fails or stops meanwhile
+    fails the task, and so does one that systemd starts again (a new C(InvocationID)). The
+    settle time counts against I(timeout)."
+  - "Health probes run after a start, restart or reload, and on every other run with
+    I(state=running) (a converged unit, or one that was only enabled or disabled). They do
+    not run with I(state=stopped) or in check mode. A failing probe is tried again every
+    100 ms until it passes or I(timeout), the task's one deadline, ends. Then the task fails
+    with a message that names the probe, the number of attempts, the last evidence (the
+    connection error, the HTTP status, or the greeting that was read) and the unit's last
+    journal lines. A probe never restarts anything; a restart or reload it follows is
+    already done and is not left pending for the next run."
+  - "Masking with C(masked: true): a running unit is stopped first (verified), then masked,
+    and the mask is verified (C(LoadState=masked)). A unit that does not exist can be masked
+    too. Due reactions are ignored (I(reaction=ignored)), and I(enabled=false) takes no step
+    of its own. A mask is a link to C(/dev/null) named after the unit in
+    C(/etc/systemd/system), so a unit whose own file is in C(/etc/systemd/system) cannot be
+    masked; the task fails and says to remove that file instead."
+  - "Unmasking with C(masked: false) removes the mask and verifies that the unit is no longer
+    masked, then continues as the plan describes; on a unit that is not masked it does
+    nothing. A masked unit with I(masked) omitted fails for I(state=running) or
+    I(enabled=true), and for I(state=stopped) is only stopped if it still runs."
+  - "User scope (C(scope: user)): the user manager is found where systemd runs it, at
+    C(/run/user/UID), without C(XDG_RUNTIME_DIR) or a session bus in the environment, so it
+    works through I(become_user) (and su or sudo). It needs a running user manager: lingering
+    (C(loginctl enable-linger USER)) or a login session; without one the task fails and
+    names the missing socket C(/run/user/UID/systemd/private). The user's records (pending
+    reactions, manager-sync record) are kept in C(~/.local/state/richt), with the home taken
+    from the user database rather than C($HOME), so the host-wide records in
+    C(/var/lib/richt) are not read; its locks are in C(/run/user/UID/richt/lock). Journal
+    lines come from C(journalctl --user-unit)."
+  - "Known limit: in check mode a due daemon-reload is not performed, and the reload
+    capability that I(reload_on) needs is then read from the unit files on disk, in the
+    system unit directories only. A user unit's file is normally not there, so with
+    C(scope: user), I(reload_on) and a daemon-reload due, check mode fails the unit as not
+    reload-capable (no unit file found) even when it is."
+  - "Unit types: timers, sockets, paths and targets are managed like services, and as for
+    services I(state=running) means C(active) (for example a timer that is waiting or a
+    socket that is listening). I(main_pid) is returned for services only."
 extends_documentation_fragment:
   - richt.services.fast_path
 author:
@@ -146,6 +278,59 @@ EXAMPLES = r"""
     state: stopped
     enabled: false
     allow_missing: true
+
+- name: Running, and healthy only once its greeting says "demo ready"
+  richt.services.systemd_lifecycle:
+    unit: demo.service
+    timeout: 20s
+    health:
+      banner: 127.0.0.1:8080
+      expect: demo ready
+
+- name: Healthy when GET /healthz answers 2xx (a redirect is unhealthy); 0.0.0.0 probes 127.0.0.1
+  richt.services.systemd_lifecycle:
+    unit: web.service
+    health:
+      http: http://0.0.0.0:8080/healthz
+
+- name: Healthy when the port accepts a connection
+  richt.services.systemd_lifecycle:
+    unit: db.service
+    health:
+      tcp: 127.0.0.1:5432
+
+- name: Must stay up 2s, with the same invocation, after every start, restart or reload
+  richt.services.systemd_lifecycle:
+    unit: worker.service
+    settle: 2s
+    timeout: 10s
+    restart_on:
+      - "{{ worker_pkg }}"
+
+- name: Masked, stopped first if it runs (masked needs state stopped)
+  richt.services.systemd_lifecycle:
+    unit: cups.service
+    state: stopped
+    masked: true
+
+- name: Unmasked, then enabled and started (check mode shows only the unmask)
+  richt.services.systemd_lifecycle:
+    unit: cups.service
+    masked: false
+    enabled: true
+
+- name: A timer, armed now and at boot
+  richt.services.systemd_lifecycle:
+    unit: backup.timer
+    enabled: true
+
+- name: A user's own unit, through become_user (needs lingering or a session for alice)
+  become: true
+  become_user: alice
+  richt.services.systemd_lifecycle:
+    unit: hello.service
+    scope: user
+    enabled: true
 """
 
 RETURN = r"""
@@ -160,12 +345,18 @@ before:
   type: dict
   sample: {state: stopped, enabled: false, unit_file_state: disabled, load_state: loaded}
 after:
-  description: State after the task (in check mode, the predicted state).
+  description:
+    - State after the task (in check mode, the predicted state).
+    - A mask predicted in check mode shows as C(load_state) and C(unit_file_state) C(masked).
   returned: when the unit was observed
   type: dict
   sample: {state: running, enabled: true, unit_file_state: enabled, load_state: loaded}
 actions:
-  description: What the task did or would do, in order.
+  description:
+    - What the task did or would do, in order. The steps are C(daemon-reload), C(stop),
+      C(mask), C(unmask), C(enable), C(disable), C(start), C(restart) and C(reload).
+    - "After an unmask a real run lists what it decided next as well (for example C(unmask),
+      C(enable), C(start)); check mode lists only C(unmask)."
   returned: always
   type: list
   elements: str
@@ -200,14 +391,38 @@ reload_capable:
   type: dict
   sample: {capable: true, reason: "ExecReload= in /etc/systemd/system/demo.service.d/reload.conf"}
 main_pid:
-  description: The unit's main PID after this run started or restarted it; never returned after a stop or a reload.
+  description: The unit's main PID after this run started or restarted it; never returned after a stop or a reload, nor for a unit that is not a service.
   returned: after a verified start or restart, when systemd reports a main process
   type: int
 journal:
   description: The unit's last journal lines.
-  returned: when an action failed
+  returned: when an action or the health probe failed
   type: list
   elements: str
+health:
+  description:
+    - What the health probe (I(health)) found.
+    - "Returned after the probe ran: when I(health) is given with I(state=running) and the
+      run got as far as the probe; never in check mode. When I(healthy) is false the task
+      failed."
+  returned: when the health probe ran
+  type: dict
+  contains:
+    probe:
+      description:
+        - The probe as run, with the address it connected to; a wildcard host shows as
+          loopback, followed by what was given.
+      type: str
+      sample: 'GET http://127.0.0.1:8080/healthz (given as http://0.0.0.0:8080/healthz)'
+    attempts:
+      description: How many attempts were made, the last one passing when healthy.
+      type: int
+      sample: 3
+    healthy:
+      description: Whether an attempt passed before the deadline.
+      type: bool
+      sample: true
+  sample: {probe: 'banner 127.0.0.1:8080 expecting "demo ready"', attempts: 1, healthy: true}
 package_changed:
   description: Always false; this module changes no package. Present so that every module's result can be read the same way.
   returned: always
