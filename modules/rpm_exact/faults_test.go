@@ -77,7 +77,9 @@ func TestDeadlineDoesNotKillTransaction(t *testing.T) {
 	// The next run with time enough waits, sees the transaction's outcome and reports it.
 	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})
 	require.False(t, r.Failed(), r.Msg())
-	assert.False(t, r.Changed(), "the earlier transaction installed 2.0")
+	assert.True(t, r.Changed(), "the earlier transaction installed 2.0: its change is reported here, once, so triggers fire")
+	assert.Equal(t, true, r["package_changed"])
+	assert.Equal(t, "none", r.String("operation"), "no transaction of its own")
 	earlier := r.Map("earlier_transaction")
 	require.NotNil(t, earlier, "the outcome nobody reported yet")
 	assert.Equal(t, "succeeded", earlier["outcome"])
@@ -91,6 +93,7 @@ func TestDeadlineDoesNotKillTransaction(t *testing.T) {
 	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch"})
 	require.False(t, r.Failed(), r.Msg())
 	assert.Nil(t, r.Map("earlier_transaction"))
+	assert.False(t, r.Changed())
 }
 
 // A module killed while it waits leaves DNF running; the next run reports the outcome.
@@ -111,7 +114,7 @@ kill -9 $p; wait $p; echo "module exit $?"`, testenv.ModuleDir))
 	assert.Equal(t, "slow-1.0", f.rpmQ(t, "slow"))
 	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})
 	require.False(t, r.Failed(), r.Msg())
-	assert.False(t, r.Changed())
+	assert.True(t, r.Changed(), "the killed run's change, reported once")
 	require.NotNil(t, r.Map("earlier_transaction"))
 	assert.Equal(t, "succeeded", r.Map("earlier_transaction")["outcome"])
 	assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"))

@@ -321,6 +321,34 @@ func (r *run) prepare(ctx context.Context) (Facts, error) {
 	r.synced = recorded
 	r.res.Before, r.res.After = stateOf(obs), stateOf(obs)
 
+	pending := r.pending
+	if pending != nil {
+		r.res.Pending = fmt.Sprintf("%s due since %s", pending.Reaction, pending.Since.Format(time.RFC3339))
+		if r.now, err = r.clock(); err != nil {
+			return f, err
+		}
+		if pending.ServedBy(r.now, obs.Running(), obs.ActiveEnterMono) {
+			// The unit became active after the reaction was recorded (a run killed after
+			// sending its restart, a package scriptlet, an administrator): that start
+			// loaded everything the reaction was for. Do not do it twice.
+			r.res.Pending += "; already served: the unit became active after it was recorded"
+			f.Served = true
+			pending = nil
+		}
+	}
+	f.Due = reaction.Due(r.trig, pendingKind(pending))
+	// A due reaction is on disk before anything can fail (the daemon-reload, an enable,
+	// the deadline): its trigger will not report a change again. Only for a loaded unit: a
+	// unit that is missing or masked now has nothing to restart, and its first start later
+	// would absorb the reaction anyway.
+	if f.Due != reaction.None && r.want.Running && !r.check() && obs.LoadState == "loaded" {
+		if pending, err = r.recordPending(f.Due, pending); err != nil {
+			return f, err
+		}
+	}
+	f.Pending = pending != nil
+	r.res.Triggers = labels(r.trig, pending)
+
 	// Manager sync. NeedDaemonReload alone misses changes (rpm restores old mtimes on a
 	// downgrade; systemd 252 misses a first drop-in in a new directory), hence the
 	// durable record and the triggers.
@@ -344,24 +372,6 @@ func (r *run) prepare(ctx context.Context) (Facts, error) {
 		}
 	}
 
-	pending := r.pending
-	if pending != nil {
-		r.res.Pending = fmt.Sprintf("%s due since %s", pending.Reaction, pending.Since.Format(time.RFC3339))
-		if r.now, err = r.clock(); err != nil {
-			return f, err
-		}
-		if pending.ServedBy(r.now, obs.Running(), obs.ActiveEnterMono) {
-			// The unit became active after the reaction was recorded (a run killed after
-			// sending its restart, a package scriptlet, an administrator): that start
-			// loaded everything the reaction was for. Do not do it twice.
-			r.res.Pending += "; already served: the unit became active after it was recorded"
-			f.Served = true
-			pending = nil
-		}
-	}
-	f.Pending = pending != nil
-	f.Due = reaction.Due(r.trig, pendingKind(pending))
-	r.res.Triggers = labels(r.trig, pending)
 	f.SyncPredicted = r.check() && synced
 
 	// Reload capability, whenever reload_on is declared, also when no trigger changed, so
@@ -549,21 +559,28 @@ func (r *run) configure(ctx context.Context, step Step) (Props, error) {
 // lost if this run fails or stops; then the job, its verification, and the probe.
 func (r *run) runState(ctx context.Context, p Plan, f Facts, step Step) error {
 	action := reaction.Action(step)
-	r.act(step)
 	if p.RecordPending {
-		at, err := r.clock()
-		if err != nil {
+		// Stamped again just before the job: a later activation proves this very job ran.
+		r.now = stamp.Stamp{}
+		if _, err := r.recordPending(f.Due, r.pending); err != nil {
 			return err
 		}
-		if err := r.Store.SetPending(r.want.Unit, durable.Pending{Reaction: string(f.Due), Triggers: r.res.Triggers, Since: since(r.pending), At: at}); err != nil {
-			return err
-		}
+	}
+	r.act(step) // only now is the job sent
+	var before Props
+	if action == reaction.ReloadIt {
+		before = f.Unit
 	}
 	jobErr := r.Systemd.Job(ctx, string(action), r.want.Unit)
 	var final Props
 	var err error
 	if jobErr == nil {
 		final, err = r.verify(ctx, action, p.Settle)
+	}
+	if err == nil && jobErr == nil && action == reaction.ReloadIt && before.InvocationID != "" && final.InvocationID != before.InvocationID {
+		// A reload keeps the unit's process: a new invocation means it died and came back
+		// (Restart=), which is no successful reload.
+		err = fmt.Errorf("%s was started anew during its reload (invocation %s, then %s): the reload did not keep the process", r.want.Unit, before.InvocationID, final.InvocationID)
 	}
 	if jobErr != nil || err != nil {
 		due := reaction.None
@@ -640,6 +657,21 @@ func (r *run) clock() (stamp.Stamp, error) {
 	}
 	r.now = s
 	return s, nil
+}
+
+// recordPending writes the reaction due for the unit, keeping when it first became due and
+// stamping it now, and returns the record.
+func (r *run) recordPending(due reaction.Kind, prev *durable.Pending) (*durable.Pending, error) {
+	at, err := r.clock()
+	if err != nil {
+		return nil, err
+	}
+	p := durable.Pending{Reaction: string(due), Triggers: labels(r.trig, prev), Since: since(prev), At: at}
+	if err := r.Store.SetPending(r.want.Unit, p); err != nil {
+		return nil, err
+	}
+	r.pending = &p
+	return &p, nil
 }
 
 func since(p *durable.Pending) time.Time {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,8 +33,10 @@ type fakeSystemd struct {
 	// reinvokeAfter: systemd restarts the unit by itself on the Nth observation after a
 	// start (Restart=always behind a crashing process).
 	reinvokeAfter int
-	shows         int
-	started       int
+	// reloadFails: daemon-reload fails; reloadRestarts: a reload job brings a new process.
+	reloadFails, reloadRestarts bool
+	shows                       int
+	started                     int
 }
 
 func (f *fakeSystemd) Show(context.Context, string) (Props, error) {
@@ -58,6 +61,9 @@ func (f *fakeSystemd) SetMasked(_ context.Context, _ string, masked bool) error 
 }
 func (f *fakeSystemd) DaemonReload(context.Context) error {
 	f.calls = append(f.calls, "daemon-reload")
+	if f.reloadFails {
+		return errors.New("connection timed out")
+	}
 	f.p.NeedDaemonReload = false
 	return nil
 }
@@ -74,6 +80,9 @@ func (f *fakeSystemd) Job(_ context.Context, action, _ string) error {
 		f.started = f.shows
 	case "reload":
 		f.p.ActiveState, f.p.SubState = "active", "running"
+		if f.reloadRestarts {
+			f.p.InvocationID += "r"
+		}
 	case "stop":
 		f.p.ActiveState, f.p.SubState = "inactive", "dead"
 	}
@@ -385,4 +394,39 @@ func nonShowNil(c []string) []string {
 		return nil
 	}
 	return c
+}
+
+// A restart trigger is on disk before the daemon-reload that precedes it: when that fails,
+// the next run still restarts.
+func TestPendingRecordedBeforeAnythingCanFail(t *testing.T) {
+	sd := &fakeSystemd{p: props("active", "enabled"), reloadFails: true}
+	st := &memStore{syncDue: true, pending: map[string]*durable.Pending{}}
+	res := runModule(t, sd, st, map[string]any{"unit": "demo", "restart_on": []any{map[string]any{"changed": true}}})
+	assert.Contains(t, res["msg"], "daemon-reload")
+	require.NotNil(t, st.pending["demo.service"], "the restart stays due")
+	assert.Equal(t, "restart", st.pending["demo.service"].Reaction)
+	assert.Empty(t, res["actions"].([]any)[1:], "no restart was sent")
+
+	sd.reloadFails = false
+	res = runModule(t, sd, st, map[string]any{"unit": "demo", "restart_on": []any{map[string]any{"changed": false}}})
+	require.Nil(t, res["failed"], res["msg"])
+	assert.Equal(t, []any{"daemon-reload", "restart"}, res["actions"])
+	assert.Nil(t, st.pending["demo.service"])
+}
+
+// A reload keeps its process: a new invocation after it is no successful reload.
+func TestReloadThatRestartsFails(t *testing.T) {
+	sd := &fakeSystemd{p: props("active", "enabled"), reloadRestarts: true}
+	sd.p.InvocationID = "a"
+	d := testDeps(sd, &memStore{pending: map[string]*durable.Pending{}})
+	d.Root = t.TempDir()
+	unitDir := d.Root + "/etc/systemd/system"
+	require.NoError(t, os.MkdirAll(unitDir, 0o755))
+	require.NoError(t, os.WriteFile(unitDir+"/demo.service", []byte("[Service]\nExecStart=/bin/true\nExecReload=/bin/true\n"), 0o644))
+	sd.p.FragmentPath, sd.p.CanReload = "/etc/systemd/system/demo.service", true
+	data, _ := json.Marshal(map[string]any{"unit": "demo", "reload_on": []any{true}})
+	out := ansible.Execute(context.Background(), Spec(), []string{"-"}, strings.NewReader(string(data)), Handler(d))
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(out, &res))
+	assert.Contains(t, res["msg"], "started anew during its reload")
 }

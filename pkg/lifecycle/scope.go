@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lock"
@@ -41,7 +42,13 @@ func UserScope() (Scope, error) {
 	uid := os.Geteuid()
 	u, err := user.LookupId(strconv.Itoa(uid))
 	if err != nil {
-		return Scope{}, fmt.Errorf("scope: user: look up uid %d: %w", uid, err)
+		// The modules are static (no NSS): a user from a directory service is not in
+		// /etc/passwd. Their $HOME serves when it is theirs.
+		home := os.Getenv("HOME")
+		if fi, serr := os.Stat(home); home == "" || serr != nil || !ownedBy(fi, uid) {
+			return Scope{}, fmt.Errorf("scope: user: uid %d is not in /etc/passwd and $HOME (%q) is not a directory it owns: %w", uid, home, err)
+		}
+		u = &user.User{Uid: strconv.Itoa(uid), Username: "uid " + strconv.Itoa(uid), HomeDir: home}
 	}
 	rt := fmt.Sprintf("/run/user/%d", uid)
 	sock := filepath.Join(rt, "systemd", "private")
@@ -54,6 +61,11 @@ func UserScope() (Scope, error) {
 		StoreDir: filepath.Join(u.HomeDir, ".local", "state", "richt"),
 		LockDir:  filepath.Join(rt, "richt", "lock"),
 	}, nil
+}
+
+func ownedBy(fi os.FileInfo, uid int) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && fi.IsDir() && int(st.Uid) == uid
 }
 
 // ScopeOf is the scope the `scope` parameter names.

@@ -437,8 +437,13 @@ func (d Deps) syncManager(ctx context.Context, res *Result, unit string) error {
 	}
 	if err != nil {
 		// The file is written; make sure the next systemd_lifecycle run still syncs.
-		_, _ = d.Sync.MarkManagerSyncDue(ctx, "unit_override "+res.Path+" changed; daemon-reload failed")
+		// The deadline has usually passed: recording gets a short one of its own.
+		rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
 		res.DaemonReload = contract.ReloadNeeded
+		if _, merr := d.Sync.MarkManagerSyncDue(rctx, "unit_override "+res.Path+" changed; daemon-reload failed"); merr != nil {
+			return fmt.Errorf("%s was written but systemctl daemon-reload failed (%w), and recording it as due failed too (%v): run systemctl daemon-reload", res.Path, err, merr)
+		}
 		return fmt.Errorf("%s was written but systemctl daemon-reload failed (recorded as due for the next systemd_lifecycle run): %w", res.Path, err)
 	}
 	if serr != nil {

@@ -48,7 +48,10 @@ const SuperviseEnv = "RICHT_RPM_TRANSACTION"
 const DefaultTransactionDir = "/var/lib/richt/transactions"
 
 // keepTransactions is how many transaction directories stay for reading afterwards.
-const keepTransactions = 20
+const (
+	keepTransactions = 20
+	keepUnreported   = 100
+)
 
 // Detached runs each transaction under a supervisor that survives the module.
 type Detached struct {
@@ -81,6 +84,7 @@ type outcomeRecord struct {
 	StartErr         string            `json:"start_error,omitempty"`
 	Ended            time.Time         `json:"ended"`
 	UnitFilesChanged bool              `json:"unit_files_changed"`
+	PackageChanged   bool              `json:"package_changed"`
 	After            []string          `json:"after"`
 	AfterUnitFiles   map[string]string `json:"after_unit_files"`
 	AfterErr         string            `json:"after_error,omitempty"`
@@ -89,7 +93,7 @@ type outcomeRecord struct {
 // Begin implements Transactor: it takes the transaction lock, waiting while an earlier
 // transaction (of a run that stopped waiting for it) is still under way, and reports the
 // earliest unreported outcome.
-func (d *Detached) Begin(ctx context.Context, check bool) (func(), *Earlier, error) {
+func (d *Detached) Begin(ctx context.Context, check bool, name string) (func(), *Earlier, error) {
 	l, err := lock.Acquire(ctx, d.LockDir, lock.Transaction)
 	if err != nil {
 		if errors.Is(err, lock.ErrHeld) {
@@ -102,7 +106,7 @@ func (d *Detached) Begin(ctx context.Context, check bool) (func(), *Earlier, err
 		return nil, nil, err
 	}
 	d.held = l
-	earlier := d.unreported(!check)
+	earlier := d.unreported(!check, name)
 	if !check {
 		d.prune()
 	}
@@ -140,7 +144,7 @@ func (d *Detached) ids() []string {
 // unreported reports (once) the oldest transaction whose module stopped waiting for it
 // (its deadline passed, or it was killed). Begin holds the lock, so its supervisor has
 // ended.
-func (d *Detached) unreported(mark bool) *Earlier {
+func (d *Detached) unreported(mark bool, name string) *Earlier {
 	for _, id := range d.ids() {
 		dir := filepath.Join(d.Dir, id)
 		if _, err := os.Stat(filepath.Join(dir, reportedFile)); err == nil {
@@ -151,9 +155,13 @@ func (d *Detached) unreported(mark bool) *Earlier {
 		if data, err := os.ReadFile(filepath.Join(dir, requestFile)); err == nil && json.Unmarshal(data, &req) == nil {
 			e.Command = req.Argv
 		}
+		if req.Name != name {
+			continue // that package's own next run reports it
+		}
 		var out outcomeRecord
 		if data, err := os.ReadFile(filepath.Join(dir, outcomeFile)); err == nil && json.Unmarshal(data, &out) == nil {
-			e.Ended = out.Ended.Format(time.RFC3339)
+			e.Ended, e.ended = out.Ended.Format(time.RFC3339), out.Ended
+			e.packageChanged, e.unitFilesChanged = out.PackageChanged, out.UnitFilesChanged
 			switch {
 			case out.StartErr != "":
 				e.Outcome = "not started: " + out.StartErr
@@ -173,20 +181,23 @@ func (d *Detached) unreported(mark bool) *Earlier {
 
 func markReported(dir string) { _ = os.WriteFile(filepath.Join(dir, reportedFile), nil, 0o600) }
 
-// prune keeps the newest transactions' records; the others have been reported.
+// prune keeps the newest transactions' records: beyond keepTransactions the reported ones
+// go, beyond keepUnreported every one (a package nobody manages any more never reports).
 func (d *Detached) prune() {
 	ids := d.ids()
-	for len(ids) > keepTransactions {
-		dir := filepath.Join(d.Dir, ids[0])
-		if _, err := os.Stat(filepath.Join(dir, reportedFile)); err == nil {
+	for i, id := range ids {
+		dir := filepath.Join(d.Dir, id)
+		age := len(ids) - i // 1 for the newest
+		_, rerr := os.Stat(filepath.Join(dir, reportedFile))
+		if age > keepUnreported || (age > keepTransactions && rerr == nil) {
 			_ = os.RemoveAll(dir)
 		}
-		ids = ids[1:]
 	}
 }
 
-// Run implements Transactor.
-func (d *Detached) Run(ctx context.Context, t Transaction) (Outcome, error) {
+// Run implements Transactor. An error before the supervisor started wraps ErrNotStarted,
+// and leaves no record behind: DNF never ran.
+func (d *Detached) Run(ctx context.Context, t Transaction) (out Outcome, err error) {
 	if d.held == nil {
 		return Outcome{}, errors.New("transaction started without Begin")
 	}
@@ -196,10 +207,25 @@ func (d *Detached) Run(ctx context.Context, t Transaction) (Outcome, error) {
 	now := time.Now().UTC()
 	dir := filepath.Join(d.Dir, fmt.Sprintf("%s-%d", now.Format("20060102T150405.000000000Z"), os.Getpid()))
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return Outcome{}, fmt.Errorf("create transaction record %s: %w", dir, err)
+		return Outcome{}, fmt.Errorf("%w: create transaction record %s: %w", ErrNotStarted, dir, err)
 	}
-	out := Outcome{Result: runner.Result{Argv: t.Argv}, Log: dir}
+	out = Outcome{Result: runner.Result{Argv: t.Argv}, Log: dir}
 	req := request{Transaction: t, Started: now}
+	started := false
+	defer func() {
+		if started {
+			return
+		}
+		// Nothing ran: no record to report later, no reload due on its account.
+		_ = os.RemoveAll(dir)
+		if req.AheadID != "" {
+			cctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			_ = d.Sync.RemoveManagerSyncEntry(cctx, req.AheadID)
+		}
+		out.Log = ""
+		err = fmt.Errorf("%w: %w", ErrNotStarted, err)
+	}()
 	if d.Sync != nil {
 		id, err := d.Sync.MarkManagerSyncDue(ctx, t.Reason+" (transaction under way: "+dir+")")
 		if err != nil {
@@ -225,6 +251,7 @@ func (d *Detached) Run(ctx context.Context, t Transaction) (Outcome, error) {
 	if err := cmd.Start(); err != nil {
 		return out, fmt.Errorf("start the transaction's supervisor: %w", err)
 	}
+	started = true
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -252,7 +279,7 @@ func (d *Detached) read(dir string, t Transaction, out Outcome, werr error) (Out
 		return out, fmt.Errorf("the transaction's supervisor ended (%v) without a readable outcome in %s: %w; read its output there and check the RPM database", werr, dir, err)
 	}
 	if rec.StartErr != "" {
-		return out, fmt.Errorf("start %s: %s", strings.Join(t.Argv, " "), rec.StartErr)
+		return out, fmt.Errorf("%w: start %s: %s", ErrNotStarted, strings.Join(t.Argv, " "), rec.StartErr)
 	}
 	out.ExitCode = rec.ExitCode
 	out.UnitFilesChanged = rec.UnitFilesChanged
@@ -298,14 +325,18 @@ func Supervise(dir string, sync SyncRecorder) int {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	out := settle(ctx, runner.Exec{}, sync, req.Transaction, res)
+	_ = lock.WriteHolder(held, os.Getpid()) // DNF has ended; the supervisor holds on while it settles
 	rec.UnitFilesChanged = out.UnitFilesChanged
+	rec.PackageChanged = out.AfterErr != nil || !equal(req.Before, out.After.NEVRAs)
 	rec.After, rec.AfterUnitFiles = out.After.NEVRAs, out.After.UnitFiles
 	if out.AfterErr != nil {
 		rec.AfterErr = out.AfterErr.Error()
 	}
-	// Settled: the entry written ahead is no longer needed (settle wrote its own when unit
-	// files changed or could not be ruled out).
-	if req.AheadID != "" && sync != nil {
+	// Settled: the entry written ahead is withdrawn unless a sync was needed and settle
+	// could not record its own (a full disk): then it is the only record of the reload due.
+	// settle records a new entry rather than keeping this one because a reader that
+	// reloaded while DNF ran may have cleared it.
+	if req.AheadID != "" && sync != nil && (!out.needsSync() || out.SyncRecorded) {
 		_ = sync.RemoveManagerSyncEntry(ctx, req.AheadID)
 	}
 	return 0

@@ -122,7 +122,7 @@ func Handler(d Deps) ansible.Handler {
 		res := &Result{Name: w.Name, Operation: OpNone, Command: []string{}}
 		// Wait for a transaction an earlier run left under way before looking: its
 		// outcome is what this run must observe.
-		release, earlier, err := d.Txn.Begin(ctx, req.CheckMode)
+		release, earlier, err := d.Txn.Begin(ctx, req.CheckMode, w.Name)
 		if err != nil {
 			return res, err
 		}
@@ -141,6 +141,7 @@ func Handler(d Deps) ansible.Handler {
 			if !req.CheckMode { // check mode writes nothing
 				d.remember(w.Name, obs)
 			}
+			res.carry(earlier)
 			return res, nil
 		}
 		res.Changed = true
@@ -159,10 +160,14 @@ func Handler(d Deps) ansible.Handler {
 			return res, nil
 		}
 
-		out, err := d.Txn.Run(ctx, Transaction{Argv: p.Argv, Name: w.Name, UnitFiles: before.UnitFiles,
+		out, err := d.Txn.Run(ctx, Transaction{Argv: p.Argv, Name: w.Name, Before: before.NEVRAs, UnitFiles: before.UnitFiles,
 			Reason: "rpm_exact " + w.Name + ": unit files changed"})
 		run := out.Result
 		res.Stdout, res.Stderr, res.TransactionLog = run.Stdout, run.Stderr, out.Log
+		if errors.Is(err, ErrNotStarted) {
+			res.Changed = false // DNF never ran
+			return res, fmt.Errorf("%s: %w", strings.Join(p.Argv, " "), err)
+		}
 		if err != nil {
 			// DNF may have acted: a change cannot be ruled out, nor a changed unit file (the
 			// manager sync is recorded ahead of every transaction, and settled when it ends).
@@ -293,4 +298,18 @@ func lastLines(s string, n int) string {
 		l = l[len(l)-n:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// carry reports the change of an earlier transaction of this package whose own run
+// failed before it could (its deadline passed, it was killed): the task is changed, so a
+// restart_on wired to it still fires once, and only in the run that reports it.
+func (r *Result) carry(e *Earlier) {
+	if e == nil || !e.packageChanged {
+		return
+	}
+	r.Changed, r.PackageChanged = true, true
+	if e.unitFilesChanged {
+		r.UnitFilesChanged, r.DaemonReload = true, contract.ReloadNeeded
+	}
+	r.Stamp(e.ended)
 }

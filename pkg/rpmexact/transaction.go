@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/richt/services/pkg/runner"
 )
+
+// ErrNotStarted is returned (wrapped) when a transaction could not be started at all: DNF
+// never ran, nothing changed.
+var ErrNotStarted = errors.New("transaction not started")
 
 // ErrStillRunning is returned (wrapped) when the deadline ended the wait for a transaction
 // that is still under way. It was not stopped: killing rpm half-way through can leave two
@@ -18,6 +23,8 @@ type Transaction struct {
 	Argv []string `json:"argv"`
 	// Name is the package read back from the RPM database once DNF has ended.
 	Name string `json:"name"`
+	// Before are the package's builds before, to tell a later run what changed.
+	Before []string `json:"before"`
 	// UnitFiles are the package's unit files before, to tell whether DNF changed any.
 	UnitFiles map[string]string `json:"unit_files"`
 	// Reason is written into the manager-sync record when unit files changed.
@@ -35,6 +42,9 @@ type Outcome struct {
 	// UnitFilesChanged: DNF added, replaced or removed a file of the package under
 	// systemd's unit directories (and the manager sync is recorded).
 	UnitFilesChanged bool
+	// SyncRecorded: the manager sync this transaction needed (unit files changed, or
+	// that could not be ruled out) is recorded; false when it needed none.
+	SyncRecorded bool
 	// Log is the directory that keeps the transaction's request, output and outcome on
 	// the target; empty when the transaction ran inline.
 	Log string
@@ -42,11 +52,11 @@ type Outcome struct {
 
 // Transactor runs DNF transactions. Begin is called before the run observes anything and
 // waits (inside the run's deadline) for a transaction that is still under way; it returns
-// what an earlier transaction did that no run has reported yet, and marks it reported
-// unless the run is a check (check mode writes nothing). Run starts one transaction and
-// waits for it until the context ends.
+// what an earlier transaction for the same package did that no run has reported yet, and
+// marks it reported unless the run is a check (check mode writes nothing). Run starts one
+// transaction and waits for it until the context ends.
 type Transactor interface {
-	Begin(ctx context.Context, check bool) (release func(), earlier *Earlier, err error)
+	Begin(ctx context.Context, check bool, name string) (release func(), earlier *Earlier, err error)
 	Run(ctx context.Context, t Transaction) (Outcome, error)
 }
 
@@ -58,6 +68,11 @@ type Earlier struct {
 	Outcome string `json:"outcome"`
 	Log     string `json:"log"`
 	Ended   string `json:"ended,omitempty"`
+
+	// What it changed, carried into the reporting run's result (package contract), so a
+	// trigger wired to the task still sees the change its failed run could not report.
+	packageChanged, unitFilesChanged bool
+	ended                            time.Time
 }
 
 // Inline runs transactions in this process through a Runner, so the handler's logic can be
@@ -70,7 +85,9 @@ type Inline struct {
 
 // Begin implements Transactor: inline transactions end with their run, so nothing is
 // waited for.
-func (Inline) Begin(context.Context, bool) (func(), *Earlier, error) { return func() {}, nil, nil }
+func (Inline) Begin(context.Context, bool, string) (func(), *Earlier, error) {
+	return func() {}, nil, nil
+}
 
 // Run implements Transactor.
 func (i Inline) Run(ctx context.Context, t Transaction) (Outcome, error) {
@@ -98,9 +115,14 @@ func settle(ctx context.Context, r runner.Runner, sync SyncRecorder, t Transacti
 		return out
 	}
 	if sync != nil {
-		if _, err := sync.MarkManagerSyncDue(ctx, reason); err != nil && out.AfterErr == nil {
+		_, err := sync.MarkManagerSyncDue(ctx, reason)
+		out.SyncRecorded = err == nil
+		if err != nil && out.AfterErr == nil {
 			out.AfterErr = fmt.Errorf("unit files changed, but recording that systemd's manager must be reloaded failed: %w", err)
 		}
 	}
 	return out
 }
+
+// needsSync reports whether a settled transaction needed a manager sync.
+func (o Outcome) needsSync() bool { return o.UnitFilesChanged || o.AfterErr != nil }
