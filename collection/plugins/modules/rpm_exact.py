@@ -39,8 +39,16 @@ description:
     the deadline passes, the task fails, names the process that holds the transaction lock
     (DNF's PID while DNF runs) and where its output is kept, and nothing is changed. The first
     run after a transaction whose module stopped waiting for it reports that transaction's
-    outcome once, as I(earlier_transaction); check mode shows it too but leaves it to be
-    reported by the next real run (check mode writes nothing).
+    outcome once, as I(earlier_transaction), and only a run for the same package does. When
+    that transaction changed the package, the reporting run is C(changed) with
+    I(package_changed) (and I(unit_files_changed), I(changed_at)) as the transaction left it,
+    so a C(restart_on) wired to the task still fires once. Check mode shows it too but leaves
+    it to be reported by the next real run (check mode writes nothing). A transaction that
+    could not be started at all (no record directory, the supervisor not started) changes
+    nothing and leaves nothing behind.
+  - The supervisor leaves the module's process group and session, not its cgroup - stopping
+    the whole control group the play runs in (a service that runs ansible-pull, a
+    terminated login session with KillUserProcesses=yes) still ends DNF.
   - Before every transaction an entry is added to the host-wide manager-sync record
     C(/var/lib/richt/manager-sync-due). Once DNF has ended, the supervisor reads the package
     back from the RPM database, adds an entry of its own when files under systemd's unit

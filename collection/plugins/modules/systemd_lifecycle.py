@@ -49,7 +49,8 @@ description:
     at once is caught, and none after a reload; see I(settle)); stop must reach C(inactive)
     or C(failed). A failure reports the observed state and the unit's last journal lines."
   - "Durable reactions: a due restart or reload is recorded under C(/var/lib/richt/pending/)
-    (with I(scope=user), C(~/.local/state/richt/pending/)) before it is attempted and cleared only after it was verified. A run that fails, times out
+    (with I(scope=user), C(~/.local/state/richt/pending/)) as soon as the unit is observed,
+    before a daemon-reload, an enable or an unmask could fail, and again just before it is attempted and cleared only after it was verified. A run that fails, times out
     or is interrupted leaves it, and the next run for the unit carries it out even if no
     trigger changed."
   - "A recorded reaction is not carried out again when the unit is running and became active
