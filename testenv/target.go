@@ -343,8 +343,11 @@ func (t *Target) stagePath() string {
 	return fmt.Sprintf("/var/tmp/richt-stage-%d", t.seq)
 }
 
+// install puts stage at path with mode by a rename, so concurrent installs of the same
+// path (the first runs of a module started together) each succeed, and a running binary is
+// replaced, not rewritten.
 func (t *Target) install(ctx context.Context, stage, path string, mode int64) error {
-	res, err := t.Exec(ctx, "/bin/sh", "-c", `install -D -m "$2" -T -- "$0" "$1"; rc=$?; rm -f -- "$0"; exit $rc`,
+	res, err := t.Exec(ctx, "/bin/sh", "-c", `install -D -m "$2" -T -- "$0" "$1.richt-$$" && mv -f -- "$1.richt-$$" "$1"; rc=$?; rm -f -- "$0" "$1.richt-$$"; exit $rc`,
 		stage, path, fmt.Sprintf("%04o", mode))
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("install %s in target: %s", path, strings.TrimSpace(res.Stderr))
