@@ -261,7 +261,8 @@ type run struct {
 	res     *Result
 	synced  durable.Sync     // the manager-sync record as read, cleared after a reload
 	now     stamp.Stamp      // systemd's clock, read when a pending reaction is involved
-	pending *durable.Pending // a record of a reaction still due (served or not)
+	pending *durable.Pending // the record of a reaction still due (this run's, once written)
+	earlier *durable.Pending // an earlier run's record that is not served yet
 }
 
 func (r *run) check() bool { return r.req.CheckMode }
@@ -341,13 +342,14 @@ func (r *run) prepare(ctx context.Context) (Facts, error) {
 	// the deadline): its trigger will not report a change again. Only for a loaded unit: a
 	// unit that is missing or masked now has nothing to restart, and its first start later
 	// would absorb the reaction anyway.
+	r.earlier = pending
+	r.res.Triggers = labels(r.trig, pending)
 	if f.Due != reaction.None && r.want.Running && !r.check() && obs.LoadState == "loaded" {
-		if pending, err = r.recordPending(f.Due, pending); err != nil {
+		if pending, err = r.recordPending(f.Due); err != nil {
 			return f, err
 		}
 	}
 	f.Pending = pending != nil
-	r.res.Triggers = labels(r.trig, pending)
 
 	// Manager sync. NeedDaemonReload alone misses changes (rpm restores old mtimes on a
 	// downgrade; systemd 252 misses a first drop-in in a new directory), hence the
@@ -562,7 +564,7 @@ func (r *run) runState(ctx context.Context, p Plan, f Facts, step Step) error {
 	if p.RecordPending {
 		// Stamped again just before the job: a later activation proves this very job ran.
 		r.now = stamp.Stamp{}
-		if _, err := r.recordPending(f.Due, r.pending); err != nil {
+		if _, err := r.recordPending(f.Due); err != nil {
 			return err
 		}
 	}
@@ -659,14 +661,14 @@ func (r *run) clock() (stamp.Stamp, error) {
 	return s, nil
 }
 
-// recordPending writes the reaction due for the unit, keeping when it first became due and
-// stamping it now, and returns the record.
-func (r *run) recordPending(due reaction.Kind, prev *durable.Pending) (*durable.Pending, error) {
+// recordPending writes the reaction due for the unit, keeping when an earlier run's record
+// first became due and stamping it now, and returns the record.
+func (r *run) recordPending(due reaction.Kind) (*durable.Pending, error) {
 	at, err := r.clock()
 	if err != nil {
 		return nil, err
 	}
-	p := durable.Pending{Reaction: string(due), Triggers: labels(r.trig, prev), Since: since(prev), At: at}
+	p := durable.Pending{Reaction: string(due), Triggers: r.res.Triggers, Since: since(r.earlier), At: at}
 	if err := r.Store.SetPending(r.want.Unit, p); err != nil {
 		return nil, err
 	}

@@ -232,6 +232,11 @@ func TestFlow(t *testing.T) {
 			} else {
 				assert.Nil(t, res["failed"], res["msg"])
 			}
+			if c.pending == "" {
+				assert.NotContains(t, fmt.Sprint(res["triggers"]), "from an earlier run", "this run's own record is not an earlier run's")
+			} else if c.enter < 1_000 {
+				assert.Contains(t, fmt.Sprint(res["triggers"]), "pending "+c.pending+" from an earlier run")
+			}
 			assert.Equal(t, c.calls, nonShow(sd.calls))
 			if c.actions != nil {
 				assert.Equal(t, c.actions, strs(res["actions"]))
