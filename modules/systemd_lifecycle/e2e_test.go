@@ -420,8 +420,9 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 		assert.Equal(t, testenv.Started, testenv.Classify(before, e.t.Snapshot(t, u)))
 		e.t.MustExec(t, "test", "!", "-e", "/var/lib/richt/pending/"+u+".json")
 
-		// A pending restart recorded while the unit runs is carried out by the next run.
-		e.t.Shell(t, `printf '{"reaction":"restart","since":"2026-01-01T00:00:00Z","at":{"boot_id":"'$(cat /proc/sys/kernel/random/boot_id)'","monotonic_us":'$(( $(cut -d. -f1 /proc/uptime) * 1000000 ))'}}' > /var/lib/richt/pending/`+u+`.json`)
+		// A pending restart recorded while the unit runs (stamped a microsecond after its
+		// last activation) is carried out by the next run.
+		e.t.Shell(t, `printf '{"reaction":"restart","since":"2026-01-01T00:00:00Z","at":{"boot_id":"'$(cat /proc/sys/kernel/random/boot_id)'","monotonic_us":'$(( $(systemctl show -p ActiveEnterTimestampMonotonic --value `+u+`) + 1 ))'}}' > /var/lib/richt/pending/`+u+`.json`)
 		before = e.t.Snapshot(t, u)
 		r = e.run(t, map[string]any{"unit": u, "restart_on": []any{unchanged}})
 		ok(t, r)
