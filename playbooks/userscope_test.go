@@ -14,9 +14,7 @@ import (
 func TestUserUnitThroughBecomeUser(t *testing.T) {
 	t.Parallel()
 	tg := target(t)
-	tg.Shell(t, `useradd -m -s /bin/sh alice && loginctl enable-linger alice &&
-		uid=$(id -u alice); for i in $(seq 100); do [ -S /run/user/$uid/systemd/private ] && break; sleep 0.1; done
-		[ -S /run/user/$uid/systemd/private ]`)
+	tg.AddUserWithManager(t, "alice")
 	require.NoError(t, tg.WriteFile(context.Background(), "/home/alice/.config/systemd/user/hello.service",
 		[]byte("[Service]\nExecStart=/bin/sleep infinity\n\n[Install]\nWantedBy=default.target\n"), 0o644))
 	tg.MustExec(t, "chown", "-R", "alice:alice", "/home/alice/.config")

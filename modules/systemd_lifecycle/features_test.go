@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -184,7 +183,7 @@ func TestUserScope(t *testing.T) {
 	t.Parallel()
 	forBackends(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		uid := addLingeringUser(t, e.t, "alice")
+		uid := e.t.AddUserWithManager(t, "alice")
 		require.NoError(t, e.t.WriteFile(ctx, "/home/alice/.config/systemd/user/hello.service",
 			[]byte("[Unit]\nDescription=hello\n\n[Service]\nExecStart=/bin/sleep infinity\nExecReload=/bin/kill -HUP $MAINPID\n\n[Install]\nWantedBy=default.target\n"), 0o644))
 		e.t.MustExec(t, "chown", "-R", "alice:alice", "/home/alice/.config")
@@ -208,19 +207,6 @@ func TestUserScope(t *testing.T) {
 		assert.Equal(t, "alice 755\n", e.t.MustExec(t, "stat", "-c", "%U %a", "/home/alice/.local/state/richt/pending"))
 		e.t.MustExec(t, "test", "!", "-e", "/var/lib/richt/pending/hello.service.json")
 	})
-}
-
-// addLingeringUser creates a user whose manager runs without a login (lingering) and
-// waits for the manager's private socket; it returns the uid.
-func addLingeringUser(t *testing.T, tg *testenv.Target, name string) int {
-	t.Helper()
-	tg.MustExec(t, "useradd", "-m", "-s", "/bin/sh", name)
-	tg.MustExec(t, "loginctl", "enable-linger", name)
-	out := tg.Shell(t, fmt.Sprintf(`uid=$(id -u %s); for i in $(seq 100); do [ -S /run/user/$uid/systemd/private ] && break; sleep 0.1; done; [ -S /run/user/$uid/systemd/private ] || { systemctl status user@$uid --no-pager; exit 1; }; echo $uid`, name))
-	var uid int
-	_, err := fmt.Sscan(strings.TrimSpace(out), &uid)
-	require.NoError(t, err)
-	return uid
 }
 
 // runAs runs the module as user, with XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS removed

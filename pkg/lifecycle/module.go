@@ -488,8 +488,8 @@ func (r *run) apply(ctx context.Context, p Plan, f Facts) error {
 			if err != nil {
 				return err
 			}
-			for _, w := range next.Warnings {
-				if step == StepUnmask {
+			if step == StepUnmask { // the unit's warnings were not known before it was loaded
+				for _, w := range next.Warnings {
 					r.req.Warn("%s", w)
 				}
 			}
