@@ -50,16 +50,11 @@ func (p Probe) checkHTTP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	conn, err := new(net.Dialer).DialContext(ctx, "tcp", p.dial)
+	conn, err := p.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
 	req := "GET " + u.RequestURI() + " HTTP/1.0\r\nHost: " + u.Host + "\r\nUser-Agent: richt.services-health\r\nConnection: close\r\n\r\n"
 	if _, err := io.WriteString(conn, req); err != nil {
 		return p.cut(ctx, fmt.Errorf("connected to %s, sending the request: %w", p.dial, err))
@@ -119,30 +114,58 @@ func readLine(r *bufio.Reader) (string, error) {
 
 // cut reports an attempt that ctx ended as ctx's error, so Wait can tell it from a verdict.
 func (p Probe) cut(ctx context.Context, err error) error {
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		<-ctx.Done()
-	}
-	if cause := ctx.Err(); cause != nil {
+	if cause := endCause(ctx, err); cause != nil {
 		return fmt.Errorf("connected to %s, no HTTP response: %w", p.dial, cause)
 	}
 	return err
+}
+
+// connect dials the probe's address, with every read and write on the connection ending
+// when ctx does (its deadline, or its cancellation). The caller closes the connection.
+func (p Probe) connect(ctx context.Context) (net.Conn, error) {
+	conn, err := new(net.Dialer).DialContext(ctx, "tcp", p.dial)
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	// After the deadline is set, so a cancellation cannot be overwritten by it.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	return boundConn{Conn: conn, stop: stop}, nil
+}
+
+// boundConn is a connection whose ctx callback is dropped when it closes, so retries under
+// one long deadline do not pile callbacks up on the context.
+type boundConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (b boundConn) Close() error {
+	b.stop()
+	return b.Conn.Close()
+}
+
+// endCause is ctx's error when ctx ended the operation that returned err, else nil. The
+// only deadlines a probe sets are ctx's own and the one set when ctx ends, so a deadline
+// error means ctx is ending: wait the instant it takes to say so.
+func endCause(ctx context.Context, err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		<-ctx.Done()
+	}
+	return ctx.Err()
 }
 
 // checkBanner connects and reads what the server says first: up to MaxGreeting bytes,
 // stopping at the first newline, the end of the stream or ctx's end, or as soon as what was
 // read contains Expect.
 func (p Probe) checkBanner(ctx context.Context) error {
-	conn, err := new(net.Dialer).DialContext(ctx, "tcp", p.dial)
+	conn, err := p.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetReadDeadline(dl)
-	}
-	// After the deadline is set, so a cancellation cannot be overwritten by it.
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
 
 	expect := []byte(p.Expect)
 	buf := make([]byte, 0, MaxGreeting)
@@ -161,12 +184,7 @@ func (p Probe) checkBanner(ctx context.Context) error {
 			break
 		}
 	}
-	if errors.Is(rerr, os.ErrDeadlineExceeded) {
-		// The only read deadlines are ctx's own deadline and the one set when ctx ends, so
-		// ctx is ending: wait the instant it takes to say so, and report it as the cause.
-		<-ctx.Done()
-	}
-	cause := ctx.Err()
+	cause := endCause(ctx, rerr)
 	switch {
 	case len(buf) == 0 && cause != nil:
 		return fmt.Errorf("connected to %s, nothing read: %w", p.dial, cause)
