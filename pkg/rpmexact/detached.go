@@ -106,11 +106,7 @@ func (d *Detached) Begin(ctx context.Context, check bool, name string) (func(), 
 		return nil, nil, err
 	}
 	d.held = l
-	earlier := d.unreported(!check, name)
-	if !check {
-		d.prune()
-	}
-	return l.Release, earlier, nil
+	return l.Release, d.unreported(!check, name), nil
 }
 
 // running is the directory of the newest transaction without an outcome.
@@ -252,6 +248,9 @@ func (d *Detached) Run(ctx context.Context, t Transaction) (out Outcome, err err
 		return out, fmt.Errorf("start the transaction's supervisor: %w", err)
 	}
 	started = true
+	// Records only grow here, so here is where old ones go; a converged run lists the
+	// directory once (for an unreported outcome) and removes nothing.
+	d.prune()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
