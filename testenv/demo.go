@@ -66,14 +66,31 @@ func (t *Target) InstallTestDaemon(tb testing.TB) {
 	}
 }
 
-// Events counts the starts and reloads TestDaemon recorded under name.
+// eventsSettled prints /run/testd/$1 once TestDaemon's records under that name are
+// settled: every running instance has written its start line, and the file did not change
+// for 100 ms (a reload's trap writes a moment after systemctl reload returned). A service
+// is "started" when its process is forked, before the shell wrote anything, so counting
+// right after a start or restart would race without this wait. It gives up after ~10 s and
+// prints what is there.
+const eventsSettled = `f=/run/testd/$1
+i=0
+while [ $i -lt 50 ]; do
+  i=$((i+1)); settled=1
+  for d in /proc/[0-9]*; do
+    [ "$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null)" = "/bin/sh ` + TestDaemonPath + ` $1 " ] || continue
+    grep -qx "start ${d#/proc/}" "$f" 2>/dev/null || settled=0
+  done
+  a=$(cat "$f" 2>/dev/null); sleep 0.1; b=$(cat "$f" 2>/dev/null)
+  [ $settled = 1 ] && [ "$a" = "$b" ] && break
+done
+cat "$f" 2>/dev/null || true`
+
+// Events counts the starts and reloads TestDaemon recorded under name, after they settled
+// (see eventsSettled).
 func (t *Target) Events(tb testing.TB, name string) (starts, reloads int) {
 	tb.Helper()
-	res, err := t.Exec(context.Background(), "cat", "/run/testd/"+name)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, l := range strings.Split(res.Stdout, "\n") {
+	out := t.MustExec(tb, "/bin/sh", "-c", eventsSettled, "events", name)
+	for _, l := range strings.Split(out, "\n") {
 		switch {
 		case strings.HasPrefix(l, "start "):
 			starts++
