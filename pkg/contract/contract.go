@@ -1,6 +1,11 @@
 package contract
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/richt/services/pkg/stamp"
+)
 
 // The contract's keys, as they appear in a result. They are the json tags of [Change];
 // the round-trip test holds the two together.
@@ -9,6 +14,7 @@ const (
 	keyUnitFilesChanged = "unit_files_changed"
 	keyDaemonReload     = "daemon_reload"
 	keyChangedAt        = "changed_at"
+	keyFilesPlaced      = "files_placed"
 )
 
 // Reload says whether systemd's manager was reloaded after a change (`daemon_reload`).
@@ -47,6 +53,21 @@ type Change struct {
 	// ChangedAt is when the change was made, on the target's clock (see Stamp); empty
 	// when nothing changed.
 	ChangedAt string `json:"changed_at,omitempty"`
+	// FilesPlaced is when every file the change put on the host was in place, in
+	// systemd's clock (boot id and CLOCK_MONOTONIC µs): a unit that became active later
+	// already runs with them, so a restart asked for because of this change was done
+	// (by a package scriptlet, say). Absent when the module cannot say.
+	FilesPlaced *stamp.Stamp `json:"files_placed,omitempty"`
+}
+
+// Placed records s as FilesPlaced; a zero stamp leaves it unset, and of two stamps of
+// one boot the later is kept (every file of both changes was in place by then).
+func (c *Change) Placed(s stamp.Stamp) {
+	switch {
+	case s.IsZero():
+	case c.FilesPlaced == nil || c.FilesPlaced.BootID != s.BootID || s.Mono > c.FilesPlaced.Mono:
+		c.FilesPlaced = &s
+	}
 }
 
 // stampLayout is RFC 3339 with all nine digits of the nanoseconds, so that stamps sort
@@ -94,6 +115,13 @@ func Read(result map[string]any) Change {
 	if s, ok := result[keyChangedAt].(string); ok {
 		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 			c.Stamp(t)
+		}
+	}
+	if m, ok := result[keyFilesPlaced].(map[string]any); ok {
+		// Through JSON again, so the stamp's own field names and types are the rule.
+		var s stamp.Stamp
+		if data, err := json.Marshal(m); err == nil && json.Unmarshal(data, &s) == nil && s.Mono > 0 {
+			c.Placed(s)
 		}
 	}
 	return c

@@ -23,17 +23,17 @@ func TestModuleResultsThroughReaction(t *testing.T) {
 	yes := true
 
 	rpmChanged := rpmexact.Result{
-		Changed: true, Name: "demo",
-		Before: []string{"demo-0:1.0-1.noarch"}, After: []string{"demo-0:2.0-1.noarch"},
+		Report: rpmexact.Report{Changed: true, Observed: rpmexact.ObservedQuery, ManagerVersion: "4.23.0",
+			Change: stamp(contract.Change{PackageChanged: true, UnitFilesChanged: true, DaemonReload: contract.ReloadNeeded})},
+		Name: "demo", Before: []string{"demo-0:1.0-1.noarch"}, After: []string{"demo-0:2.0-1.noarch"},
 		Operation: rpmexact.OpInstallNEVRA, Command: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"},
-		Observed: rpmexact.ObservedQuery, ManagerVersion: "4.23.0",
-		Change: stamp(contract.Change{PackageChanged: true, UnitFilesChanged: true, DaemonReload: contract.ReloadNeeded}),
 	}
 	rpmNoUnits := rpmChanged
 	rpmNoUnits.Change = stamp(contract.Change{PackageChanged: true})
 	rpmConverged := rpmexact.Result{
-		Name: "demo", Before: []string{"demo-0:2.0-1.noarch"}, After: []string{"demo-0:2.0-1.noarch"},
-		Operation: rpmexact.OpNone, Command: []string{}, Observed: rpmexact.ObservedMemo,
+		Report: rpmexact.Report{Observed: rpmexact.ObservedMemo},
+		Name:   "demo", Before: []string{"demo-0:2.0-1.noarch"}, After: []string{"demo-0:2.0-1.noarch"},
+		Operation: rpmexact.OpNone, Command: []string{},
 	}
 	dropIn := override.Result{
 		Changed: true, Unit: "demo.service", Path: "/etc/systemd/system/demo.service.d/10-env.conf",

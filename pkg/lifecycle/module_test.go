@@ -182,8 +182,8 @@ func TestFlow(t *testing.T) {
 	// Real results of the other modules, as the next task gets them.
 	dropInReloaded := registered(t, override.Result{Changed: true, Unit: "demo.service", Path: "/etc/systemd/system/demo.service.d/10.conf", State: "present", Operation: override.OpUpdate,
 		Change: contract.Change{UnitFilesChanged: true, DaemonReload: contract.ReloadPerformed, ChangedAt: "2025-03-04T05:06:07.000000000Z"}})
-	packageChanged := registered(t, rpmexact.Result{Changed: true, Name: "demo", Before: []string{}, After: []string{"demo-0:1.0-1.noarch"}, Operation: rpmexact.OpInstallN, Command: []string{"dnf", "-y", "install-n", "--", "demo"},
-		Change: contract.Change{PackageChanged: true, ChangedAt: "2025-03-04T05:06:07.000000000Z"}})
+	packageChanged := registered(t, rpmexact.Result{Report: rpmexact.Report{Changed: true, Change: contract.Change{PackageChanged: true, ChangedAt: "2025-03-04T05:06:07.000000000Z"}},
+		Name: "demo", Before: []string{}, After: []string{"demo-0:1.0-1.noarch"}, Operation: rpmexact.OpInstallN, Command: []string{"dnf", "-y", "install-n", "--", "demo"}})
 	notFound := Props{ID: "demo.service", LoadState: "not-found", ActiveState: "inactive", SubState: "dead"}
 	cases := []struct {
 		name    string

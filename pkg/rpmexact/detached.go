@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/runner"
+	"github.com/richt/services/pkg/stamp"
 	"github.com/richt/services/pkg/statedir"
 )
 
@@ -80,20 +82,21 @@ type request struct {
 }
 
 type outcomeRecord struct {
-	ExitCode         int               `json:"rc"`
-	StartErr         string            `json:"start_error,omitempty"`
-	Ended            time.Time         `json:"ended"`
-	UnitFilesChanged bool              `json:"unit_files_changed"`
-	PackageChanged   bool              `json:"package_changed"`
-	After            []string          `json:"after"`
-	AfterUnitFiles   map[string]string `json:"after_unit_files"`
-	AfterErr         string            `json:"after_error,omitempty"`
+	ExitCode         int                 `json:"rc"`
+	StartErr         string              `json:"start_error,omitempty"`
+	Ended            time.Time           `json:"ended"`
+	UnitFilesChanged bool                `json:"unit_files_changed"`
+	PackageChanged   bool                `json:"package_changed"`
+	After            map[string][]string `json:"after"`
+	Moves            []Move              `json:"moves"`
+	FilesPlaced      stamp.Stamp         `json:"files_placed"`
+	AfterErr         string              `json:"after_error,omitempty"`
 }
 
 // Begin implements Transactor: it takes the transaction lock, waiting while an earlier
 // transaction (of a run that stopped waiting for it) is still under way, and reports the
 // earliest unreported outcome.
-func (d *Detached) Begin(ctx context.Context, check bool, name string) (func(), *Earlier, error) {
+func (d *Detached) Begin(ctx context.Context, check bool, names []string) (func(), *Earlier, error) {
 	l, err := lock.Acquire(ctx, d.LockDir, lock.Transaction)
 	if err != nil {
 		if errors.Is(err, lock.ErrHeld) {
@@ -106,7 +109,7 @@ func (d *Detached) Begin(ctx context.Context, check bool, name string) (func(), 
 		return nil, nil, err
 	}
 	d.held = l
-	return l.Release, d.unreported(!check, name), nil
+	return l.Release, d.unreported(!check, names), nil
 }
 
 // running is the directory of the newest transaction without an outcome.
@@ -140,7 +143,7 @@ func (d *Detached) ids() []string {
 // unreported reports (once) the oldest transaction whose module stopped waiting for it
 // (its deadline passed, or it was killed). Begin holds the lock, so its supervisor has
 // ended.
-func (d *Detached) unreported(mark bool, name string) *Earlier {
+func (d *Detached) unreported(mark bool, names []string) *Earlier {
 	for _, id := range d.ids() {
 		dir := filepath.Join(d.Dir, id)
 		if _, err := os.Stat(filepath.Join(dir, reportedFile)); err == nil {
@@ -151,13 +154,14 @@ func (d *Detached) unreported(mark bool, name string) *Earlier {
 		if data, err := os.ReadFile(filepath.Join(dir, requestFile)); err == nil && json.Unmarshal(data, &req) == nil {
 			e.Command = req.Argv
 		}
-		if req.Name != name {
-			continue // that package's own next run reports it
+		if !overlaps(req.Names, names) {
+			continue // a run for those packages reports it
 		}
 		var out outcomeRecord
 		if data, err := os.ReadFile(filepath.Join(dir, outcomeFile)); err == nil && json.Unmarshal(data, &out) == nil {
 			e.Ended, e.ended = out.Ended.Format(time.RFC3339), out.Ended
 			e.packageChanged, e.unitFilesChanged = out.PackageChanged, out.UnitFilesChanged
+			e.Moves, e.filesPlaced = out.Moves, out.FilesPlaced
 			switch {
 			case out.StartErr != "":
 				e.Outcome = "not started: " + out.StartErr
@@ -282,15 +286,15 @@ func (d *Detached) read(dir string, t Transaction, out Outcome, werr error) (Out
 	}
 	out.ExitCode = rec.ExitCode
 	out.UnitFilesChanged = rec.UnitFilesChanged
-	out.After = Installed{NEVRAs: rec.After, UnitFiles: rec.AfterUnitFiles}
+	out.After, out.Moves, out.FilesPlaced = rec.After, rec.Moves, rec.FilesPlaced
 	if rec.AfterErr != "" {
 		out.AfterErr = errors.New(rec.AfterErr)
 	}
 	return out, nil
 }
 
-// settleTimeout bounds the supervisor's own work after DNF ended (one rpm query and one
-// record); DNF itself has no deadline there.
+// settleTimeout bounds each side of the supervisor's own work around DNF (the snapshots,
+// the file list of what it installed, one record); DNF itself has no deadline there.
 const settleTimeout = 2 * time.Minute
 
 // Supervise is the supervisor: it runs the transaction recorded in dir to its end, with
@@ -315,6 +319,14 @@ func Supervise(dir string, sync SyncRecorder) int {
 		rec.StartErr = fmt.Sprintf("read %s: %v", filepath.Join(dir, requestFile), err)
 		return 1
 	}
+	// The snapshot DNF's changes are read against; without it DNF does not run.
+	bctx, bcancel := context.WithTimeout(context.Background(), settleTimeout)
+	before, err := TakeSnapshot(bctx, runner.Exec{}, nil)
+	bcancel()
+	if err != nil {
+		rec.StartErr = err.Error()
+		return 1
+	}
 	res, err := runLogged(dir, held, req.Argv)
 	if err != nil {
 		rec.StartErr = err.Error()
@@ -323,11 +335,11 @@ func Supervise(dir string, sync SyncRecorder) int {
 	rec.ExitCode = res.ExitCode
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	out := settle(ctx, runner.Exec{}, sync, req.Transaction, res)
+	out := settle(ctx, runner.Exec{}, sync, req.Transaction, before, nil, res)
 	_ = lock.WriteHolder(held, os.Getpid()) // DNF has ended; the supervisor holds on while it settles
 	rec.UnitFilesChanged = out.UnitFilesChanged
-	rec.PackageChanged = out.AfterErr != nil || !equal(req.Before, out.After.NEVRAs)
-	rec.After, rec.AfterUnitFiles = out.After.NEVRAs, out.After.UnitFiles
+	rec.PackageChanged = out.AfterErr != nil || len(out.Moves) > 0
+	rec.After, rec.Moves, rec.FilesPlaced = out.After, out.Moves, out.FilesPlaced
 	if out.AfterErr != nil {
 		rec.AfterErr = out.AfterErr.Error()
 	}
@@ -378,4 +390,13 @@ func runLogged(dir string, held *os.File, argv []string) (runner.Result, error) 
 		return res, err
 	}
 	return res, nil
+}
+
+func overlaps(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
 }

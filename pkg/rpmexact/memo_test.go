@@ -20,7 +20,7 @@ func TestManagerCheckIsRememberedByIdentity(t *testing.T) {
 	transaction := func(checks ...runnertest.Call) []runnertest.Call {
 		calls := []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}}
 		calls = append(calls, checks...)
-		return append(calls, install, runnertest.Call{Argv: rpmQ("demo"), Stdout: v2Out})
+		return append(calls, txn(d1, d2, []string{"demo-0:2.0-1.noarch"}, install)...)
 	}
 	store := &durable.Store{Dir: t.TempDir()}
 	identity := "/usr/bin/dnf-3 size=1 ino=1"
@@ -29,7 +29,7 @@ func TestManagerCheckIsRememberedByIdentity(t *testing.T) {
 		t.Helper()
 		s := runnertest.New(t, calls...)
 		data, _ := json.Marshal(args)
-		h := Handler(Deps{Runner: s, Txn: Inline{Runner: s, Sync: &recorder{}}, Memo: store, Identify: identify})
+		h := Handler(Deps{Runner: s, Txn: Inline{Runner: s, Sync: &recorder{}, UnitDirs: []string{t.TempDir()}}, Memo: store, Identify: identify})
 		var res map[string]any
 		require.NoError(t, json.Unmarshal(ansible.Execute(context.Background(), Spec(), []string{"-"}, bytesReader(data), h), &res))
 		assert.Equal(t, len(calls), s.Count(), "every scripted command ran")

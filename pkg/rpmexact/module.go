@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -52,20 +54,19 @@ const (
 	ObservedMemo  = "memo"
 )
 
-// Result is the module's return value.
-type Result struct {
-	Changed   bool     `json:"changed"`
-	Name      string   `json:"name"`
-	Before    []string `json:"before"`
-	After     []string `json:"after"`
-	Operation string   `json:"operation"`
-	Command   []string `json:"command"`
-	// package_changed, unit_files_changed, daemon_reload, changed_at: what later tasks
-	// read (package contract).
+// Report is what every result carries, for one package or a set.
+type Report struct {
+	Changed bool `json:"changed"`
+	// package_changed, unit_files_changed, daemon_reload, changed_at, files_placed: what
+	// later tasks read (package contract).
 	contract.Change
+	// Moved is every package the transactions installed, upgraded, downgraded or
+	// removed, asked for or not (DNF's solver moves dependents of a pin too).
+	Moved          []Move `json:"moved"`
 	ManagerVersion string `json:"manager_version,omitempty"`
 	Observed       string `json:"observed"`
-	// TransactionLog is where the transaction's request, output and outcome are kept.
+	// TransactionLog is where the transaction's request, output and outcome are kept
+	// (the last transaction's, for a set that also removed).
 	TransactionLog string `json:"transaction_log,omitempty"`
 	// EarlierTransaction is a transaction an earlier run stopped waiting for, reported
 	// once by the next run after it ended.
@@ -73,6 +74,35 @@ type Result struct {
 	Stdout             string        `json:"stdout,omitempty"`
 	Stderr             string        `json:"stderr,omitempty"`
 	Diff               *ansible.Diff `json:"diff,omitempty"`
+	// WouldMove is check mode's list of what DNF would move, asked for or not, when DNF
+	// could tell without changing anything; CheckNote says what the prediction rests on.
+	WouldMove []Move `json:"would_move,omitempty"`
+	CheckNote string `json:"check_mode_note,omitempty"`
+}
+
+// Result is the module's return value for one package (`name`).
+type Result struct {
+	Report
+	Name      string   `json:"name"`
+	Before    []string `json:"before"`
+	After     []string `json:"after"`
+	Operation string   `json:"operation"`
+	Command   []string `json:"command"`
+}
+
+// SetResult is the module's return value for a set (`packages`).
+type SetResult struct {
+	Report
+	Packages []EntryResult `json:"packages"`
+	Commands [][]string    `json:"commands"`
+}
+
+// EntryResult is one entry of a set.
+type EntryResult struct {
+	Name      string   `json:"name"`
+	Before    []string `json:"before"`
+	After     []string `json:"after"`
+	Operation string   `json:"operation"`
 }
 
 // Spec is rpm_exact's parameter contract.
@@ -80,171 +110,391 @@ func Spec() *ansible.Spec {
 	return &ansible.Spec{
 		Name: "rpm_exact",
 		Params: []ansible.Param{
-			{Name: "name", Kind: ansible.Str, Required: true, Help: "RPM package NAME"},
+			{Name: "name", Kind: ansible.Str, Help: "RPM package NAME (or packages)"},
 			{Name: "version", Kind: ansible.Str, Help: "exact EPOCH:VERSION-RELEASE.ARCH, e.g. 0:1.0-1.noarch"},
 			{Name: "state", Kind: ansible.Str, Default: "present", Choices: []string{"present", "absent"}, Help: "present or absent"},
+			{Name: "packages", Kind: ansible.List, Help: "a set moved together: list of {name, version, state}"},
 			{Name: "manager", Kind: ansible.Str, Default: "dnf", Choices: []string{"dnf", "yum"}, Help: "dnf, or yum where it is DNF 4's compatibility command"},
-			{Name: "timeout", Kind: ansible.Duration, Default: "10m", Help: "deadline for the transaction and its verification"},
+			{Name: "timeout", Kind: ansible.Duration, Default: "10m", Help: "deadline for the transactions and their verification"},
 		},
+		MutuallyExclusive: [][]string{{"name", "packages"}, {"version", "packages"}, {"state", "packages"}},
 		Check: func(v ansible.Values) error {
-			if err := nevra.ValidateName(v.String("name")); err != nil {
-				return fmt.Errorf("name: %w", err)
-			}
-			if v.IsSet("version") {
-				if v.String("state") == "absent" {
-					return fmt.Errorf("version: cannot be combined with state=absent (absent removes every version of %s)", v.String("name"))
-				}
-				if _, err := nevra.ParseEVRA(v.String("version")); err != nil {
-					return fmt.Errorf("version: %w", err)
-				}
-			}
-			return nil
+			_, err := entriesFrom(v)
+			return err
 		},
 	}
 }
 
-func wantFrom(v ansible.Values) Want {
-	w := Want{Name: v.String("name"), Absent: v.String("state") == "absent", Manager: v.String("manager")}
-	if v.IsSet("version") {
-		e, _ := nevra.ParseEVRA(v.String("version")) // validated by Spec.Check
-		w.Version = &e
+// entriesFrom reads `name`/`version`/`state` or `packages` into entries, validating each.
+func entriesFrom(v ansible.Values) ([]Entry, error) {
+	if !v.IsSet("packages") {
+		if !v.IsSet("name") {
+			return nil, errors.New("one of the following is required: name, packages")
+		}
+		e, err := entry(v.String("name"), v.String("version"), v.IsSet("version"), v.String("state"))
+		if err != nil {
+			return nil, err
+		}
+		return []Entry{e}, nil
 	}
-	return w
+	items := v.List("packages")
+	if len(items) == 0 {
+		return nil, errors.New("packages: is empty; list at least one {name, version, state}")
+	}
+	var out []Entry
+	seen := map[string]int{}
+	for i, it := range items {
+		ref := fmt.Sprintf("packages[%d]", i)
+		e, err := entryFrom(ref, it)
+		if err != nil {
+			return nil, err
+		}
+		if j, dup := seen[e.Name]; dup {
+			return nil, fmt.Errorf("%s.name: %s is already packages[%d]; name each package once", ref, e.Name, j)
+		}
+		seen[e.Name] = i
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// entryFrom reads one item of `packages`.
+func entryFrom(ref string, item any) (Entry, error) {
+	m, ok := item.(map[string]any)
+	if !ok {
+		return Entry{}, fmt.Errorf("%s: expected a mapping with name, version and state", ref)
+	}
+	for k := range m {
+		if k != "name" && k != "version" && k != "state" {
+			return Entry{}, fmt.Errorf("%s: unsupported key %q (supported: name, version, state)", ref, k)
+		}
+	}
+	str := func(k string) (string, bool, error) {
+		raw, ok := m[k]
+		if !ok || raw == nil {
+			return "", false, nil
+		}
+		s, isStr := raw.(string)
+		if !isStr {
+			return "", false, fmt.Errorf("%s.%s: expected a string", ref, k)
+		}
+		return s, true, nil
+	}
+	name, hasName, err := str("name")
+	if err != nil {
+		return Entry{}, err
+	}
+	if !hasName {
+		return Entry{}, fmt.Errorf("%s.name: is required", ref)
+	}
+	version, hasVersion, err := str("version")
+	if err != nil {
+		return Entry{}, err
+	}
+	state, hasState, err := str("state")
+	if err != nil {
+		return Entry{}, err
+	}
+	if !hasState {
+		state = "present"
+	}
+	if state != "present" && state != "absent" {
+		return Entry{}, fmt.Errorf("%s.state: value of state must be one of: present, absent, got: %s", ref, state)
+	}
+	e, err := entry(name, version, hasVersion, state)
+	if err != nil {
+		return Entry{}, fmt.Errorf("%s.%w", ref, err)
+	}
+	return e, nil
+}
+
+// entry validates one package's request; its errors start with the parameter's name.
+func entry(name, version string, hasVersion bool, state string) (Entry, error) {
+	if err := nevra.ValidateName(name); err != nil {
+		return Entry{}, fmt.Errorf("name: %w", err)
+	}
+	e := Entry{Name: name, Absent: state == "absent"}
+	if !hasVersion {
+		return e, nil
+	}
+	if e.Absent {
+		return Entry{}, fmt.Errorf("version: cannot be combined with state=absent (absent removes every version of %s)", name)
+	}
+	evra, err := nevra.ParseEVRA(version)
+	if err != nil {
+		return Entry{}, fmt.Errorf("version: %w", err)
+	}
+	e.Version = &evra
+	return e, nil
+}
+
+func wantFrom(v ansible.Values) Want {
+	entries, _ := entriesFrom(v) // validated by Spec.Check
+	return Want{Entries: entries, Manager: v.String("manager")}
 }
 
 // Handler returns rpm_exact's behaviour over the given side effects.
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
-		w := wantFrom(req.Params)
 		ctx, cancel := timeout.Deadline(ctx, req.Params.Duration("timeout"))
 		defer cancel()
-
-		res := &Result{Name: w.Name, Operation: OpNone, Command: []string{}}
-		// Wait for a transaction an earlier run left under way before looking: its
-		// outcome is what this run must observe.
-		release, earlier, err := d.Txn.Begin(ctx, req.CheckMode, w.Name)
-		if err != nil {
-			return res, err
+		r := &run{Deps: d, req: req, want: wantFrom(req.Params), res: &Report{Moved: []Move{}}}
+		err := r.run(ctx)
+		if req.Params.IsSet("packages") {
+			return r.setResult(), err
 		}
-		defer release()
-		res.EarlierTransaction = earlier
-		obs, err := d.observe(ctx, w.Name)
-		res.Observed = obs.source
-		if err != nil {
-			return res, err
-		}
-		before := obs.Installed
-		res.Before, res.After = nonNil(before.NEVRAs), nonNil(before.NEVRAs)
-		p := Decide(w, before)
-		res.Operation = p.Operation
-		if p.Operation == OpNone {
-			if !req.CheckMode { // check mode writes nothing
-				d.remember(w.Name, obs)
-			}
-			res.carry(earlier)
-			return res, nil
-		}
-		res.Changed = true
-		res.Command = p.Argv
-		res.Diff = diffOf(w.Name, res.Before, p.Expect)
-
-		// DNF 4 is checked before any transaction, and before check mode reports one; a
-		// converged run never gets here and does not pay for it.
-		if res.ManagerVersion, err = d.checkManager(ctx, w.Manager, !req.CheckMode); err != nil {
-			res.Changed = false
-			return res, err
-		}
-		if req.CheckMode {
-			res.After = nonNil(p.Expect)
-			res.PackageChanged = true // as the real run would report
-			return res, nil
-		}
-
-		out, err := d.Txn.Run(ctx, Transaction{Argv: p.Argv, Name: w.Name, Before: before.NEVRAs, UnitFiles: before.UnitFiles,
-			Reason: "rpm_exact " + w.Name + ": unit files changed"})
-		run := out.Result
-		res.Stdout, res.Stderr, res.TransactionLog = run.Stdout, run.Stderr, out.Log
-		if errors.Is(err, ErrNotStarted) {
-			res.Changed = false // DNF never ran
-			return res, fmt.Errorf("%s: %w", strings.Join(p.Argv, " "), err)
-		}
-		if err != nil {
-			// DNF may have acted: a change cannot be ruled out, nor a changed unit file (the
-			// manager sync is recorded ahead of every transaction, and settled when it ends).
-			res.PackageChanged = true
-			res.DaemonReload = contract.ReloadNeeded
-			if errors.Is(err, ErrStillRunning) {
-				return res, fmt.Errorf("timeout %s: %w", req.Params.Duration("timeout"), err)
-			}
-			if timeout.Expired(err) {
-				return res, fmt.Errorf("%s timed out after %s; DNF may have acted; check with rpm -q %s",
-					strings.Join(p.Argv, " "), req.Params.Duration("timeout"), w.Name)
-			}
-			return res, fmt.Errorf("run %s: %w", strings.Join(p.Argv, " "), err)
-		}
-		// Verification always asks rpm (the transaction settles by reading the database
-		// once DNF has ended), and a changed unit file is recorded for systemd's manager
-		// even if this task fails below.
-		returned := time.Now() // changed_at, when rpm shows a change
-		after, oerr := out.After, out.AfterErr
-		if oerr == nil {
-			res.After = nonNil(after.NEVRAs)
-			res.Diff = diffOf(w.Name, res.Before, res.After)
-			res.Changed = !equal(res.Before, res.After)
-		}
-		res.UnitFilesChanged = out.UnitFilesChanged
-		// Unverified, a change cannot be ruled out: package_changed follows changed.
-		res.PackageChanged = res.Changed
-		if res.UnitFilesChanged {
-			res.DaemonReload = contract.ReloadNeeded // recorded by the transaction; rpm_exact never reloads
-		}
-		if res.Changed {
-			res.Stamp(returned)
-		}
-		if run.ExitCode != 0 {
-			return res, fmt.Errorf("%s failed (exit %d): %s", strings.Join(p.Argv, " "), run.ExitCode, lastLines(run.Output(), 8))
-		}
-		if oerr != nil {
-			return res, fmt.Errorf("verify after %s: %w", p.Operation, oerr)
-		}
-		if err := Holds(w, after); err != nil {
-			return res, fmt.Errorf("%s exited 0 but the RPM database does not show the requested state: %w", strings.Join(p.Argv, " "), err)
-		}
-		return res, nil
+		return r.singleResult(), err
 	}
 }
 
-// observation is a run's first look at the RPM database.
+// run is one module run: the request, what it observed and decided, and its outcome.
+type run struct {
+	Deps
+	req  *ansible.Request
+	want Want
+	res  *Report
+	plan Plan
+	// before and after per requested name; after is the prediction until a transaction
+	// settled.
+	before, after map[string][]string
+	// commands are the transactions started (or, in check mode, that would be).
+	commands [][]string
+}
+
+func (r *run) run(ctx context.Context) error {
+	names := r.want.Names()
+	// Wait for a transaction an earlier run left under way before looking: its outcome
+	// is what this run must observe.
+	release, earlier, err := r.Txn.Begin(ctx, r.req.CheckMode, names)
+	if err != nil {
+		return err
+	}
+	defer release()
+	r.res.EarlierTransaction = earlier
+	obs, err := r.observe(ctx, names)
+	r.res.Observed = obs.source
+	if err != nil {
+		return err
+	}
+	r.before, r.after = map[string][]string{}, map[string][]string{}
+	for _, n := range names {
+		r.before[n] = nonNil(obs.have[n].NEVRAs)
+		r.after[n] = r.before[n]
+	}
+	r.plan = Decide(r.want, obs.have)
+	if !r.plan.Changes() {
+		if !r.req.CheckMode { // check mode writes nothing
+			r.remember(obs)
+		}
+		r.carry(earlier)
+		return nil
+	}
+	r.res.Changed = true
+	r.commands = r.plan.Commands()
+	for _, ep := range r.plan.Entries {
+		r.after[ep.Name] = ep.Expect
+	}
+	r.res.Diff = r.diff(nil)
+
+	// DNF 4 is checked before any transaction, and before check mode reports one; a
+	// converged run never gets here and does not pay for it.
+	if r.res.ManagerVersion, err = r.checkManager(ctx, r.want.Manager, !r.req.CheckMode); err != nil {
+		r.res.Changed = false
+		return err
+	}
+	if r.req.CheckMode {
+		r.res.PackageChanged = true // as the real run would report
+		r.predict(ctx)
+		return nil
+	}
+	for i, argv := range r.commands {
+		if err := r.transact(ctx, argv); err != nil {
+			r.commands = r.commands[:i+1]
+			return err
+		}
+	}
+	for _, e := range r.want.Entries {
+		if err := Holds(e, r.after[e.Name]); err != nil {
+			return fmt.Errorf("%s exited 0 but the RPM database does not show the requested state: %w", strings.Join(r.commands[len(r.commands)-1], " "), err)
+		}
+	}
+	return nil
+}
+
+// transact runs one transaction and folds its outcome into the result. Removals run only
+// after the install transaction succeeded: an error here ends the run.
+func (r *run) transact(ctx context.Context, argv []string) error {
+	out, err := r.Txn.Run(ctx, Transaction{Argv: argv, Names: r.want.Names(),
+		Reason: "rpm_exact " + strings.Join(r.want.Names(), ", ") + ": unit files changed"})
+	r.res.Stdout, r.res.Stderr = out.Stdout, out.Stderr
+	if out.Log != "" {
+		r.res.TransactionLog = out.Log
+	}
+	limit := r.req.Params.Duration("timeout")
+	if errors.Is(err, ErrNotStarted) {
+		r.res.Changed = r.res.PackageChanged // DNF never ran; an earlier transaction of this run may have
+		return fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+	}
+	if err != nil {
+		// DNF may have acted: a change cannot be ruled out, nor a changed unit file (the
+		// manager sync is recorded ahead of every transaction, and settled when it ends).
+		r.res.PackageChanged = true
+		r.res.DaemonReload = contract.ReloadNeeded
+		if errors.Is(err, ErrStillRunning) {
+			return fmt.Errorf("timeout %s: %w", limit, err)
+		}
+		if timeout.Expired(err) {
+			return fmt.Errorf("%s timed out after %s; DNF may have acted; check with rpm -q %s",
+				strings.Join(argv, " "), limit, strings.Join(r.want.Names(), " "))
+		}
+		return fmt.Errorf("run %s: %w", strings.Join(argv, " "), err)
+	}
+	// The transaction settled by reading the database once DNF had ended, and recorded a
+	// changed unit file for systemd's manager, also if this task fails below.
+	returned := time.Now() // changed_at, when something moved
+	if out.AfterErr == nil {
+		for n, nevras := range out.After {
+			r.after[n] = nevras
+		}
+		r.res.Moved = mergeMoves(r.res.Moved, out.Moves)
+		r.res.Diff = r.diff(r.res.Moved)
+	}
+	r.res.UnitFilesChanged = r.res.UnitFilesChanged || out.UnitFilesChanged
+	if r.res.UnitFilesChanged {
+		r.res.DaemonReload = contract.ReloadNeeded // recorded by the transaction; rpm_exact never reloads
+	}
+	// Unverified, a change cannot be ruled out.
+	moved := len(r.res.Moved) > 0 || out.AfterErr != nil
+	r.res.Changed, r.res.PackageChanged = moved, moved
+	if moved {
+		r.res.Stamp(returned)
+		r.res.Placed(out.FilesPlaced)
+	}
+	if out.ExitCode != 0 {
+		return fmt.Errorf("%s failed (exit %d): %s", strings.Join(argv, " "), out.ExitCode, lastLines(out.Output(), 8))
+	}
+	if out.AfterErr != nil {
+		return fmt.Errorf("verify after %s: %w", strings.Join(argv, " "), out.AfterErr)
+	}
+	return nil
+}
+
+// mergeMoves adds a later transaction's moves: a package moved twice keeps its first
+// before and its last after.
+func mergeMoves(all, later []Move) []Move {
+	for _, m := range later {
+		i := slices.IndexFunc(all, func(x Move) bool { return x.Name == m.Name })
+		if i < 0 {
+			all = append(all, m)
+			continue
+		}
+		all[i].After = m.After
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	return all
+}
+
+// predict is check mode's note on what the prediction rests on.
+func (r *run) predict(context.Context) {
+	r.res.CheckNote = "predicted from the RPM database only: packages that DNF's solver would move beyond the request (dependents of a pin, dependencies) cannot be known without resolving against the repositories"
+}
+
+// diff lists the requested packages and every other package that moved.
+func (r *run) diff(moved []Move) *ansible.Diff {
+	var before, after []string
+	for _, n := range r.want.Names() {
+		before = append(before, r.before[n]...)
+		after = append(after, r.after[n]...)
+	}
+	for _, m := range moved {
+		if !m.Requested {
+			before = append(before, m.Before...)
+			after = append(after, m.After...)
+		}
+	}
+	what := strings.Join(r.want.Names(), ", ")
+	return &ansible.Diff{Before: lines(before), After: lines(after),
+		BeforeHeader: "rpm " + what + " (before)", AfterHeader: "rpm " + what + " (after)"}
+}
+
+// singleResult is the result of a `name` task.
+func (r *run) singleResult() *Result {
+	res := &Result{Report: *r.res, Operation: OpNone, Command: []string{}}
+	if len(r.want.Entries) == 0 {
+		return res
+	}
+	res.Name = r.want.Entries[0].Name
+	res.Before, res.After = nonNil(r.before[res.Name]), nonNil(r.after[res.Name])
+	if len(r.plan.Entries) > 0 {
+		res.Operation = r.plan.Entries[0].Operation
+	}
+	if len(r.commands) > 0 {
+		res.Command = r.commands[0]
+	}
+	return res
+}
+
+// setResult is the result of a `packages` task.
+func (r *run) setResult() *SetResult {
+	res := &SetResult{Report: *r.res, Packages: []EntryResult{}, Commands: nonNilCmds(r.commands)}
+	for i, e := range r.want.Entries {
+		er := EntryResult{Name: e.Name, Before: nonNil(r.before[e.Name]), After: nonNil(r.after[e.Name]), Operation: OpNone}
+		if i < len(r.plan.Entries) {
+			er.Operation = r.plan.Entries[i].Operation
+		}
+		res.Packages = append(res.Packages, er)
+	}
+	return res
+}
+
+func nonNilCmds(c [][]string) [][]string {
+	if c == nil {
+		return [][]string{}
+	}
+	return c
+}
+
+// observation is a run's first look at the RPM database, for every requested name.
 type observation struct {
-	Installed
+	have    map[string]Installed
 	source  string    // ObservedQuery or ObservedMemo
 	db      Database  // where rpm read it, for a query
 	queried time.Time // when the query began
 }
 
-// observe is the remembered answer while the RPM database and rpm's configuration are the
-// same files, else one rpm query.
-func (d Deps) observe(ctx context.Context, name string) (observation, error) {
+// observe is the remembered answers while the RPM database and rpm's configuration are
+// the same files, else one rpm query for all names.
+func (d Deps) observe(ctx context.Context, names []string) (observation, error) {
 	if d.Queries != nil {
-		if inst, ok := d.Queries.Lookup(name); ok {
-			return observation{Installed: inst, source: ObservedMemo}, nil
+		have := make(map[string]Installed, len(names))
+		for _, n := range names {
+			inst, ok := d.Queries.Lookup(n)
+			if !ok {
+				break
+			}
+			have[n] = inst
+		}
+		if len(have) == len(names) {
+			return observation{have: have, source: ObservedMemo}, nil
 		}
 	}
 	o := observation{source: ObservedQuery, queried: time.Now()}
 	var err error
-	o.Installed, o.db, err = Observe(ctx, d.Runner, name)
+	o.have, o.db, err = ObserveAll(ctx, d.Runner, names)
 	return o, err
 }
 
-// remember keeps a converged run's queried answer for the next run. Runs that act do not
-// call it: their transaction changes the database, which would void the record at once.
-func (d Deps) remember(name string, o observation) {
+// remember keeps a converged run's queried answers for the next run. Runs that act do not
+// call it: their transaction changes the database, which would void the records at once.
+func (d Deps) remember(o observation) {
 	if d.Queries == nil || o.source != ObservedQuery {
 		return
 	}
 	// A memo is only a shortcut: when it cannot be written (not root, a database that just
 	// changed, another backend) the next run asks rpm again.
-	_ = d.Queries.Record(name, o.Installed, o.db, o.queried)
+	for n, inst := range o.have {
+		_ = d.Queries.Record(n, inst, o.db, o.queried)
+	}
 }
 
 // checkManager is CheckManager, skipped when the same executable passed before. Only an
@@ -269,13 +519,6 @@ func (d Deps) checkManager(ctx context.Context, manager string, remember bool) (
 	return v, nil
 }
 
-func diffOf(name string, before, after []string) *ansible.Diff {
-	return &ansible.Diff{
-		Before: lines(before), After: lines(after),
-		BeforeHeader: "rpm " + name + " (before)", AfterHeader: "rpm " + name + " (after)",
-	}
-}
-
 func lines(l []string) string {
 	if len(l) == 0 {
 		return ""
@@ -290,8 +533,6 @@ func nonNil(l []string) []string {
 	return l
 }
 
-func equal(a, b []string) bool { return strings.Join(a, "\n") == strings.Join(b, "\n") }
-
 func lastLines(s string, n int) string {
 	l := strings.Split(strings.TrimSpace(s), "\n")
 	if len(l) > n {
@@ -300,16 +541,18 @@ func lastLines(s string, n int) string {
 	return strings.Join(l, "\n")
 }
 
-// carry reports the change of an earlier transaction of this package whose own run
+// carry reports the change of an earlier transaction of these packages whose own run
 // failed before it could (its deadline passed, it was killed): the task is changed, so a
 // restart_on wired to it still fires once, and only in the run that reports it.
-func (r *Result) carry(e *Earlier) {
+func (r *run) carry(e *Earlier) {
 	if e == nil || !e.packageChanged {
 		return
 	}
-	r.Changed, r.PackageChanged = true, true
+	r.res.Changed, r.res.PackageChanged = true, true
 	if e.unitFilesChanged {
-		r.UnitFilesChanged, r.DaemonReload = true, contract.ReloadNeeded
+		r.res.UnitFilesChanged, r.res.DaemonReload = true, contract.ReloadNeeded
 	}
-	r.Stamp(e.ended)
+	r.res.Moved = mergeMoves(r.res.Moved, e.Moves)
+	r.res.Stamp(e.ended)
+	r.res.Placed(e.filesPlaced)
 }

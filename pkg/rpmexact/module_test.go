@@ -17,6 +17,35 @@ import (
 
 func rpmQ(name string) []string { return queryArgv(name) }
 
+// qa is the snapshot query of the whole database, answered with lines NAME\tEVRA.
+func qa(lines ...string) runnertest.Call {
+	out := ""
+	for _, l := range lines {
+		out += l + "\n"
+	}
+	return runnertest.Call{Argv: allPackagesArgv, Stdout: out}
+}
+
+// files is the query for the files of what a transaction installed.
+func files(nevras ...string) runnertest.Call {
+	return runnertest.Call{Argv: append([]string{"rpm", "-q", "--qf", "[%{FILENAMES}\n]", "--"}, nevras...)}
+}
+
+// txn scripts one transaction: snapshot, DNF, snapshot, and the files of what it added.
+func txn(before, after []string, added []string, dnf runnertest.Call) []runnertest.Call {
+	calls := []runnertest.Call{qa(before...), dnf, qa(after...)}
+	if len(added) > 0 {
+		calls = append(calls, files(added...))
+	}
+	return calls
+}
+
+var (
+	d1 = []string{"demo\t0:1.0-1.noarch", "other\t0:1.0-1.noarch"}
+	d2 = []string{"demo\t0:2.0-1.noarch", "other\t0:1.0-1.noarch"}
+	d0 = []string{"other\t0:1.0-1.noarch"}
+)
+
 const (
 	dbOut  = "@@rpmdb\t/var/lib/rpm\tsqlite\n"
 	v1Out  = dbOut + "@@demo\t0:1.0-1.noarch\n/usr/bin/demo-daemon\tabc\t\n/usr/lib/systemd/system/demo.service\td1\t\n"
@@ -35,8 +64,16 @@ func (r *recorder) RemoveManagerSyncEntry(context.Context, string) error { retur
 
 func execute(t *testing.T, s *runnertest.Script, rec *recorder, args map[string]any) map[string]any {
 	t.Helper()
+	return executeIn(t, s, rec, nil, args)
+}
+
+func executeIn(t *testing.T, s *runnertest.Script, rec *recorder, unitDirs []string, args map[string]any) map[string]any {
+	t.Helper()
+	if unitDirs == nil {
+		unitDirs = []string{t.TempDir()}
+	}
 	data, _ := json.Marshal(args)
-	h := Handler(Deps{Runner: s, Txn: Inline{Runner: s, Sync: rec}})
+	h := Handler(Deps{Runner: s, Txn: Inline{Runner: s, Sync: rec, UnitDirs: unitDirs}})
 	out := ansible.Execute(context.Background(), Spec(), []string{"-"}, bytesReader(data), h)
 	var res map[string]any
 	require.NoError(t, json.Unmarshal(out, &res), string(out))
@@ -62,12 +99,10 @@ func TestDecisions(t *testing.T) {
 		{
 			name: "upgrade",
 			args: map[string]any{"name": "demo", "version": "0:2.0-1.noarch"},
-			calls: []runnertest.Call{
-				{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV,
-				{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}, Stdout: "Complete!\n"},
-				{Argv: rpmQ("demo"), Stdout: v2Out},
-			},
-			changed: true, operation: "install-nevra", synced: true,
+			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV},
+				txn(d1, d2, []string{"demo-0:2.0-1.noarch"},
+					runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}, Stdout: "Complete!\n"})...),
+			changed: true, operation: "install-nevra",
 		},
 		{
 			name:  "unversioned and installed: no-op even though newer exists",
@@ -77,23 +112,18 @@ func TestDecisions(t *testing.T) {
 		{
 			name: "unversioned and absent: install-n with yum",
 			args: map[string]any{"name": "demo", "manager": "yum"},
-			calls: []runnertest.Call{
+			calls: append([]runnertest.Call{
 				{Argv: rpmQ("demo"), ExitCode: 1, Stdout: absent},
-				{Argv: []string{"yum", "--version"}, Stdout: "4.14.0\n"},
-				{Argv: []string{"yum", "-y", "install-n", "--", "demo"}},
-				{Argv: rpmQ("demo"), Stdout: v2Out},
-			},
-			changed: true, operation: "install-n", synced: true,
+				{Argv: []string{"yum", "--version"}, Stdout: "4.14.0\n"}},
+				txn(d0, d2, []string{"demo-0:2.0-1.noarch"}, runnertest.Call{Argv: []string{"yum", "-y", "install-n", "--", "demo"}})...),
+			changed: true, operation: "install-n",
 		},
 		{
 			name: "absent and installed: remove",
 			args: map[string]any{"name": "demo", "state": "absent"},
-			calls: []runnertest.Call{
-				{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV,
-				{Argv: []string{"dnf", "-y", "remove", "--", "demo"}},
-				{Argv: rpmQ("demo"), ExitCode: 1, Stdout: absent},
-			},
-			changed: true, operation: "remove", synced: true,
+			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV},
+				txn(d1, d0, nil, runnertest.Call{Argv: []string{"dnf", "-y", "remove", "--", "demo"}})...),
+			changed: true, operation: "remove",
 		},
 		{
 			name:  "absent and absent: no-op",
@@ -115,21 +145,15 @@ func TestDecisions(t *testing.T) {
 		{
 			name: "DNF exits 0 but the database disagrees",
 			args: map[string]any{"name": "demo", "version": "0:2.0-1.noarch"},
-			calls: []runnertest.Call{
-				{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV,
-				{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}},
-				{Argv: rpmQ("demo"), Stdout: v1Out},
-			},
+			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV},
+				txn(d1, d1, nil, runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}})...),
 			operation: "install-nevra", failed: "exited 0 but the RPM database does not show the requested state",
 		},
 		{
 			name: "DNF fails: its message is kept",
 			args: map[string]any{"name": "demo", "version": "0:9.0-1.noarch"},
-			calls: []runnertest.Call{
-				{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV,
-				{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:9.0-1.noarch"}, ExitCode: 1, Stderr: "Error: Unable to find a match: demo-0:9.0-1.noarch\n"},
-				{Argv: rpmQ("demo"), Stdout: v1Out},
-			},
+			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV},
+				txn(d1, d1, nil, runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:9.0-1.noarch"}, ExitCode: 1, Stderr: "Error: Unable to find a match: demo-0:9.0-1.noarch\n"})...),
 			operation: "install-nevra", failed: "Unable to find a match",
 		},
 		{
@@ -141,7 +165,7 @@ func TestDecisions(t *testing.T) {
 		{
 			name:  "deadline",
 			args:  map[string]any{"name": "demo", "version": "0:2.0-1.noarch"},
-			calls: []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, {Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}, Err: context.DeadlineExceeded}},
+			calls: []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, qa(d1...), {Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}, Err: context.DeadlineExceeded}},
 			// The transaction may have run: changed is true, and the task fails.
 			changed: true, operation: "install-nevra", failed: "timed out after 10m0s",
 		},
@@ -176,10 +200,10 @@ func TestBadParametersRunNothing(t *testing.T) {
 
 func TestParseQueryIgnoresOtherNames(t *testing.T) {
 	// rpm -q demo-1.0 matches package demo version 1.0; only exact names count.
-	inst, err := parseQuery("demo-1.0", runner.Result{Stdout: "@@demo\t0:1.0-1.noarch\n"})
+	inst, err := parseQuery([]string{"demo-1.0"}, runner.Result{Stdout: "@@demo\t0:1.0-1.noarch\n"})
 	require.NoError(t, err)
-	assert.Empty(t, inst.NEVRAs)
-	_, err = parseQuery("demo", runner.Result{Stdout: "@@demo\n"})
+	assert.Empty(t, inst["demo-1.0"].NEVRAs)
+	_, err = parseQuery([]string{"demo"}, runner.Result{Stdout: "@@demo\n"})
 	assert.ErrorContains(t, err, "malformed")
 }
 
@@ -190,7 +214,8 @@ func FuzzParseQuery(f *testing.F) {
 	f.Add("package demo is not installed\n", 1)
 	f.Add("@@rpmdb\t\n", 1)
 	f.Fuzz(func(t *testing.T, out string, rc int) {
-		inst, db, err := parseAnswer("demo", runner.Result{Stdout: out, ExitCode: rc})
+		all, db, err := parseAnswer([]string{"demo"}, runner.Result{Stdout: out, ExitCode: rc})
+		inst := all["demo"]
 		if strings.Contains(db.Path+db.Backend, "\n") {
 			t.Fatalf("database line ran into the answer: %q", out)
 		}

@@ -44,25 +44,31 @@ var unitDirs = []string{
 	"/lib/systemd/system/",
 }
 
-// queryArgv is the one rpm query of an observation.
-func queryArgv(name string) []string {
-	return []string{"rpm", "--eval", dbLine, "-q", "--qf", queryFormat, "--", name}
+// queryArgv is the one rpm query of an observation, for every name of a run.
+func queryArgv(names ...string) []string {
+	return append([]string{"rpm", "--eval", dbLine, "-q", "--qf", queryFormat, "--"}, names...)
 }
 
-// Observe runs one rpm query. It reads the installed RPM database only.
+// Observe runs one rpm query for one package. It reads the installed RPM database only.
 func Observe(ctx context.Context, r runner.Runner, name string) (Installed, Database, error) {
-	res, err := r.Run(ctx, queryArgv(name)...)
+	all, db, err := ObserveAll(ctx, r, []string{name})
+	return all[name], db, err
+}
+
+// ObserveAll runs one rpm query for every name: what each is installed as.
+func ObserveAll(ctx context.Context, r runner.Runner, names []string) (map[string]Installed, Database, error) {
+	res, err := r.Run(ctx, queryArgv(names...)...)
 	if err != nil {
-		return Installed{}, Database{}, fmt.Errorf("query rpm database for %s: %w", name, err)
+		return nil, Database{}, fmt.Errorf("query rpm database for %s: %w", strings.Join(names, ", "), err)
 	}
-	return parseAnswer(name, res)
+	return parseAnswer(names, res)
 }
 
 // parseAnswer reads the database line and the query's answer.
-func parseAnswer(name string, res runner.Result) (Installed, Database, error) {
+func parseAnswer(names []string, res runner.Result) (map[string]Installed, Database, error) {
 	db, rest := cutDBLine(res.Stdout)
 	res.Stdout = rest
-	inst, err := parseQuery(name, res)
+	inst, err := parseQuery(names, res)
 	return inst, db, err
 }
 
@@ -78,17 +84,17 @@ func cutDBLine(out string) (Database, string) {
 	return Database{Path: path, Backend: backend}, rest
 }
 
-func parseQuery(name string, res runner.Result) (Installed, error) {
-	inst := Installed{UnitFiles: map[string]string{}}
-	if res.ExitCode != 0 {
-		// rpm -q exits 1 and says so on stdout for a package that is not installed; any
-		// other answer is a broken query, never "absent".
-		if res.ExitCode == 1 && strings.TrimSpace(res.Stdout) == "package "+name+" is not installed" && strings.TrimSpace(res.Stderr) == "" {
-			return inst, nil
-		}
-		return Installed{}, fmt.Errorf("query rpm database for %s: rpm exited %d: %s", name, res.ExitCode, res.Output())
+// parseQuery reads rpm -q's answer for names. rpm exits with the number of names that are
+// not installed and says so for each on stdout; any other failure is a broken query,
+// never "absent".
+func parseQuery(names []string, res runner.Result) (map[string]Installed, error) {
+	what := strings.Join(names, ", ")
+	all := make(map[string]Installed, len(names))
+	for _, n := range names {
+		all[n] = Installed{UnitFiles: map[string]string{}}
 	}
-	current := false
+	missing := 0
+	var current string
 	for _, line := range strings.Split(res.Stdout, "\n") {
 		if line == "" {
 			continue
@@ -96,24 +102,48 @@ func parseQuery(name string, res runner.Result) (Installed, error) {
 		if rest, ok := strings.CutPrefix(line, "@@"); ok {
 			n, evra, ok := strings.Cut(rest, "\t")
 			if !ok || evra == "" {
-				return Installed{}, fmt.Errorf("query rpm database for %s: malformed answer %q", name, line)
+				return nil, fmt.Errorf("query rpm database for %s: malformed answer %q", what, line)
 			}
-			current = n == name
-			if current {
+			// rpm -q NAME-VERSION also matches package NAME at VERSION: only exact names count.
+			current = ""
+			if inst, asked := all[n]; asked {
+				current = n
 				inst.NEVRAs = append(inst.NEVRAs, n+"-"+evra)
+				all[n] = inst
 			}
 			continue
 		}
-		if !current {
+		if n, ok := notInstalled(line); ok {
+			if _, asked := all[n]; asked {
+				missing++
+				current = ""
+				continue
+			}
+		}
+		if current == "" {
 			continue
 		}
 		path, fp, _ := strings.Cut(line, "\t")
 		if isUnitPath(path) {
-			inst.UnitFiles[path] = fp
+			all[current].UnitFiles[path] = fp
 		}
 	}
-	sort.Strings(inst.NEVRAs)
-	return inst, nil
+	if res.ExitCode != min(missing, 255) || strings.TrimSpace(res.Stderr) != "" {
+		return nil, fmt.Errorf("query rpm database for %s: rpm exited %d: %s", what, res.ExitCode, res.Output())
+	}
+	for _, inst := range all {
+		sort.Strings(inst.NEVRAs)
+	}
+	return all, nil
+}
+
+// notInstalled reads rpm's "package NAME is not installed" line.
+func notInstalled(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "package ")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, " is not installed")
 }
 
 func isUnitPath(p string) bool {

@@ -172,7 +172,7 @@ func TestHandlerUsesTheQueryMemo(t *testing.T) {
 		t.Helper()
 		s := runnertest.New(t, calls...)
 		data, _ := json.Marshal(args)
-		h := Handler(Deps{Runner: s, Txn: Inline{Runner: s, Sync: &recorder{}}, Queries: cache})
+		h := Handler(Deps{Runner: s, Txn: Inline{Runner: s, Sync: &recorder{}, UnitDirs: []string{t.TempDir()}}, Queries: cache})
 		var res map[string]any
 		require.NoError(t, json.Unmarshal(ansible.Execute(context.Background(), Spec(), []string{"-"}, bytesReader(data), h), &res))
 		assert.Equal(t, len(calls), s.Count(), "every scripted command ran")
@@ -199,25 +199,22 @@ func TestHandlerUsesTheQueryMemo(t *testing.T) {
 	})
 	t.Run("a run that acts remembers nothing: its transaction changes the database", func(t *testing.T) {
 		cache := &memoCache{}
-		res := run(t, cache, []runnertest.Call{
+		res := run(t, cache, append([]runnertest.Call{
 			{Argv: rpmQ("demo"), Stdout: v1Out},
-			{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"},
-			{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}},
-			{Argv: rpmQ("demo"), Stdout: v2Out},
-		}, map[string]any{"name": "demo", "version": "0:2.0-1.noarch"})
+			{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"}},
+			txn(d1, d2, []string{"demo-0:2.0-1.noarch"}, runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}})...,
+		), map[string]any{"name": "demo", "version": "0:2.0-1.noarch"})
 		assert.Nil(t, res["failed"], res["msg"])
 		assert.Empty(t, cache.recorded)
 	})
 	t.Run("a transaction is verified by rpm, never by the memo", func(t *testing.T) {
 		cache := &memoCache{have: &installedV1}
-		res := run(t, cache, []runnertest.Call{
-			{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"},
-			{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}},
-			{Argv: rpmQ("demo"), Stdout: v2Out},
-		}, map[string]any{"name": "demo", "version": "0:2.0-1.noarch"})
+		res := run(t, cache, append([]runnertest.Call{
+			{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"}},
+			txn(d1, d2, []string{"demo-0:2.0-1.noarch"}, runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}})...,
+		), map[string]any{"name": "demo", "version": "0:2.0-1.noarch"})
 		assert.Nil(t, res["failed"], res["msg"])
 		assert.Equal(t, []any{"demo-0:2.0-1.noarch"}, res["after"])
-		assert.Equal(t, true, res["unit_files_changed"], "before's unit files came from the memo")
 		assert.Empty(t, cache.recorded, "the answer after a transaction is not remembered: the database just changed")
 	})
 }

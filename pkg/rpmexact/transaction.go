@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/richt/services/pkg/runner"
+	"github.com/richt/services/pkg/stamp"
 )
 
 // ErrNotStarted is returned (wrapped) when a transaction could not be started at all: DNF
@@ -21,12 +22,9 @@ var ErrStillRunning = errors.New("transaction still running at the deadline")
 // Transaction is one DNF run and what is needed to settle it afterwards.
 type Transaction struct {
 	Argv []string `json:"argv"`
-	// Name is the package read back from the RPM database once DNF has ended.
-	Name string `json:"name"`
-	// Before are the package's builds before, to tell a later run what changed.
-	Before []string `json:"before"`
-	// UnitFiles are the package's unit files before, to tell whether DNF changed any.
-	UnitFiles map[string]string `json:"unit_files"`
+	// Names are the packages the task asked for; what else moved is reported as not
+	// requested.
+	Names []string `json:"names"`
 	// Reason is written into the manager-sync record when unit files changed.
 	Reason string `json:"reason"`
 }
@@ -34,14 +32,20 @@ type Transaction struct {
 // Outcome is what an ended transaction did.
 type Outcome struct {
 	runner.Result
-	// After is the package as the RPM database shows it once DNF had ended; AfterErr says
-	// why it could not be read (then a manager sync was recorded, since a unit file
-	// change could not be ruled out).
-	After    Installed
+	// After maps each requested name to its builds once DNF had ended; AfterErr says why
+	// the database could not be read (then a manager sync was recorded, since a unit
+	// file change could not be ruled out, and Moves is empty).
+	After    map[string][]string
 	AfterErr error
-	// UnitFilesChanged: DNF added, replaced or removed a file of the package under
-	// systemd's unit directories (and the manager sync is recorded).
+	// Moves are every package whose builds changed, requested or not.
+	Moves []Move
+	// UnitFilesChanged: an entry of systemd's unit directories was added, replaced or
+	// removed while DNF ran (and the manager sync is recorded).
 	UnitFilesChanged bool
+	// FilesPlaced is when the files of the builds it installed were all in place (zero
+	// when it installed none, or that could not be read): a unit active since then runs
+	// with them.
+	FilesPlaced stamp.Stamp
 	// SyncRecorded: the manager sync this transaction needed (unit files changed, or
 	// that could not be ruled out) is recorded; false when it needed none.
 	SyncRecorded bool
@@ -56,7 +60,7 @@ type Outcome struct {
 // marks it reported unless the run is a check (check mode writes nothing). Run starts one
 // transaction and waits for it until the context ends.
 type Transactor interface {
-	Begin(ctx context.Context, check bool, name string) (release func(), earlier *Earlier, err error)
+	Begin(ctx context.Context, check bool, names []string) (release func(), earlier *Earlier, err error)
 	Run(ctx context.Context, t Transaction) (Outcome, error)
 }
 
@@ -69,10 +73,14 @@ type Earlier struct {
 	Log     string `json:"log"`
 	Ended   string `json:"ended,omitempty"`
 
+	// Moves are the packages it moved.
+	Moves []Move `json:"moves,omitempty"`
+
 	// What it changed, carried into the reporting run's result (package contract), so a
 	// trigger wired to the task still sees the change its failed run could not report.
 	packageChanged, unitFilesChanged bool
 	ended                            time.Time
+	filesPlaced                      stamp.Stamp
 }
 
 // Inline runs transactions in this process through a Runner, so the handler's logic can be
@@ -81,38 +89,53 @@ type Earlier struct {
 type Inline struct {
 	Runner runner.Runner
 	Sync   SyncRecorder
+	// UnitDirs replaces systemd's unit directories, for tests.
+	UnitDirs []string
 }
 
 // Begin implements Transactor: inline transactions end with their run, so nothing is
 // waited for.
-func (Inline) Begin(context.Context, bool, string) (func(), *Earlier, error) {
+func (Inline) Begin(context.Context, bool, []string) (func(), *Earlier, error) {
 	return func() {}, nil, nil
 }
 
 // Run implements Transactor.
 func (i Inline) Run(ctx context.Context, t Transaction) (Outcome, error) {
+	before, err := TakeSnapshot(ctx, i.Runner, i.UnitDirs)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("%w: %w", ErrNotStarted, err)
+	}
 	res, err := i.Runner.Run(ctx, t.Argv...)
 	if err != nil {
 		return Outcome{Result: res}, err
 	}
-	return settle(ctx, i.Runner, i.Sync, t, res), nil
+	return settle(ctx, i.Runner, i.Sync, t, before, i.UnitDirs, res), nil
 }
 
-// settle reads the package back from the RPM database once DNF has ended and records a
-// manager sync when its unit files changed, or when that cannot be ruled out. Detached
-// transactions settle in their supervisor, so this happens also when the module that
-// started them is gone.
-func settle(ctx context.Context, r runner.Runner, sync SyncRecorder, t Transaction, res runner.Result) Outcome {
+// settle reads the RPM database and the unit directories back once DNF has ended, and
+// records a manager sync when unit files changed, or when that cannot be ruled out.
+// Detached transactions settle in their supervisor, so this happens also when the module
+// that started them is gone.
+func settle(ctx context.Context, r runner.Runner, sync SyncRecorder, t Transaction, before Snapshot, dirs []string, res runner.Result) Outcome {
 	out := Outcome{Result: res}
-	out.After, _, out.AfterErr = Observe(ctx, r, t.Name)
+	after, err := TakeSnapshot(ctx, r, dirs)
 	reason := t.Reason
 	switch {
-	case out.AfterErr != nil:
-		reason += " (could not be ruled out: " + out.AfterErr.Error() + ")"
-	case unitFilesDiffer(t.UnitFiles, out.After.UnitFiles):
-		out.UnitFilesChanged = true
+	case err != nil:
+		out.AfterErr = err
+		reason += " (could not be ruled out: " + err.Error() + ")"
 	default:
-		return out
+		out.After = map[string][]string{}
+		for _, n := range t.Names {
+			out.After[n] = nonNil(after.Packages[n])
+		}
+		out.Moves = movesBetween(before, after, t.Names)
+		// Only a reaction's shortcut depends on it: without it, restarts happen as asked.
+		out.FilesPlaced, _ = filesPlaced(ctx, r, added(out.Moves))
+		out.UnitFilesChanged = unitsDiffer(before.Units, after.Units)
+		if !out.UnitFilesChanged {
+			return out
+		}
 	}
 	if sync != nil {
 		_, err := sync.MarkManagerSyncDue(ctx, reason)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +36,24 @@ func Now() (Stamp, error) {
 		return Stamp{}, fmt.Errorf("read monotonic clock: %w", err)
 	}
 	return Stamp{BootID: strings.TrimSpace(string(id)), Mono: uint64(ts.Sec)*1e6 + uint64(ts.Nsec)/1e3}, nil
+}
+
+// At is the moment t of the wall clock (a file's ctime, say) in this boot's monotonic
+// clock: now minus how long ago t was. A t before this boot gives monotonic 0.
+func At(t time.Time) (Stamp, error) {
+	now, err := Now()
+	if err != nil {
+		return Stamp{}, err
+	}
+	ago := time.Since(t).Microseconds()
+	switch {
+	case ago <= 0:
+	case uint64(ago) >= now.Mono:
+		now.Mono = 0
+	default:
+		now.Mono -= uint64(ago)
+	}
+	return now, nil
 }
 
 // ActiveSince reports whether a unit that is active now, and entered that state at

@@ -18,6 +18,9 @@ type Call struct {
 	Stdout   string
 	Stderr   string
 	Err      error // returned as the run error (e.g. runner.ErrDeadline)
+	// Do, when set, runs as the command does: the command's side effects on files the
+	// code under test reads afterwards.
+	Do func()
 }
 
 // Script is a runner.Runner that plays Calls in order.
@@ -54,6 +57,9 @@ func (s *Script) Run(_ context.Context, argv ...string) (runner.Result, error) {
 	s.next++
 	if strings.Join(c.Argv, "\x00") != strings.Join(argv, "\x00") {
 		s.t.Errorf("runnertest: command %d:\n got  %q\n want %q", s.next, argv, c.Argv)
+	}
+	if c.Do != nil {
+		c.Do()
 	}
 	return runner.Result{Argv: argv, ExitCode: c.ExitCode, Stdout: c.Stdout, Stderr: c.Stderr}, c.Err
 }

@@ -1,0 +1,247 @@
+package rpmexact
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/pkg/nevra"
+	"github.com/richt/services/pkg/runner"
+	"github.com/richt/services/pkg/runner/runnertest"
+)
+
+func pin(name, evra string) Entry {
+	e, err := nevra.ParseEVRA(evra)
+	if err != nil {
+		panic(err)
+	}
+	return Entry{Name: name, Version: &e}
+}
+
+func installed(nevras ...string) Installed { return Installed{NEVRAs: nevras} }
+
+func TestDecideSets(t *testing.T) {
+	have := map[string]Installed{
+		"app": installed("app-0:1.0-1.noarch"),
+		"lib": installed("lib-0:1.0-1.noarch"),
+		"old": installed("old-0:1.0-1.noarch"),
+	}
+	cases := []struct {
+		name            string
+		entries         []Entry
+		install, remove []string
+		ops             []string
+	}{
+		{"converged set: no transaction", []Entry{pin("app", "0:1.0-1.noarch"), pin("lib", "0:1.0-1.noarch"), {Name: "gone", Absent: true}},
+			nil, nil, []string{OpNone, OpNone, OpNone}},
+		{"pins move together in one install-nevra", []Entry{pin("app", "0:2.0-1.noarch"), pin("lib", "0:2.0-1.noarch")},
+			[]string{"dnf", "-y", "install-nevra", "--", "app-0:2.0-1.noarch", "lib-0:2.0-1.noarch"}, nil, []string{OpInstallNEVRA, OpInstallNEVRA}},
+		{"only the entries that differ are named", []Entry{pin("app", "0:1.0-1.noarch"), pin("lib", "0:0.9-1.noarch")},
+			[]string{"dnf", "-y", "install-nevra", "--", "lib-0:0.9-1.noarch"}, nil, []string{OpNone, OpInstallNEVRA}},
+		{"unversioned installs only: install-n", []Entry{{Name: "new"}, {Name: "app"}},
+			[]string{"dnf", "-y", "install-n", "--", "new"}, nil, []string{OpInstallN, OpNone}},
+		{"pins and unversioned mixed: one install", []Entry{{Name: "new"}, pin("lib", "0:2.0-1.noarch")},
+			[]string{"dnf", "-y", "install", "--", "lib-0:2.0-1.noarch", "new"}, nil, []string{OpInstallN, OpInstallNEVRA}},
+		{"removals are a second transaction", []Entry{pin("lib", "0:2.0-1.noarch"), {Name: "old", Absent: true}},
+			[]string{"dnf", "-y", "install-nevra", "--", "lib-0:2.0-1.noarch"}, []string{"dnf", "-y", "remove", "--", "old"}, []string{OpInstallNEVRA, OpRemove}},
+		{"removal only", []Entry{{Name: "old", Absent: true}, {Name: "gone", Absent: true}},
+			nil, []string{"dnf", "-y", "remove", "--", "old"}, []string{OpRemove, OpNone}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Decide(Want{Entries: c.entries, Manager: "dnf"}, have)
+			assert.Equal(t, c.install, p.Install)
+			assert.Equal(t, c.remove, p.Remove)
+			var ops []string
+			for _, e := range p.Entries {
+				ops = append(ops, e.Operation)
+			}
+			assert.Equal(t, c.ops, ops)
+			assert.Equal(t, c.install != nil || c.remove != nil, p.Changes())
+		})
+	}
+}
+
+func TestInstallonlyPinKeepsOtherBuilds(t *testing.T) {
+	// A kernel-like package has several builds installed; a pin holds when its build is one
+	// of them, and installing it leaves the others (DNF's installonly_limit decides those).
+	have := map[string]Installed{"kmod": installed("kmod-0:1.0-1.noarch", "kmod-0:2.0-1.noarch")}
+	assert.False(t, Decide(Want{Entries: []Entry{pin("kmod", "0:1.0-1.noarch")}, Manager: "dnf"}, have).Changes())
+	assert.NoError(t, Holds(pin("kmod", "0:2.0-1.noarch"), have["kmod"].NEVRAs))
+}
+
+func TestSetParameters(t *testing.T) {
+	for _, c := range []struct {
+		args map[string]any
+		msg  string
+	}{
+		{map[string]any{}, "one of the following is required: name, packages"},
+		{map[string]any{"packages": []any{}}, "packages: is empty"},
+		{map[string]any{"packages": []any{"app"}}, "packages[0]: expected a mapping"},
+		{map[string]any{"packages": []any{map[string]any{"version": "0:1.0-1.noarch"}}}, "packages[0].name: is required"},
+		{map[string]any{"packages": []any{map[string]any{"name": "app", "vers": "1"}}}, `packages[0]: unsupported key "vers"`},
+		{map[string]any{"packages": []any{map[string]any{"name": "app"}, map[string]any{"name": "app", "state": "absent"}}}, "packages[1].name: app is already packages[0]"},
+		{map[string]any{"packages": []any{map[string]any{"name": "app", "version": "latest"}}}, "packages[0].version:"},
+		{map[string]any{"packages": []any{map[string]any{"name": "-x"}}}, "packages[0].name:"},
+		{map[string]any{"packages": []any{map[string]any{"name": "app", "state": "latest"}}}, "packages[0].state: value of state must be one of: present, absent, got: latest"},
+		{map[string]any{"packages": []any{map[string]any{"name": "app", "version": "0:1.0-1.noarch", "state": "absent"}}}, "packages[0].version: cannot be combined with state=absent"},
+		{map[string]any{"packages": []any{map[string]any{"name": "app"}}, "name": "app"}, "mutually exclusive: name|packages"},
+		{map[string]any{"packages": []any{map[string]any{"name": "app"}}, "state": "absent"}, "mutually exclusive: state|packages"},
+	} {
+		s := runnertest.New(t) // nothing runs
+		res := execute(t, s, &recorder{}, c.args)
+		assert.Equal(t, true, res["failed"], c.args)
+		assert.Contains(t, res["msg"], c.msg)
+	}
+}
+
+func TestSetTransaction(t *testing.T) {
+	dnfV := runnertest.Call{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"}
+	query := runnertest.Call{Argv: queryArgv("app", "lib", "old"), Stdout: dbOut + "@@app\t0:1.0-1.noarch\n@@lib\t0:1.0-1.noarch\n@@old\t0:1.0-1.noarch\n"}
+	args := map[string]any{"packages": []any{
+		map[string]any{"name": "app", "version": "0:2.0-1.noarch"},
+		map[string]any{"name": "lib", "version": "0:2.0-1.noarch"},
+		map[string]any{"name": "old", "state": "absent"},
+	}}
+	v1 := []string{"app\t0:1.0-1.noarch", "lib\t0:1.0-1.noarch", "old\t0:1.0-1.noarch", "dep\t0:1.0-1.noarch"}
+	v2 := []string{"app\t0:2.0-1.noarch", "lib\t0:2.0-1.noarch", "old\t0:1.0-1.noarch", "dep\t0:1.0-1.noarch"}
+	v3 := []string{"app\t0:2.0-1.noarch", "lib\t0:2.0-1.noarch"}
+	install := runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "app-0:2.0-1.noarch", "lib-0:2.0-1.noarch"}}
+
+	t.Run("install, then removals, every move reported", func(t *testing.T) {
+		units := t.TempDir()
+		install := install
+		install.Do = func() {
+			require.NoError(t, os.WriteFile(filepath.Join(units, "app.service"), []byte("[Service]\n"), 0o644))
+		}
+		calls := append([]runnertest.Call{query, dnfV}, txn(v1, v2, []string{"app-0:2.0-1.noarch", "lib-0:2.0-1.noarch"}, install)...)
+		calls = append(calls, txn(v2, v3, nil, runnertest.Call{Argv: []string{"dnf", "-y", "remove", "--", "old"}})...)
+		rec := &recorder{}
+		withDiff := map[string]any{"_ansible_diff": true}
+		for k, v := range args {
+			withDiff[k] = v
+		}
+		res := executeIn(t, runnertest.New(t, calls...), rec, []string{units}, withDiff)
+		require.Nil(t, res["failed"], res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Equal(t, true, res["unit_files_changed"])
+		assert.Equal(t, "needed", res["daemon_reload"])
+		assert.Len(t, rec.reasons, 1, "the unit file change is recorded for the manager")
+		assert.Equal(t, []any{
+			[]any{"dnf", "-y", "install-nevra", "--", "app-0:2.0-1.noarch", "lib-0:2.0-1.noarch"},
+			[]any{"dnf", "-y", "remove", "--", "old"},
+		}, res["commands"])
+		assert.Equal(t, []any{
+			map[string]any{"name": "app", "before": []any{"app-0:1.0-1.noarch"}, "after": []any{"app-0:2.0-1.noarch"}, "requested": true},
+			map[string]any{"name": "dep", "before": []any{"dep-0:1.0-1.noarch"}, "after": []any{}, "requested": false},
+			map[string]any{"name": "lib", "before": []any{"lib-0:1.0-1.noarch"}, "after": []any{"lib-0:2.0-1.noarch"}, "requested": true},
+			map[string]any{"name": "old", "before": []any{"old-0:1.0-1.noarch"}, "after": []any{}, "requested": true},
+		}, res["moved"])
+		pkgs := res["packages"].([]any)
+		require.Len(t, pkgs, 3)
+		assert.Equal(t, map[string]any{"name": "old", "before": []any{"old-0:1.0-1.noarch"}, "after": []any{}, "operation": "remove"}, pkgs[2])
+		diff := res["diff"].(map[string]any)
+		assert.Contains(t, diff["before"], "dep-0:1.0-1.noarch", "the diff shows what DNF moved on its own")
+		assert.NotContains(t, res, "name", "a set has no single name")
+	})
+	t.Run("a failed install runs no removal and names DNF's reason", func(t *testing.T) {
+		failed := install
+		failed.ExitCode, failed.Stderr = 1, "Error: Unable to find a match: lib-0:2.0-1.noarch\n"
+		calls := append([]runnertest.Call{query, dnfV}, txn(v1, v1, nil, failed)...)
+		res := execute(t, runnertest.New(t, calls...), &recorder{}, args)
+		assert.Equal(t, true, res["failed"])
+		assert.Equal(t, false, res["changed"], "nothing moved")
+		assert.Contains(t, res["msg"], "Unable to find a match: lib-0:2.0-1.noarch")
+		assert.Len(t, res["commands"], 1)
+	})
+	t.Run("converged set: one query, no transaction", func(t *testing.T) {
+		q := runnertest.Call{Argv: queryArgv("app", "lib", "old"), ExitCode: 1, Stdout: dbOut + "@@app\t0:2.0-1.noarch\n@@lib\t0:2.0-1.noarch\npackage old is not installed\n"}
+		res := execute(t, runnertest.New(t, q), &recorder{}, args)
+		assert.Nil(t, res["failed"], res["msg"])
+		assert.Equal(t, false, res["changed"])
+		assert.Equal(t, []any{}, res["commands"])
+		assert.Equal(t, []any{}, res["moved"])
+	})
+}
+
+func TestPinThatDragsADependent(t *testing.T) {
+	// DNF upgrades app, which requires lib = its own version, to satisfy the pin of lib:
+	// the result says so, and the task counts as a change of app's unit files too.
+	units := t.TempDir()
+	calls := []runnertest.Call{
+		{Argv: rpmQ("lib"), Stdout: dbOut + "@@lib\t0:1.0-1.noarch\n"},
+		{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"},
+		qa("app\t0:1.0-1.noarch", "lib\t0:1.0-1.noarch"),
+		{Argv: []string{"dnf", "-y", "install-nevra", "--", "lib-0:2.0-1.noarch"}, Do: func() {
+			require.NoError(t, os.WriteFile(filepath.Join(units, "app.service"), []byte("[Service]\n"), 0o644))
+		}},
+		qa("app\t0:2.0-1.noarch", "lib\t0:2.0-1.noarch"),
+		files("app-0:2.0-1.noarch", "lib-0:2.0-1.noarch"),
+	}
+	res := executeIn(t, runnertest.New(t, calls...), &recorder{}, []string{units}, map[string]any{"name": "lib", "version": "0:2.0-1.noarch", "_ansible_diff": true})
+	require.Nil(t, res["failed"], res["msg"])
+	assert.Equal(t, []any{"lib-0:2.0-1.noarch"}, res["after"])
+	assert.Equal(t, true, res["unit_files_changed"])
+	moved := res["moved"].([]any)
+	require.Len(t, moved, 2)
+	assert.Equal(t, map[string]any{"name": "app", "before": []any{"app-0:1.0-1.noarch"}, "after": []any{"app-0:2.0-1.noarch"}, "requested": false}, moved[0])
+	assert.Contains(t, res["diff"].(map[string]any)["after"], "app-0:2.0-1.noarch")
+}
+
+func TestFilesPlacedIsTheNewestFile(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, os.WriteFile(a, nil, 0o644))
+	require.NoError(t, os.WriteFile(b, nil, 0o644))
+	s := runnertest.New(t, runnertest.Call{Argv: []string{"rpm", "-q", "--qf", "[%{FILENAMES}\n]", "--", "x-0:1-1.noarch"},
+		Stdout: a + "\n" + dir + "\n/nonexistent/ghost\n" + b + "\n"})
+	st, err := filesPlaced(t.Context(), s, []string{"x-0:1-1.noarch"})
+	require.NoError(t, err)
+	assert.False(t, st.IsZero())
+	none, err := filesPlaced(t.Context(), runnertest.New(t), nil)
+	require.NoError(t, err)
+	assert.True(t, none.IsZero(), "nothing installed, nothing placed")
+}
+
+func TestParseQueryManyNames(t *testing.T) {
+	all, err := parseQuery([]string{"a", "b", "c"}, runner.Result{ExitCode: 1,
+		Stdout: "@@a\t0:1-1.noarch\n/usr/lib/systemd/system/a.service\td\t\npackage b is not installed\n@@c\t0:2-1.noarch\n@@c\t0:3-1.noarch\n"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a-0:1-1.noarch"}, all["a"].NEVRAs)
+	assert.Equal(t, map[string]string{"/usr/lib/systemd/system/a.service": "d\t"}, all["a"].UnitFiles)
+	assert.Empty(t, all["b"].NEVRAs)
+	assert.Equal(t, []string{"c-0:2-1.noarch", "c-0:3-1.noarch"}, all["c"].NEVRAs)
+	_, err = parseQuery([]string{"a", "b"}, runner.Result{ExitCode: 2, Stdout: "package a is not installed\n"})
+	assert.ErrorContains(t, err, "rpm exited 2", "an exit code the answer does not explain is an error")
+}
+
+func TestParseAll(t *testing.T) {
+	pkgs, err := parseAll("k\t0:2-1.noarch\nk\t0:1-1.noarch\nz\t1:1-1.x86_64\n")
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{"k": {"k-0:1-1.noarch", "k-0:2-1.noarch"}, "z": {"z-1:1-1.x86_64"}}, pkgs)
+	_, err = parseAll("broken\n")
+	assert.ErrorContains(t, err, "malformed")
+}
+
+func FuzzParseAll(f *testing.F) {
+	f.Add("k\t0:2-1.noarch\nk\t0:1-1.noarch\n")
+	f.Add("\t\n")
+	f.Add("a\tb\tc\n")
+	f.Fuzz(func(t *testing.T, out string) {
+		pkgs, err := parseAll(out)
+		if err != nil {
+			return
+		}
+		for name, l := range pkgs {
+			for _, n := range l {
+				if name == "" || !strings.HasPrefix(n, name+"-") || len(n) == len(name)+1 {
+					t.Fatalf("bad entry %q -> %q from %q", name, n, out)
+				}
+			}
+		}
+	})
+}
