@@ -124,6 +124,7 @@ type Result struct {
 	Reaction      reaction.Kind        `json:"reaction"`
 	Triggers      []string             `json:"triggers"`
 	Pending       string               `json:"pending_from_earlier_run,omitempty"`
+	RestartServed string               `json:"restart_served,omitempty"`
 	SyncReasons   []string             `json:"daemon_reload_reasons,omitempty"`
 	ReloadCapable *unitfile.Capability `json:"reload_capable,omitempty"`
 	MainPID       int                  `json:"main_pid,omitempty"`
@@ -337,7 +338,14 @@ func (r *run) prepare(ctx context.Context) (Facts, error) {
 			pending = nil
 		}
 	}
-	f.Due = reaction.Due(r.trig, pendingKind(pending))
+	trig := r.trig
+	if served, err := r.restartServed(obs); err != nil {
+		return f, err
+	} else if served {
+		trig = trig.WithoutRestarts()
+		f.RestartServed = true
+	}
+	f.Due = reaction.Due(trig, pendingKind(pending))
 	// A due reaction is on disk before anything can fail (the daemon-reload, an enable,
 	// the deadline): its trigger will not report a change again. Only for a loaded unit: a
 	// unit that is missing or masked now has nothing to restart, and its first start later
@@ -642,6 +650,29 @@ func (r *run) probe(ctx context.Context, p Plan) error {
 		b.WriteString("; last journal lines:\n" + strings.Join(r.res.Journal, "\n"))
 	}
 	return errors.New(b.String())
+}
+
+// restartServed reports whether the restart the restart_on triggers ask for already
+// happened after their change (package scriptlets restart their units in the
+// transaction), and says so in the result. A unit whose files systemd has not loaded yet
+// (NeedDaemonReload) was started with the old ones: its restart is still due.
+func (r *run) restartServed(obs Props) (bool, error) {
+	if len(reaction.Changed(r.trig.Restart)) == 0 || !obs.Running() || obs.NeedDaemonReload {
+		return false, nil
+	}
+	now, err := r.clock()
+	if err != nil {
+		return false, err
+	}
+	if !reaction.RestartServed(r.trig, now, obs.ActiveEnterMono) {
+		return false, nil
+	}
+	var by []string
+	for _, tr := range reaction.Changed(r.trig.Restart) {
+		by = append(by, tr.Label())
+	}
+	r.res.RestartServed = fmt.Sprintf("the restart %s asked for was already done: the unit became active after the change had put its files in place (a package transaction restarts its units in its scriptlets)", strings.Join(by, ", "))
+	return true, nil
 }
 
 // clock reads systemd's clock once per run.

@@ -30,6 +30,9 @@ type Facts struct {
 	Pending bool
 	// Served: a pending record exists that a later activation of the unit served.
 	Served bool
+	// RestartServed: the restart triggers' restart already happened after their change;
+	// Due leaves them out.
+	RestartServed bool
 	// Capability is the merged unit's reload capability; set when Want.ReloadOn.
 	Capability *unitfile.Capability
 	// SyncPredicted: check mode, where a due daemon-reload was not performed, so the
@@ -180,6 +183,9 @@ func Decide(w Want, f Facts) (Plan, error) {
 
 	// Run state and reaction, from the state observed immediately before acting.
 	action, kind := reaction.Decide(w.Running, u.Running(), f.Due)
+	if kind == reaction.None && f.RestartServed && w.Running {
+		kind = reaction.Served
+	}
 	p.Reaction = kind
 	if action != reaction.NoAction {
 		p.Steps = append(p.Steps, runStep[action])

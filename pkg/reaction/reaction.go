@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/stamp"
 )
 
 // Kind is a reaction.
@@ -21,6 +22,9 @@ const (
 	Reload  Kind = "reload"
 	Restart Kind = "restart"
 	Ignored Kind = "ignored"
+	// Served: the restart the triggers asked for already happened after their change
+	// (a package's scriptlet restarted the unit in the transaction).
+	Served Kind = "served"
 )
 
 // Trigger is one item of restart_on or reload_on, summarised: nothing of the registered
@@ -39,6 +43,11 @@ type Trigger struct {
 	// ChangedAt is when the change was made on the target (changed_at; the latest of a
 	// loop's items), zero when the result does not say.
 	ChangedAt time.Time `json:"changed_at,omitzero"`
+	// FilesPlaced is when every file the changed results put on the host was in place
+	// (the latest of a loop's items); nil when any changed item does not say.
+	FilesPlaced *stamp.Stamp `json:"files_placed,omitempty"`
+	// unplaced: a changed item did not say when its files were in place.
+	unplaced bool
 }
 
 // Triggers are the parsed restart_on and reload_on lists.
@@ -133,15 +142,21 @@ func parseOne(ref string, v any) (Trigger, error) {
 		if !isResult(x) {
 			return tr, fmt.Errorf("%s: a mapping inside a named trigger must be a registered task result (with changed or results)", ref)
 		}
-		readResult(&tr, x)
 		if loop, ok := x[keyResults].([]any); ok {
+			// A loop's own result only sums up its items; what changed, and when, is in
+			// the items.
 			for _, it := range loop {
 				if m, ok := it.(map[string]any); ok {
 					readResult(&tr, m)
 				}
 			}
+			if changed, _ := x[keyChanged].(bool); changed && !tr.Changed {
+				readResult(&tr, x)
+			}
 		} else if _, has := x[keyResults]; has {
 			return tr, fmt.Errorf("%s: results is not a list of task results", ref)
+		} else {
+			readResult(&tr, x)
 		}
 		return tr, nil
 	case nil:
@@ -165,6 +180,17 @@ func readResult(tr *Trigger, m map[string]any) {
 	tr.UnitFilesChanged = tr.UnitFilesChanged || c.NeedsManagerSync()
 	if at, ok := c.When(); ok && at.After(tr.ChangedAt) {
 		tr.ChangedAt = at
+	}
+	switch {
+	case tr.unplaced:
+	case c.FilesPlaced == nil:
+		tr.unplaced, tr.FilesPlaced = true, nil
+	case tr.FilesPlaced == nil:
+		tr.FilesPlaced = c.FilesPlaced
+	default:
+		merged := contract.Change{FilesPlaced: tr.FilesPlaced}
+		merged.Placed(*c.FilesPlaced)
+		tr.FilesPlaced = merged.FilesPlaced
 	}
 }
 
@@ -211,6 +237,29 @@ func (t Triggers) any(f func(Trigger) bool) bool {
 	}
 	return false
 }
+
+// RestartServed reports whether the restart the changed restart triggers ask for has
+// already happened: every one of them says when its files were in place, and the unit,
+// active now, became active after all of those moments (at activeEnterMono, systemd's
+// ActiveEnterTimestampMonotonic; now is the current moment). A package whose scriptlet
+// restarts its unit in the transaction (EL's %systemd_postun_with_restart) is the case;
+// a trigger that cannot say when (a drop-in, a template) always restarts.
+func RestartServed(t Triggers, now stamp.Stamp, activeEnterMono uint64) bool {
+	changed := Changed(t.Restart)
+	if len(changed) == 0 {
+		return false
+	}
+	for _, tr := range changed {
+		if tr.FilesPlaced == nil || !tr.FilesPlaced.ActiveSince(now, activeEnterMono) {
+			return false
+		}
+	}
+	return true
+}
+
+// WithoutRestarts is t with its restart triggers left out, for once their restart was
+// served.
+func (t Triggers) WithoutRestarts() Triggers { return Triggers{Reload: t.Reload} }
 
 // Due is the reaction the triggers and a pending reaction ask for, before the unit's
 // state is considered: restart beats reload, and reloads merge into one.

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/pkg/stamp"
 )
 
 func TestDecideTable(t *testing.T) {
@@ -122,4 +124,33 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = Due(tr, None)
 	})
+}
+
+func TestRestartServed(t *testing.T) {
+	now := stamp.Stamp{BootID: "b", Mono: 1000}
+	placed := func(mono uint64) map[string]any {
+		return map[string]any{"changed": true, "package_changed": true, "files_placed": map[string]any{"boot_id": "b", "monotonic_us": float64(mono)}}
+	}
+	unplaced := map[string]any{"changed": true, "unit_files_changed": true, "daemon_reload": "performed"}
+	cases := []struct {
+		name     string
+		restart  []any
+		activeAt uint64
+		served   bool
+	}{
+		{"activated after the files were in place", []any{placed(500)}, 600, true},
+		{"activated before", []any{placed(500)}, 400, false},
+		{"every trigger must be served", []any{placed(500), placed(700)}, 600, false},
+		{"a trigger that cannot say when always restarts", []any{placed(500), unplaced}, 600, false},
+		{"a loop with an item that cannot say when", []any{map[string]any{"changed": true, "results": []any{placed(500), unplaced}}}, 600, false},
+		{"a loop's latest item counts", []any{map[string]any{"changed": true, "results": []any{placed(500), placed(550)}}}, 600, true},
+		{"no changed restart trigger: nothing served", []any{false}, 600, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := Parse(c.restart, nil)
+			require.NoError(t, err)
+			assert.Equal(t, c.served, RestartServed(tr, now, c.activeAt))
+		})
+	}
 }
