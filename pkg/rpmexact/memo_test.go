@@ -37,7 +37,7 @@ func TestManagerCheckIsRememberedByIdentity(t *testing.T) {
 	}
 
 	checkMode := map[string]any{"name": "demo", "version": "0:2.0-1.noarch", "_ansible_check_mode": true}
-	run(t, []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV}, checkMode)
+	run(t, []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, assumeno}, checkMode)
 	_, ok := store.ManagerChecked("dnf", identity)
 	assert.False(t, ok, "check mode records nothing")
 

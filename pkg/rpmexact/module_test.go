@@ -40,6 +40,23 @@ func txn(before, after []string, added []string, dnf runnertest.Call) []runnerte
 	return calls
 }
 
+// assumeno is DNF 4.23's summary of the upgrade of demo (captured from a real run).
+var assumeno = runnertest.Call{Argv: []string{"dnf", "--assumeno", "install-nevra", "--", "demo-0:2.0-1.noarch"}, ExitCode: 1, Stdout: `Dependencies resolved.
+================================================================================
+ Package           Architecture      Version            Repository         Size
+================================================================================
+Upgrading:
+ demo              noarch            2.0-1              fixtures          5.9 k
+ demo-extra        noarch            2.0-1              fixtures          5.9 k
+
+Transaction Summary
+================================================================================
+Upgrade  2 Packages
+
+Total size: 12 k
+Operation aborted.
+`}
+
 var (
 	d1 = []string{"demo\t0:1.0-1.noarch", "other\t0:1.0-1.noarch"}
 	d2 = []string{"demo\t0:2.0-1.noarch", "other\t0:1.0-1.noarch"}
@@ -133,7 +150,7 @@ func TestDecisions(t *testing.T) {
 		{
 			name:    "check mode: version checked, no transaction",
 			args:    map[string]any{"name": "demo", "version": "0:2.0-1.noarch", "_ansible_check_mode": true},
-			calls:   []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV},
+			calls:   []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, assumeno},
 			changed: true, operation: "install-nevra",
 		},
 		{

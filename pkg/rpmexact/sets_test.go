@@ -245,3 +245,33 @@ func FuzzParseAll(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckModeAsksDNFWhatItWouldMove(t *testing.T) {
+	dnfV := runnertest.Call{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"}
+	args := map[string]any{"name": "demo", "version": "0:2.0-1.noarch", "_ansible_check_mode": true}
+	t.Run("DNF's summary, dependents included", func(t *testing.T) {
+		res := execute(t, runnertest.New(t, runnertest.Call{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, assumeno), &recorder{}, args)
+		require.Nil(t, res["failed"], res["msg"])
+		assert.Equal(t, []any{
+			map[string]any{"name": "demo", "action": "upgrade", "version": "2.0-1.noarch", "repo": "fixtures", "requested": true},
+			map[string]any{"name": "demo-extra", "action": "upgrade", "version": "2.0-1.noarch", "repo": "fixtures", "requested": false},
+		}, res["would_move"])
+		assert.Contains(t, res["check_mode_note"], "--assumeno")
+	})
+	t.Run("a transaction DNF cannot run fails the check", func(t *testing.T) {
+		no := assumeno
+		no.Stdout, no.Stderr = "No match for argument: demo-0:2.0-1.noarch\n", "Error: Unable to find a match: demo-0:2.0-1.noarch\n"
+		res := execute(t, runnertest.New(t, runnertest.Call{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, no), &recorder{}, args)
+		assert.Equal(t, true, res["failed"])
+		assert.Contains(t, res["msg"], "Unable to find a match")
+	})
+	t.Run("an unreadable summary leaves the prediction to the RPM database", func(t *testing.T) {
+		odd := assumeno
+		odd.Stdout = "Dependencies resolved.\n=====\n Package\n=====\nUpgrading:\n a b\n"
+		res := execute(t, runnertest.New(t, runnertest.Call{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, odd), &recorder{}, args)
+		require.Nil(t, res["failed"], res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Nil(t, res["would_move"])
+		assert.Contains(t, res["check_mode_note"], "RPM database only")
+	})
+}

@@ -81,6 +81,34 @@ def _items_for(result, unit, want_reload=None):
     return out
 
 
+def service_package_set(packages, state="present"):
+    """The service's packages as one richt.services.rpm_exact set: entries with name and
+    version (state absent drops the versions), and the manager and timeout the whole set
+    runs with. Entries that name different managers or timeouts cannot share one DNF
+    transaction, so they fail here rather than split it."""
+    if not isinstance(packages, list):
+        raise AnsibleFilterError("service_packages must be a list")
+    entries, shared = [], {"manager": None, "timeout": None}
+    for i, p in enumerate(packages):
+        if not isinstance(p, dict) or not p.get("name"):
+            raise AnsibleFilterError("service_packages[%d]: each package needs a name" % i)
+        entry = {"name": p["name"]}
+        if state == "absent":
+            entry["state"] = "absent"
+        elif p.get("version") is not None:
+            entry["version"] = p["version"]
+        entries.append(entry)
+        for key in shared:
+            value = p.get(key)
+            if value is None:
+                continue
+            if shared[key] is not None and shared[key] != value:
+                raise AnsibleFilterError("service_packages[%d]: %s %r differs from %r; the service's packages move in one transaction, so give every package the same %s"
+                                         % (i, key, value, shared[key], key))
+            shared[key] = value
+    return dict(packages=entries, **shared)
+
+
 def service_triggers(process, packages=None, units=None, dropins=None):
     """The restart_on / reload_on triggers of one process: any package change restarts
     every process of the service; an owned unit file or a drop-in of this unit restarts it,
@@ -101,4 +129,5 @@ class FilterModule(object):
             "unit_name": unit_name,
             "service_order": service_order,
             "service_triggers": service_triggers,
+            "service_package_set": service_package_set,
         }
