@@ -78,7 +78,7 @@ type Report struct {
 	// WouldMove is check mode's list of what DNF would move, asked for or not, when DNF
 	// could tell without changing anything; CheckNote says what the prediction rests on.
 	WouldMove []WouldMove `json:"would_move,omitempty"`
-	CheckNote string `json:"check_mode_note,omitempty"`
+	CheckNote string      `json:"check_mode_note,omitempty"`
 }
 
 // Result is the module's return value for one package (`name`).
