@@ -657,7 +657,7 @@ func (r *run) probe(ctx context.Context, p Plan) error {
 // transaction), and says so in the result. A unit whose files systemd has not loaded yet
 // (NeedDaemonReload) was started with the old ones: its restart is still due.
 func (r *run) restartServed(obs Props) (bool, error) {
-	if len(reaction.Changed(r.trig.Restart)) == 0 || !obs.Running() || obs.NeedDaemonReload {
+	if !r.want.Running || len(reaction.Changed(r.trig.Restart)) == 0 || !obs.Running() || obs.NeedDaemonReload {
 		return false, nil
 	}
 	now, err := r.clock()

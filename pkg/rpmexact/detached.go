@@ -325,6 +325,11 @@ func Supervise(dir string, sync SyncRecorder) int {
 	bcancel()
 	if err != nil {
 		rec.StartErr = err.Error()
+		if req.AheadID != "" && sync != nil { // DNF never ran: no reload due on its account
+			cctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			_ = sync.RemoveManagerSyncEntry(cctx, req.AheadID)
+		}
 		return 1
 	}
 	res, err := runLogged(dir, held, req.Argv)

@@ -77,8 +77,8 @@ type Report struct {
 	Diff               *ansible.Diff `json:"diff,omitempty"`
 	// WouldMove is check mode's list of what DNF would move, asked for or not, when DNF
 	// could tell without changing anything; CheckNote says what the prediction rests on.
-	WouldMove []WouldMove `json:"would_move,omitempty"`
-	CheckNote string      `json:"check_mode_note,omitempty"`
+	WouldMove *[]WouldMove `json:"would_move,omitempty"`
+	CheckNote string       `json:"check_mode_note,omitempty"`
 }
 
 // Result is the module's return value for one package (`name`).
@@ -360,8 +360,10 @@ func (r *run) transact(ctx context.Context, argv []string) error {
 		r.res.Diff = r.diff(r.res.Moved)
 	}
 	r.res.UnitFilesChanged = r.res.UnitFilesChanged || out.UnitFilesChanged
-	if r.res.UnitFilesChanged {
-		r.res.DaemonReload = contract.ReloadNeeded // recorded by the transaction; rpm_exact never reloads
+	if r.res.UnitFilesChanged || out.AfterErr != nil {
+		// Recorded by the transaction (also when a change could not be ruled out);
+		// rpm_exact never reloads.
+		r.res.DaemonReload = contract.ReloadNeeded
 	}
 	// Unverified, a change cannot be ruled out.
 	moved := len(r.res.Moved) > 0 || out.AfterErr != nil
@@ -422,7 +424,7 @@ func (r *run) predict(ctx context.Context) error {
 				Repo: m.Repo, Requested: slices.Contains(r.want.Names(), m.Name)})
 		}
 	}
-	r.res.WouldMove = would
+	r.res.WouldMove = &would
 	r.res.CheckNote = "would_move is DNF's transaction summary (" + r.want.Manager + " --assumeno): every package the transaction would move, asked for or not; nothing was changed"
 	return nil
 }

@@ -65,8 +65,8 @@ var (
 
 const (
 	dbOut  = "@@rpmdb\t/var/lib/rpm\tsqlite\n"
-	v1Out  = dbOut + "@@demo\t0:1.0-1.noarch\n/usr/bin/demo-daemon\tabc\t\n/usr/lib/systemd/system/demo.service\td1\t\n"
-	v2Out  = dbOut + "@@demo\t0:2.0-1.noarch\n/usr/bin/demo-daemon\tabc\t\n/usr/lib/systemd/system/demo.service\td2\t\n"
+	v1Out  = dbOut + "@@demo\t0:1.0-1.noarch\n"
+	v2Out  = dbOut + "@@demo\t0:2.0-1.noarch\n"
 	absent = dbOut + "package demo is not installed\n"
 )
 

@@ -13,15 +13,13 @@ import (
 type Installed struct {
 	// NEVRAs are the installed builds, NAME-EPOCH:VERSION-RELEASE.ARCH, sorted.
 	NEVRAs []string
-	// UnitFiles maps each file the package owns under systemd's unit directories to a
-	// fingerprint (digest, or link target), to tell whether a transaction changed them.
-	UnitFiles map[string]string
 }
 
-// queryFormat prints one header line per installed build, then its files. A name that
-// looks like NAME-VERSION would also match by version in rpm -q, so NAME is printed and
-// compared.
-const queryFormat = "@@%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n[%{FILENAMES}\t%{FILEDIGESTS}\t%{FILELINKTOS}\n]"
+// queryFormat prints one line per installed build. A name that looks like NAME-VERSION
+// would also match by version in rpm -q, so NAME is printed and compared. What a
+// transaction changes in unit files is read from the unit directories (snapshot.go), so
+// no file list is needed here: the query reads headers only.
+const queryFormat = "@@%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n"
 
 // dbLine asks rpm, in the same process as the query, where its database is and which
 // backend reads it; the query memo needs both. rpm prints --eval results while it parses
@@ -91,10 +89,9 @@ func parseQuery(names []string, res runner.Result) (map[string]Installed, error)
 	what := strings.Join(names, ", ")
 	all := make(map[string]Installed, len(names))
 	for _, n := range names {
-		all[n] = Installed{UnitFiles: map[string]string{}}
+		all[n] = Installed{}
 	}
 	missing := 0
-	var current string
 	for _, line := range strings.Split(res.Stdout, "\n") {
 		if line == "" {
 			continue
@@ -105,9 +102,7 @@ func parseQuery(names []string, res runner.Result) (map[string]Installed, error)
 				return nil, fmt.Errorf("query rpm database for %s: malformed answer %q", what, line)
 			}
 			// rpm -q NAME-VERSION also matches package NAME at VERSION: only exact names count.
-			current = ""
 			if inst, asked := all[n]; asked {
-				current = n
 				inst.NEVRAs = append(inst.NEVRAs, n+"-"+evra)
 				all[n] = inst
 			}
@@ -116,16 +111,7 @@ func parseQuery(names []string, res runner.Result) (map[string]Installed, error)
 		if n, ok := notInstalled(line); ok {
 			if _, asked := all[n]; asked {
 				missing++
-				current = ""
-				continue
 			}
-		}
-		if current == "" {
-			continue
-		}
-		path, fp, _ := strings.Cut(line, "\t")
-		if isUnitPath(path) {
-			all[current].UnitFiles[path] = fp
 		}
 	}
 	if res.ExitCode != min(missing, 255) || strings.TrimSpace(res.Stderr) != "" {
@@ -144,26 +130,4 @@ func notInstalled(line string) (string, bool) {
 		return "", false
 	}
 	return strings.CutSuffix(rest, " is not installed")
-}
-
-func isUnitPath(p string) bool {
-	for _, d := range unitDirs {
-		if strings.HasPrefix(p, d) && len(p) > len(d) {
-			return true
-		}
-	}
-	return false
-}
-
-// unitFilesDiffer reports whether a transaction added, replaced or removed unit files.
-func unitFilesDiffer(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return true
-	}
-	for p, fp := range a {
-		if other, ok := b[p]; !ok || other != fp {
-			return true
-		}
-	}
-	return false
 }

@@ -52,10 +52,9 @@ func DefaultQueryMemo() *QueryMemo {
 
 // queryRecord is one remembered answer.
 type queryRecord struct {
-	Database  Database          `json:"database"`
-	Key       string            `json:"key"`
-	NEVRAs    []string          `json:"nevras"`
-	UnitFiles map[string]string `json:"unit_files"`
+	Database Database `json:"database"`
+	Key      string   `json:"key"`
+	NEVRAs   []string `json:"nevras"`
 }
 
 // Lookup returns the remembered answer for name when every file in its key is unchanged.
@@ -74,11 +73,7 @@ func (m *QueryMemo) Lookup(name string) (Installed, bool) {
 	if err != nil || key != rec.Key {
 		return Installed{}, false
 	}
-	inst := Installed{NEVRAs: rec.NEVRAs, UnitFiles: rec.UnitFiles}
-	if inst.UnitFiles == nil {
-		inst.UnitFiles = map[string]string{}
-	}
-	return inst, true
+	return Installed{NEVRAs: rec.NEVRAs}, true
 }
 
 // Record remembers an answer that rpm gave from db in a query started at queried. It does
@@ -95,7 +90,7 @@ func (m *QueryMemo) Record(name string, inst Installed, db Database, queried tim
 	if !newest.Before(queried.Add(-Settle)) {
 		return fmt.Errorf("not remembered: a file of the key changed at %s, less than %s before the query", newest.Format(time.RFC3339Nano), Settle)
 	}
-	data, err := json.Marshal(queryRecord{Database: db, Key: key, NEVRAs: inst.NEVRAs, UnitFiles: inst.UnitFiles})
+	data, err := json.Marshal(queryRecord{Database: db, Key: key, NEVRAs: inst.NEVRAs})
 	if err != nil {
 		return fmt.Errorf("encode rpm query record: %w", err)
 	}

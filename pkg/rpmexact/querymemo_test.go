@@ -44,7 +44,7 @@ func newMemoFixture(t *testing.T) *memoFixture {
 // later is a query start far enough after the fixture's files were written.
 func later() time.Time { return time.Now().Add(time.Hour) }
 
-var installedV1 = Installed{NEVRAs: []string{"demo-0:1.0-1.noarch"}, UnitFiles: map[string]string{"/usr/lib/systemd/system/demo.service": "d1"}}
+var installedV1 = Installed{NEVRAs: []string{"demo-0:1.0-1.noarch"}}
 
 func TestQueryMemoRemembersUntilAFileOfTheKeyChanges(t *testing.T) {
 	changes := []struct {
@@ -125,11 +125,10 @@ func TestQueryMemoRecordsOnlyWhatItCanTrust(t *testing.T) {
 	}
 	assert.NoFileExists(t, f.memo.path("demo"))
 
-	require.NoError(t, f.memo.Record("demo", Installed{UnitFiles: map[string]string{}}, f.db, later()))
+	require.NoError(t, f.memo.Record("demo", Installed{}, f.db, later()))
 	got, ok := f.memo.Lookup("demo")
 	require.True(t, ok)
 	assert.Empty(t, got.NEVRAs, "not installed is remembered too")
-	assert.NotNil(t, got.UnitFiles)
 }
 
 func TestQueryMemoIgnoresBadRecords(t *testing.T) {

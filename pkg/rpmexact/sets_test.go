@@ -209,10 +209,9 @@ func TestFilesPlacedIsTheNewestFile(t *testing.T) {
 
 func TestParseQueryManyNames(t *testing.T) {
 	all, err := parseQuery([]string{"a", "b", "c"}, runner.Result{ExitCode: 1,
-		Stdout: "@@a\t0:1-1.noarch\n/usr/lib/systemd/system/a.service\td\t\npackage b is not installed\n@@c\t0:2-1.noarch\n@@c\t0:3-1.noarch\n"})
+		Stdout: "@@a\t0:1-1.noarch\npackage b is not installed\n@@c\t0:2-1.noarch\n@@c\t0:3-1.noarch\n"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a-0:1-1.noarch"}, all["a"].NEVRAs)
-	assert.Equal(t, map[string]string{"/usr/lib/systemd/system/a.service": "d\t"}, all["a"].UnitFiles)
 	assert.Empty(t, all["b"].NEVRAs)
 	assert.Equal(t, []string{"c-0:2-1.noarch", "c-0:3-1.noarch"}, all["c"].NEVRAs)
 	_, err = parseQuery([]string{"a", "b"}, runner.Result{ExitCode: 2, Stdout: "package a is not installed\n"})

@@ -59,6 +59,20 @@ description:
     then says C(already served), and outside check mode the record is cleared. This is decided on systemd's monotonic
     clock and the boot ID, so a changed wall clock does not matter, and a unit running after a
     reboot counts as started since."
+  - "A restart already done by a package transaction is not done again. When every changed
+    I(restart_on) trigger carries C(files_placed) (for a loop result, every changed item),
+    and the unit, running and with C(NeedDaemonReload=no) when it was observed, became
+    active (its C(ActiveEnterTimestampMonotonic)) after all of those moments, or on a later
+    boot, the restart the triggers ask for has already happened. EL packages restart their
+    units in the transaction (C(%systemd_postun_with_restart); on EL9 and EL10 that restart
+    runs at the end of the transaction, after systemd reloaded the unit files). The unit is
+    then not restarted again: I(reaction) is C(served) and I(restart_served) names the
+    triggers. richt.services.rpm_exact results carry C(files_placed) when their transaction
+    installed builds. A changed trigger without it (a richt.services.unit_override or
+    ansible.builtin.template result, a boolean) always restarts the unit as before. I(reload_on) triggers
+    still reload, a reaction pending from an earlier run is carried out as described above,
+    and a daemon-reload that a trigger asks for still happens. See the notes for a known
+    limit."
   - "A pending-reaction record that cannot be read or names no known reaction fails the task
     with the file's path; which reaction was due is not guessed. Carry it out by hand and
     remove the file."
@@ -103,6 +117,9 @@ options:
         (C("{{ result }}"); for loops, any changed item counts), a boolean, or a mapping of
         names to those so messages can name them.
       - Trigger values are never echoed in the result, only summarised.
+      - A restart is left out when the triggers' results say when their files were in place
+        (C(files_placed)) and the unit became active after that (I(reaction=served)); see the
+        description.
     type: list
     elements: raw
   reload_on:
@@ -248,6 +265,13 @@ notes:
     system unit directories only. A user unit's file is normally not there, so with
     C(scope: user), I(reload_on) and a daemon-reload due, check mode fails the unit as not
     reload-capable (no unit file found) even when it is."
+  - "Known limit of I(reaction=served): EL8-style scriptlets restart the unit before the
+    transaction reloads systemd's manager. The restarted process then runs the new files,
+    but systemd started it with the unit definition it had loaded before, which matters
+    when the transaction changed the unit's own file or drop-ins. If the manager still
+    reports C(NeedDaemonReload=yes) when this module observes the unit, the restart is due
+    again and is done; a manager reload that happened later in the same transaction cannot
+    be seen, and then the restart counts as served."
   - "Unit types: timers, sockets, paths and targets are managed like services, and as for
     services I(state=running) means C(active) (for example a timer that is waiting or a
     socket that is listening). I(main_pid) is returned for services only."
@@ -363,10 +387,14 @@ actions:
   elements: str
   sample: [daemon-reload, enable, start]
 reaction:
-  description: How the triggers were handled. C(none) also when a start absorbed them.
+  description:
+    - How the triggers were handled. C(none) also when a start absorbed them.
+    - C(served) when the restart the changed I(restart_on) triggers ask for had already
+      happened after their files were in place (see I(restart_served)), so the unit was not
+      restarted again and no other reaction was due.
   returned: always
   type: str
-  choices: [restart, reload, none, ignored]
+  choices: [restart, reload, served, none, ignored]
 triggers:
   description: The triggers that changed (their names, or where they came from such as C(restart_on[0])), and a pending reaction from an earlier run.
   returned: always
@@ -381,6 +409,19 @@ pending_from_earlier_run:
   returned: when there was one
   type: str
   sample: "restart due since 2026-11-30T13:58:01Z; already served: the unit became active after it was recorded"
+restart_served:
+  description:
+    - Names the changed I(restart_on) triggers whose restart had already happened - every
+      one of them carries C(files_placed) and the unit, running and not waiting for a
+      daemon-reload, became active after the latest of those moments - and says why no
+      restart follows.
+    - I(reaction) shows what the run did then - C(served), or C(reload) when a I(reload_on)
+      trigger changed too, or C(restart) when a restart from an earlier run was still
+      pending.
+  returned: when the restart_on triggers' restart was found already done
+  type: str
+  version_added: "0.2.0"
+  sample: "the restart packages asked for was already done: the unit became active after the change had put its files in place (a package transaction restarts its units in its scriptlets)"
 daemon_reload_reasons:
   description: Why the manager was reloaded.
   returned: when a daemon-reload was due
