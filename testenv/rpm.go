@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,17 +24,29 @@ type Package struct {
 	// Files maps absolute paths in the package to their content and mode.
 	Files map[string]File
 	// Scriptlets by RPM section name without %: "pre", "post", "preun", "postun". rpmbuild
-	// makes each require /bin/sh; see ShellProvider for targets whose RPM database has none.
+	// makes each require /bin/sh, which richt-el-base provides in testenv's own images
+	// (see ShellProvider for other images).
 	Scriptlets map[string]string
 	// Requires and Provides are written as RPM dependency tags, one each: "acc-lib = 1.0-1".
 	Requires []string
 	Provides []string
+	// SystemdUnits names the units the package ships ("app.service"). The package then
+	// carries the scriptlets EL's %systemd_post, %systemd_preun and
+	// %systemd_postun_with_restart expand to, and requires systemd for them, as a package
+	// built on AlmaLinux does: a first install applies the presets, a removal disables and
+	// stops the units, an upgrade restarts them once at the end of the transaction.
+	// Scriptlets may not also set those sections.
+	SystemdUnits []string
+	// NoRestart stands for %systemd_postun instead of %systemd_postun_with_restart: an
+	// upgrade leaves the running units alone (EL's macro expands to no %postun at all).
+	NoRestart bool
 }
 
-// ShellProvider is a package with no files that provides /bin/sh. The targets' RPM
-// databases start empty (the shell comes from a Debian package), so a package with any
-// scriptlet cannot be installed until something in the database provides /bin/sh; put
-// this package in the same repository and DNF pulls it in.
+// ShellProvider is a package with no files that provides /bin/sh, for targets whose RPM
+// database has no package providing it, such as a Debian image given by TESTENV_IMAGE:
+// there a package with any scriptlet cannot be installed until something in the database
+// provides /bin/sh; put this package in the same repository and DNF pulls it in.
+// testenv's own images do not need it (richt-el-base provides /bin/sh); there it does no harm.
 func ShellProvider() Package {
 	return Package{Name: "richt-sh", Version: "1.0", Provides: []string{"/bin/sh"},
 		Summary: "Provides /bin/sh for fixture scriptlets (the shell itself is Debian's)"}
@@ -145,6 +158,31 @@ func buildRPM(repoDir string, p Package) error {
 		}
 		paths = append(paths, path)
 	}
+	spec, err := p.spec(paths)
+	if err != nil {
+		return err
+	}
+	specPath := filepath.Join(top, p.Name+".spec")
+	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.Command("rpmbuild", "-bb", "--quiet",
+		"--define", "_topdir "+top,
+		"--define", "_rpmdir "+repoDir,
+		"--define", "_build_name_fmt %%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm",
+		specPath)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("rpmbuild %s: %w\n%s", p.NEVRA(), err, out)
+	}
+	return nil
+}
+
+// spec is the package's spec file, listing paths in %files.
+func (p Package) spec(paths []string) (string, error) {
+	scriptlets, err := p.scriptlets()
+	if err != nil {
+		return "", err
+	}
 	sort.Strings(paths)
 	var spec strings.Builder
 	fmt.Fprintf(&spec, "Name: %s\nVersion: %s\nRelease: %s\n", p.Name, p.Version, p.release())
@@ -159,14 +197,18 @@ func buildRPM(repoDir string, p Package) error {
 	for _, r := range p.Requires {
 		fmt.Fprintf(&spec, "Requires: %s\n", r)
 	}
+	if len(p.SystemdUnits) > 0 {
+		// What EL's %{?systemd_requires} adds.
+		spec.WriteString("Requires(post): systemd\nRequires(preun): systemd\nRequires(postun): systemd\n")
+	}
 	for _, r := range p.Provides {
 		fmt.Fprintf(&spec, "Provides: %s\n", r)
 	}
 	spec.WriteString("%global debug_package %{nil}\n%global __os_install_post %{nil}\n%define _build_id_links none\n")
 	spec.WriteString("\n%description\nFixture package built by richt testenv.\n")
 	spec.WriteString("\n%install\nmkdir -p %{buildroot}\ncp -a %{_sourcedir}/root/. %{buildroot}/\n")
-	for _, name := range []string{"pre", "post", "preun", "postun"} {
-		if s, ok := p.Scriptlets[name]; ok {
+	for _, name := range scriptletSections {
+		if s, ok := scriptlets[name]; ok {
 			fmt.Fprintf(&spec, "\n%%%s\n%s\n", name, s)
 		}
 	}
@@ -174,19 +216,71 @@ func buildRPM(repoDir string, p Package) error {
 	for _, path := range paths {
 		spec.WriteString(path + "\n")
 	}
-	specPath := filepath.Join(top, p.Name+".spec")
-	if err := os.WriteFile(specPath, []byte(spec.String()), 0o644); err != nil {
-		return err
+	return spec.String(), nil
+}
+
+var scriptletSections = []string{"pre", "post", "preun", "postun"}
+
+// updateHelper is the program EL's systemd macros call; richt-el-base ships one.
+const updateHelper = "/usr/lib/systemd/systemd-update-helper"
+
+// scriptlets merges Scriptlets with the sections SystemdUnits stands for. A section set
+// both ways is refused rather than joined: on EL the packager places the macro among
+// their own commands, and an order guessed here would test a package nobody wrote.
+func (p Package) scriptlets() (map[string]string, error) {
+	for name := range p.Scriptlets {
+		if !slices.Contains(scriptletSections, name) {
+			return nil, fmt.Errorf("package %s: scriptlet %q is not one of %s", p.Name, name, strings.Join(scriptletSections, ", "))
+		}
 	}
-	cmd := exec.Command("rpmbuild", "-bb", "--quiet",
-		"--define", "_topdir "+top,
-		"--define", "_rpmdir "+repoDir,
-		"--define", "_build_name_fmt %%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm",
-		specPath)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("rpmbuild %s: %w\n%s", p.NEVRA(), err, out)
+	if len(p.SystemdUnits) == 0 {
+		if p.NoRestart {
+			return nil, fmt.Errorf("package %s: NoRestart is set but SystemdUnits is empty", p.Name)
+		}
+		return p.Scriptlets, nil
 	}
-	return nil
+	for _, u := range p.SystemdUnits {
+		if !validUnitName(u) {
+			return nil, fmt.Errorf("package %s: %q is not a systemd unit name", p.Name, u)
+		}
+	}
+	units := strings.Join(p.SystemdUnits, " ")
+	macro := func(test, command string) string {
+		return fmt.Sprintf("if [ $1 %s ] && [ -x %s ]; then\n    %s %s %s || :\nfi", test, updateHelper, updateHelper, command, units)
+	}
+	systemd := map[string]string{
+		"post":  macro("-eq 1", "install-system-units"),
+		"preun": macro("-eq 0", "remove-system-units"),
+	}
+	if !p.NoRestart {
+		systemd["postun"] = macro("-ge 1", "mark-restart-system-units")
+	}
+	merged := make(map[string]string, len(p.Scriptlets)+len(systemd))
+	for name, s := range p.Scriptlets {
+		merged[name] = s
+	}
+	for name, s := range systemd {
+		if _, dup := p.Scriptlets[name]; dup {
+			return nil, fmt.Errorf("package %s: %%%s is both in Scriptlets and made by SystemdUnits; put the commands in one place", p.Name, name)
+		}
+		merged[name] = s
+	}
+	return merged, nil
+}
+
+// validUnitName accepts what systemd accepts in a unit name, which keeps the names safe
+// as words in the scriptlets' shell.
+func validUnitName(u string) bool {
+	dot := strings.LastIndexByte(u, '.')
+	if dot <= 0 || dot == len(u)-1 || len(u) > 255 {
+		return false
+	}
+	for _, r := range u {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(":-_.\\@", r)) {
+			return false
+		}
+	}
+	return true
 }
 
 // AddRepo copies a repository directory into the target and writes its .repo file,

@@ -2,21 +2,143 @@
 # Builds a systemd + DNF 4 target image from Debian packages, offline from any container
 # registry. Usage: build.sh SUITE TAG [EXTRA_PACKAGES]. mmdebstrap reads the host's apt sources, so no
 # mirror address is written here. The image's content key (its tag) is the hash of this
-# file, so any change to the package list or the customisation below builds a new image.
+# file, so everything the image is made of lives in this file: any change to the package
+# list, the customisation or the richt-el-base package below builds a new image.
 set -euo pipefail
 suite=$1 tag=$2 extra=${3:-}
 work=$(mktemp -d /tmp/richt-image.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
+# rpm before 4.20 (bookworm has 4.18) matches a %transfiletriggerpostun against its first
+# prefix only (fixed upstream by rpm PR #3267), and rpmbuild sorts the prefixes, so EL's
+# two-prefix triggers would never see a removed /usr/lib/systemd/system file there. Such
+# rpm versions get one trigger per prefix: the same effect, and a second reload when a
+# package removes files from both directories.
+split_postun=1
 case "$suite" in
-  trixie) releasever=13 ;;
+  trixie) releasever=13 split_postun=0 ;;
   bookworm) releasever=12 ;;
   *) releasever=$suite ;;
 esac
 
+# richt-el-base stands in, in the RPM database, for what every AlmaLinux system has and
+# Debian's rpmdb lacks: a package providing the shell (rpmbuild makes every scriptlet
+# require /bin/sh) and systemd (packages with EL's systemd scriptlets require it), and the
+# systemd package's update helper and transaction file triggers, so that EL's
+# %systemd_post/%systemd_preun/%systemd_postun_with_restart scriptlets act as on EL: units
+# marked for restart by the old package's %postun restart once, at the end of the
+# transaction, after the manager has loaded the new unit files.
+el="$work/el-base"
+mkdir -p "$el/SOURCES" "$el/rpms"
+cat > "$el/SOURCES/systemd-update-helper" <<'HELPER'
+#!/bin/sh
+# richt testenv's own implementation of the interface EL's systemd RPM macros and file
+# triggers call. Scriptlets call it with "|| :" and a unit that is unknown or fails to
+# (re)start must never fail a package transaction, so it always exits 0.
+marks=/run/systemd/rpm/restart
+# Outside a booted system (an image build, a chroot) there is no manager to reload or
+# restart, but presets can still be applied offline.
+running() { [ -d /run/systemd/system ]; }
+
+reload() {
+  if running; then systemctl daemon-reload; fi
+}
+
+restart_marked() {
+  set --
+  for m in "$marks"/*; do
+    [ -f "$m" ] && set -- "$@" "${m##*/}"
+  done
+  [ $# -gt 0 ] || return 0
+  # Blocking, so the transaction ends with the services already running their new code.
+  if running; then systemctl try-restart "$@"; fi
+  for u in "$@"; do rm -f "$marks/$u"; done
+}
+
+cmd=${1:-}
+[ $# -eq 0 ] || shift
+case $cmd in
+  install-system-units)
+    [ $# -eq 0 ] || systemctl --no-reload preset "$@" ;;
+  remove-system-units)
+    if [ $# -gt 0 ]; then
+      if running; then systemctl --no-reload disable --now "$@"; else systemctl --no-reload disable "$@"; fi
+    fi ;;
+  mark-restart-system-units)
+    mkdir -p "$marks"
+    for u in "$@"; do : > "$marks/$u"; done ;;
+  system-reload-restart) reload; restart_marked ;;
+  system-reload) reload ;;
+  system-restart) restart_marked ;;
+esac
+exit 0
+HELPER
+cat > "$el/richt-el-base.spec" <<'SPEC'
+Name: richt-el-base
+Version: 1.0
+Release: 1
+Summary: What an AlmaLinux rpmdb provides and Debian's lacks, for richt testenv targets
+License: MIT
+BuildArch: noarch
+AutoReqProv: no
+Source0: systemd-update-helper
+Provides: /bin/sh
+Provides: /bin/bash
+Provides: /usr/bin/sh
+Provides: /usr/bin/bash
+Provides: systemd
+Provides: systemd-units
+%global debug_package %{nil}
+%global __os_install_post %{nil}
+%define _build_id_links none
+
+%description
+Provides the shell and systemd (both are Debian packages in this image), ships a
+systemd-update-helper for EL's systemd scriptlets, and reloads and restarts units at the
+end of package transactions as EL's systemd package does.
+
+%install
+install -D -m 0755 %{SOURCE0} %{buildroot}/usr/lib/systemd/systemd-update-helper
+mkdir -p %{buildroot}/etc/dnf/protected.d
+echo richt-el-base > %{buildroot}/etc/dnf/protected.d/richt-el-base.conf
+
+%transfiletriggerin -P 900900 -- /usr/lib/systemd/system /etc/systemd/system
+/usr/lib/systemd/systemd-update-helper system-reload-restart || :
+
+%if 0%{?split_postun}
+%transfiletriggerpostun -P 1000100 -- /usr/lib/systemd/system
+/usr/lib/systemd/systemd-update-helper system-reload || :
+
+%transfiletriggerpostun -P 1000100 -- /etc/systemd/system
+/usr/lib/systemd/systemd-update-helper system-reload || :
+
+%transfiletriggerpostun -P 10000 -- /usr/lib/systemd/system
+/usr/lib/systemd/systemd-update-helper system-restart || :
+
+%transfiletriggerpostun -P 10000 -- /etc/systemd/system
+/usr/lib/systemd/systemd-update-helper system-restart || :
+%else
+%transfiletriggerpostun -P 1000100 -- /usr/lib/systemd/system /etc/systemd/system
+/usr/lib/systemd/systemd-update-helper system-reload || :
+
+%transfiletriggerpostun -P 10000 -- /usr/lib/systemd/system /etc/systemd/system
+/usr/lib/systemd/systemd-update-helper system-restart || :
+%endif
+
+%files
+/usr/lib/systemd/systemd-update-helper
+%config(noreplace) /etc/dnf/protected.d/richt-el-base.conf
+SPEC
+rpmbuild -bb --quiet --define "_topdir $el" --define "_rpmdir $el/rpms" \
+  --define "_build_name_fmt richt-el-base.rpm" --define "split_postun $split_postun" \
+  "$el/richt-el-base.spec"
+
 # Packages: systemd as PID 1 and its bus; libpam-systemd so user managers (user@UID.service,
 # lingering) start; DNF 4 and rpm; procps for /bin/kill (ExecReload
 # lines use it); sudo for become tests; openssh-server for SSH-connection tests.
+# EL's settings: a preset policy that disables every unit no earlier preset enables (Debian
+# enables them all), and EL's dnf.conf, whose best and skip_if_unavailable differ from
+# Debian's.
 mmdebstrap --quiet --variant=essential \
   --include=systemd,systemd-sysv,dbus,libpam-systemd,dnf,rpm,procps,sudo,openssh-server${extra:+,$extra} \
   --dpkgopt='path-exclude=/usr/share/man/*' \
@@ -27,6 +149,10 @@ mmdebstrap --quiet --variant=essential \
   --customize-hook="echo $releasever > \"\$1/etc/dnf/vars/releasever\"" \
   --customize-hook='echo "%_dbpath /var/lib/rpm" > "$1/etc/rpm/macros.dbpath"' \
   --customize-hook='chroot "$1" rpmdb --initdb' \
+  --customize-hook="cp '$el/rpms/richt-el-base.rpm' \"\$1/tmp/richt-el-base.rpm\"" \
+  --customize-hook='chroot "$1" rpm -i --nodeps /tmp/richt-el-base.rpm && rm -f "$1/tmp/richt-el-base.rpm"' \
+  --customize-hook='mkdir -p "$1/usr/lib/systemd/system-preset" && echo "disable *" > "$1/usr/lib/systemd/system-preset/99-default-disable.preset"' \
+  --customize-hook='printf "[main]\ngpgcheck=1\ninstallonly_limit=3\nclean_requirements_on_remove=True\nbest=True\nskip_if_unavailable=False\n" > "$1/etc/dnf/dnf.conf"' \
   --customize-hook='if [ -e "$1/usr/bin/dnf-3" ]; then ln -sf dnf-3 "$1/usr/bin/yum"; else ln -sf dnf "$1/usr/bin/yum"; fi' \
   --customize-hook='ln -sf /dev/null "$1/etc/systemd/system/systemd-modules-load.service"' \
   --customize-hook='ln -sf /dev/null "$1/etc/systemd/system/ssh.service"; ln -sf /dev/null "$1/etc/systemd/system/ssh.socket"' \
