@@ -21,7 +21,7 @@ func elService(name, version string, noRestart bool) testenv.Package {
 	return testenv.Package{Name: name, Version: version, SystemdUnits: []string{name + ".service"}, NoRestart: noRestart,
 		Files: map[string]testenv.File{
 			"/usr/lib/systemd/system/" + name + ".service": {Content: unit},
-			"/usr/share/" + name + "/VERSION":             {Content: version + "\n"},
+			"/usr/share/" + name + "/VERSION":              {Content: version + "\n"},
 		}}
 }
 
