@@ -100,3 +100,19 @@ func (t *Target) Events(tb testing.TB, name string) (starts, reloads int) {
 	}
 	return starts, reloads
 }
+
+// PinnedSet is a service shipped as three packages pinned together, as real services are:
+// acc-app and acc-tool require acc-lib at exactly their own version, and acc-app ships a
+// unit. Pinned one at a time they cannot move; a pin of acc-lib alone makes DNF move the
+// other two.
+func PinnedSet(version string) []Package {
+	exact := "acc-lib = " + version + "-1"
+	unit := fmt.Sprintf("[Unit]\nDescription=acc app %s\n\n[Service]\nExecStart=/bin/sleep infinity\n", version)
+	return []Package{
+		{Name: "acc-lib", Version: version, Files: map[string]File{"/usr/lib/acc/lib.txt": {Content: version}}},
+		{Name: "acc-app", Version: version, Requires: []string{exact},
+			Files: map[string]File{"/usr/lib/systemd/system/acc-app.service": {Content: unit}}},
+		{Name: "acc-tool", Version: version, Requires: []string{exact},
+			Files: map[string]File{"/usr/lib/acc/tool.txt": {Content: version}}},
+	}
+}

@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -11,20 +10,6 @@ import (
 
 	"github.com/richt/services/testenv"
 )
-
-// accPackages is a service shipped as three packages pinned together: acc-app and
-// acc-tool require acc-lib at exactly their own version, and acc-app ships a unit.
-func accPackages(version string) []testenv.Package {
-	exact := "acc-lib = " + version + "-1"
-	unit := fmt.Sprintf("[Unit]\nDescription=acc app %s\n\n[Service]\nExecStart=/bin/sleep infinity\n", version)
-	return []testenv.Package{
-		{Name: "acc-lib", Version: version, Files: map[string]testenv.File{"/usr/lib/acc/lib.txt": {Content: version}}},
-		{Name: "acc-app", Version: version, Requires: []string{exact},
-			Files: map[string]testenv.File{"/usr/lib/systemd/system/acc-app.service": {Content: unit}}},
-		{Name: "acc-tool", Version: version, Requires: []string{exact},
-			Files: map[string]testenv.File{"/usr/lib/acc/tool.txt": {Content: version}}},
-	}
-}
 
 // kmod is kernel-like: DNF keeps several builds of it side by side (installonly).
 func kmod(version string) testenv.Package {
@@ -35,7 +20,7 @@ func kmod(version string) testenv.Package {
 func accRepo(t *testing.T) string {
 	var pkgs []testenv.Package
 	for _, v := range []string{"1.0", "2.0"} {
-		pkgs = append(pkgs, accPackages(v)...)
+		pkgs = append(pkgs, testenv.PinnedSet(v)...)
 	}
 	for _, v := range []string{"1.0", "2.0", "3.0", "4.0"} {
 		pkgs = append(pkgs, kmod(v))

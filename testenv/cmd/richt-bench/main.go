@@ -79,7 +79,9 @@ func run(c config) error {
 		return fmt.Errorf("make build: %w\n%s", err, out)
 	}
 	fixtures, bulk := filepath.Join(b.work, "fixtures"), filepath.Join(b.work, "bulk")
-	if err := testenv.BuildRepoDir(fixtures, testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0")); err != nil {
+	pkgs := []testenv.Package{testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0")}
+	pkgs = append(append(pkgs, testenv.PinnedSet("1.0")...), testenv.PinnedSet("2.0")...)
+	if err := testenv.BuildRepoDir(fixtures, pkgs...); err != nil {
 		return err
 	}
 	b.log("generating a repository of %d packages", c.bulk)
@@ -104,7 +106,7 @@ func run(c config) error {
 	if _, err := b.play("setup", "all", setupPlay(root)); err != nil {
 		return err
 	}
-	b.log("rows on one target: cold, packages, service, drop-in reload, upgrade/downgrade")
+	b.log("rows on one target: cold, packages, service, drop-in reload, upgrade/downgrade, package sets")
 	var single []timing
 	for _, p := range singlePlays(root, c.rounds) {
 		ts, err := b.play(p.name, "one", p.plays)
@@ -441,6 +443,9 @@ var rows = []struct{ id, title string }{
 	{"pkg-bulk", "converged exact package, +2,000-package repository (rpm_exact vs dnf)"},
 	{"upgrade", "upgrade 1.0 → 2.0 (rpm_exact vs dnf)"},
 	{"downgrade", "downgrade 2.0 → 1.0 (rpm_exact vs dnf allow_downgrade)"},
+	{"set-noop", "converged set of 3 pinned packages (rpm_exact packages vs dnf name list)"},
+	{"set-upgrade", "upgrade a set of 3 pinned packages 1.0 → 2.0 (rpm_exact packages vs dnf name list)"},
+	{"set-downgrade", "downgrade the set 2.0 → 1.0 (rpm_exact packages vs dnf name list, allow_downgrade)"},
 	{"svc", "converged service (systemd_lifecycle vs systemd_service)"},
 	{"dropin", "drop-in change + reload (unit_override + reload_on vs copy + handler)"},
 	{"role-converge", "demo role converge from clean (role vs built-in play)"},

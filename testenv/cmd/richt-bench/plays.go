@@ -44,6 +44,26 @@ func builtinPackage(nevra string) task {
 	return task{"name": "built-in package " + nevra, "ansible.builtin.dnf": map[string]any{"name": nevra, "state": "present", "allow_downgrade": true, "use_backend": dnfBackend}}
 }
 
+// setNames are testenv.PinnedSet's packages: acc-app and acc-tool require acc-lib at
+// their own version, so the three move together or not at all.
+var setNames = []string{"acc-lib", "acc-app", "acc-tool"}
+
+func oursSet(version string) task {
+	var entries []map[string]any
+	for _, n := range setNames {
+		entries = append(entries, map[string]any{"name": n, "version": "0:" + version + "-1.noarch"})
+	}
+	return task{"name": "ours set " + version, "richt.services.rpm_exact": map[string]any{"packages": entries}}
+}
+
+func builtinSet(version string) task {
+	var names []string
+	for _, n := range setNames {
+		names = append(names, n+"-"+version+"-1.noarch")
+	}
+	return task{"name": "built-in set " + version, "ansible.builtin.dnf": map[string]any{"name": names, "state": "present", "allow_downgrade": true, "use_backend": dnfBackend}}
+}
+
 func oursService() task {
 	return task{"name": "ours service", "richt.services.systemd_lifecycle": map[string]any{"unit": "demo.service", "state": "running", "enabled": true}}
 }
@@ -110,6 +130,7 @@ func singlePlays(root string, rounds int) []namedPlay {
 		marker("cold", "builtin-systemd", 1), builtinService(),
 	}
 	var pkg, svc, dropin, updown, bulk []task
+	sets := []task{ignore(), oursSet("1.0")}
 	for r := 0; r <= rounds; r++ {
 		pkg = append(pkg, marker("pkg-fixtures", "ours", r), oursPackage(demoV1), marker("pkg-fixtures", "builtin", r), builtinPackage(nevraV1))
 		svc = append(svc, marker("svc", "ours", r), oursService(), marker("svc", "builtin", r), builtinService())
@@ -129,6 +150,10 @@ func singlePlays(root string, rounds int) []namedPlay {
 		updown = append(updown,
 			marker("upgrade", "ours", r), oursPackage(demoV2), marker("downgrade", "ours", r), oursPackage(demoV1),
 			marker("upgrade", "builtin", r), builtinPackage(nevraV2), marker("downgrade", "builtin", r), builtinPackage(nevraV1))
+		sets = append(sets,
+			marker("set-noop", "ours", r), oursSet("1.0"), marker("set-noop", "builtin", r), builtinSet("1.0"),
+			marker("set-upgrade", "ours", r), oursSet("2.0"), marker("set-downgrade", "ours", r), oursSet("1.0"),
+			marker("set-upgrade", "builtin", r), builtinSet("2.0"), marker("set-downgrade", "builtin", r), builtinSet("1.0"))
 		bulk = append(bulk, marker("pkg-bulk", "ours", r), oursPackage(demoV1), marker("pkg-bulk", "builtin", r), builtinPackage(nevraV1))
 	}
 	dropin = append(dropin, ignore(),
@@ -141,7 +166,7 @@ func singlePlays(root string, rounds int) []namedPlay {
 	for _, p := range []struct {
 		name  string
 		tasks []task
-	}{{"cold", cold}, {"pkg-fixtures", pkg}, {"svc", svc}, {"dropin", dropin}, {"updown", updown}, {"pkg-bulk", bulk}} {
+	}{{"cold", cold}, {"pkg-fixtures", pkg}, {"svc", svc}, {"dropin", dropin}, {"updown", updown}, {"sets", sets}, {"pkg-bulk", bulk}} {
 		out = append(out, namedPlay{p.name, []map[string]any{play(root, p.tasks)}})
 	}
 	return out
