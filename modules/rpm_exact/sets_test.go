@@ -134,6 +134,24 @@ func TestPackageSets(t *testing.T) {
 		assert.True(t, r.Changed())
 		assert.Equal(t, "acc-lib-2.0 acc-app-2.0 acc-tool-2.0", f.rpmAll(t, all...))
 		assert.Contains(t, r.Map("diff")["after"], "acc-app-0:1.0-1.noarch")
+		assert.Len(t, r["would_move"], 3, "DNF's summary: the three downgrades")
+	})
+
+	t.Run("check mode says what a pin would drag along", func(t *testing.T) {
+		r := f.run(t, map[string]any{"name": "acc-lib", "version": "0:1.0-1.noarch", "_ansible_check_mode": true})
+		require.False(t, r.Failed(), r.Msg())
+		would := map[string]map[string]any{}
+		for _, m := range r["would_move"].([]any) {
+			mm := m.(map[string]any)
+			would[mm["name"].(string)] = mm
+		}
+		require.Contains(t, would, "acc-app", "DNF would downgrade acc-app to satisfy the pin: %v", r["would_move"])
+		assert.Equal(t, "downgrade", would["acc-app"]["action"])
+		assert.Equal(t, "1.0-1.noarch", would["acc-app"]["version"])
+		assert.Equal(t, false, would["acc-app"]["requested"])
+		assert.Equal(t, true, would["acc-lib"]["requested"])
+		assert.Contains(t, r.String("check_mode_note"), "--assumeno")
+		assert.Equal(t, "acc-lib-2.0 acc-app-2.0 acc-tool-2.0", f.rpmAll(t, all...))
 	})
 
 	t.Run("an unavailable entry changes nothing and is named", func(t *testing.T) {
