@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 var root, _ = filepath.Abs("..")
@@ -40,7 +41,7 @@ func (e *buildError) Error() string { return "make build: " + e.out }
 // repo is the fixture repository: demo 1.0 and 2.0, and a bystander package.
 func repo(tb testing.TB) string {
 	other := testenv.Package{Name: "other", Version: "1.0", Files: map[string]testenv.File{"/usr/share/other/README": {Content: "bystander\n"}}}
-	return testenv.Repo(tb, testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0"), other)
+	return testenv.Repo(tb, fixtures.DemoPackage("1.0"), fixtures.DemoPackage("2.0"), other)
 }
 
 // target starts a target with the fixture repository's files in place but no .repo file:
@@ -322,5 +323,5 @@ func BenchmarkDemoScenario(b *testing.B) {
 		}.Run(b)
 		d = append(d, time.Since(began))
 	}
-	b.ReportMetric(testenv.Median(d).Seconds(), "s-median-scenario")
+	b.ReportMetric(fixtures.Median(d).Seconds(), "s-median-scenario")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 // elService is a package built the way EL builds one with a unit: its scriptlets apply
@@ -17,7 +18,7 @@ import (
 // unit runs testenv's TestDaemon, which counts its starts.
 func elService(name, version string, noRestart bool) testenv.Package {
 	unit := fmt.Sprintf("[Unit]\nDescription=%s %s\n\n[Service]\nExecStart=%s %s\n\n[Install]\nWantedBy=multi-user.target\n",
-		name, version, testenv.TestDaemonPath, name)
+		name, version, fixtures.TestDaemonPath, name)
 	return testenv.Package{Name: name, Version: version, SystemdUnits: []string{name + ".service"}, NoRestart: noRestart,
 		Files: map[string]testenv.File{
 			"/usr/lib/systemd/system/" + name + ".service": {Content: unit},
@@ -39,7 +40,7 @@ func elTarget(t *testing.T) *testenv.Target {
 		t.Skip("end-to-end: needs Docker and ansible-playbook")
 	}
 	tg := testenv.Start(t)
-	tg.InstallTestDaemon(t)
+	fixtures.InstallTestDaemon(t, tg)
 	require.NoError(t, tg.AddRepo(context.Background(), "el", elRepo(t)))
 	return tg
 }
@@ -59,38 +60,38 @@ func TestScriptletRestartsAreNotRepeated(t *testing.T) {
 	for _, pkg := range []string{"elsvc", "nrsvc"} {
 		tg.LogUnitOnFailure(t, pkg+".service")
 		run(t, pkg, "1.0", "a")
-		starts, _ := tg.Events(t, pkg)
+		starts, _ := fixtures.Events(t, tg, pkg)
 		require.Equal(t, 1, starts, "%s: installed (presets leave it disabled) and started once", pkg)
 	}
 
 	t.Run("upgrade: the scriptlet's restart is the only one", func(t *testing.T) {
-		before, _ := tg.Events(t, "elsvc")
+		before, _ := fixtures.Events(t, tg, "elsvc")
 		r := run(t, "elsvc", "2.0", "a")
-		after, _ := tg.Events(t, "elsvc")
+		after, _ := fixtures.Events(t, tg, "elsvc")
 		assert.Equal(t, 1, after-before, "exactly one start in total")
 		assert.Contains(t, r.Output, "reaction=served actions=")
 		assert.Equal(t, "no\n", tg.MustExec(t, "systemctl", "show", "-p", "NeedDaemonReload", "--value", "elsvc.service"))
 	})
 
 	t.Run("a drop-in changed after the transaction restarts once more", func(t *testing.T) {
-		before, _ := tg.Events(t, "elsvc")
+		before, _ := fixtures.Events(t, tg, "elsvc")
 		r := run(t, "elsvc", "3.0", "b")
-		after, _ := tg.Events(t, "elsvc")
+		after, _ := fixtures.Events(t, tg, "elsvc")
 		assert.Equal(t, 2, after-before, "the scriptlet's restart, then ours for the drop-in")
 		assert.Contains(t, r.Output, "reaction=restart actions=daemon-reload,restart")
 	})
 
 	t.Run("downgrade: again only the scriptlet's restart", func(t *testing.T) {
-		before, _ := tg.Events(t, "elsvc")
+		before, _ := fixtures.Events(t, tg, "elsvc")
 		run(t, "elsvc", "2.0", "b")
-		after, _ := tg.Events(t, "elsvc")
+		after, _ := fixtures.Events(t, tg, "elsvc")
 		assert.Equal(t, 1, after-before)
 	})
 
 	t.Run("a package without the restart scriptlet: exactly our restart", func(t *testing.T) {
-		before, _ := tg.Events(t, "nrsvc")
+		before, _ := fixtures.Events(t, tg, "nrsvc")
 		r := run(t, "nrsvc", "2.0", "a")
-		after, _ := tg.Events(t, "nrsvc")
+		after, _ := fixtures.Events(t, tg, "nrsvc")
 		assert.Equal(t, 1, after-before)
 		assert.Contains(t, r.Output, "reaction=restart actions=daemon-reload,restart")
 	})
@@ -108,7 +109,7 @@ func TestRoleOnScriptletService(t *testing.T) {
 		p.Args = []string{"-v"}
 		return p
 	}
-	starts := func() int { s, _ := tg.Events(t, "elsvc"); return s }
+	starts := func() int { s, _ := fixtures.Events(t, tg, "elsvc"); return s }
 
 	role("1.0").RunOK(t)
 	assert.Equal(t, 1, starts(), "converged: installed, started once")

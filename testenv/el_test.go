@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 // A package shipping a unit with EL's systemd scriptlets, and one that needs an exact
@@ -31,7 +32,7 @@ func ExamplePackage_systemdUnits() {
 // different file and the loaded Description tells which one systemd read.
 func elUnit(name, version string) string {
 	return fmt.Sprintf("[Unit]\nDescription=richt %s %s\n\n[Service]\nExecStart=%s %s\n\n[Install]\nWantedBy=multi-user.target\n",
-		name, version, testenv.TestDaemonPath, name)
+		name, version, fixtures.TestDaemonPath, name)
 }
 
 func elService(name, version string, noRestart bool) testenv.Package {
@@ -124,7 +125,7 @@ func TestELSystemdScriptlets(t *testing.T) {
 	e2e(t)
 	tg := testenv.Start(t)
 	ctx := context.Background()
-	tg.InstallTestDaemon(t)
+	fixtures.InstallTestDaemon(t, tg)
 	repo := testenv.Repo(t,
 		elService("elsvc", "1.0", false), elService("elsvc", "2.0", false),
 		elService("elquiet", "1.0", true), elService("elquiet", "2.0", true))
@@ -136,13 +137,13 @@ func TestELSystemdScriptlets(t *testing.T) {
 		assert.Equal(t, "disabled", show(t, tg, u, "UnitFileState"), "%%systemd_post presets %s", u)
 	}
 	tg.MustExec(t, "systemctl", "start", "elsvc.service", "elquiet.service")
-	starts, _ := tg.Events(t, "elsvc")
+	starts, _ := fixtures.Events(t, tg, "elsvc")
 	require.Equal(t, 1, starts)
 
 	dnfOK(t, tg, "install-nevra", "elsvc-0:2.0-1.noarch", "elquiet-0:2.0-1.noarch")
-	starts, _ = tg.Events(t, "elsvc")
+	starts, _ = fixtures.Events(t, tg, "elsvc")
 	assert.Equal(t, 2, starts, "an upgrade restarts the unit exactly once")
-	quiet, _ := tg.Events(t, "elquiet")
+	quiet, _ := fixtures.Events(t, tg, "elquiet")
 	assert.Equal(t, 1, quiet, "%systemd_postun leaves the unit running")
 	for _, u := range []string{"elsvc.service", "elquiet.service"} {
 		assert.Equal(t, "active", show(t, tg, u, "ActiveState"), u)

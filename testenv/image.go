@@ -52,10 +52,8 @@ func EnsureImage(ctx context.Context, extraPackages ...string) (string, error) {
 		}
 		return img, nil
 	}
-	for _, p := range extraPackages {
-		if p == "" || strings.HasPrefix(p, "-") || strings.ContainsAny(p, " ,;$`'\"\\") {
-			return "", fmt.Errorf("extra package %q is not a Debian package name", p)
-		}
+	if err := checkPackageNames(extraPackages); err != nil {
+		return "", err
 	}
 	suite := Suite()
 	tag := ImageTag(suite, extraPackages...)

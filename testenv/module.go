@@ -12,8 +12,8 @@ import (
 	"testing"
 )
 
-// ModuleDir is where RunModule puts module binaries in a target.
-const ModuleDir = "/usr/local/libexec/richt"
+// moduleDir is where InstallModule puts module binaries in a target.
+const moduleDir = "/usr/local/libexec/richt"
 
 var builds sync.Map // package path -> *buildOnce
 
@@ -23,8 +23,10 @@ type buildOnce struct {
 	err  error
 }
 
-// BuildModule builds the Go package pkg (for example "./modules/rpm_exact", relative to the
-// main module's root) as a static Linux binary, once per test process, and returns its path.
+// BuildModule builds the Go package pkg as a static Linux binary (CGO_ENABLED=0,
+// GOOS=linux), once per test process, and returns its path on the host. pkg is what go
+// build takes, resolved in the main module's root: a relative path such as
+// "./modules/rpm_exact" or an import path. A failed build fails the test.
 func BuildModule(tb testing.TB, pkg string) string {
 	tb.Helper()
 	v, _ := builds.LoadOrStore(pkg, &buildOnce{})
@@ -96,10 +98,14 @@ func (r Result) Strings(key string) []string {
 // Map is a top-level object fact.
 func (r Result) Map(key string) map[string]any { m, _ := r[key].(map[string]any); return m }
 
-// installModule copies binary into the target once. The lock is not held during the copy
-// (CopyFile takes it for its staging name); two first runs at once both copy, harmlessly.
-func (t *Target) installModule(ctx context.Context, binary string) (string, error) {
-	dest := ModuleDir + "/" + filepath.Base(binary)
+// InstallModule copies a module binary (from [BuildModule]) into the target, once per
+// target, and returns its path there. RunModule calls it; call it yourself to run the
+// binary in a way RunModule does not, for example as another user or in the background
+// to kill it midway.
+func (t *Target) InstallModule(ctx context.Context, binary string) (string, error) {
+	// The lock is not held during the copy (CopyFile takes it for its staging name); two
+	// first runs at once both copy, harmlessly.
+	dest := moduleDir + "/" + filepath.Base(binary)
 	t.mu.Lock()
 	done := t.installed[binary]
 	t.mu.Unlock()
@@ -118,7 +124,7 @@ func (t *Target) installModule(ctx context.Context, binary string) (string, erro
 // RunModuleRaw runs a module binary in the target the way Ansible does (MODULE ARGS_FILE,
 // working directory /) and returns its raw stdout.
 func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[string]any, env ...string) (string, error) {
-	dest, err := t.installModule(ctx, binary)
+	dest, err := t.InstallModule(ctx, binary)
 	if err != nil {
 		return "", err
 	}

@@ -25,7 +25,7 @@ type Package struct {
 	Files map[string]File
 	// Scriptlets by RPM section name without %: "pre", "post", "preun", "postun". rpmbuild
 	// makes each require /bin/sh, which richt-el-base provides in testenv's own images
-	// (see ShellProvider for other images).
+	// (for other images, see fixtures.ShellProvider in the fixtures subpackage).
 	Scriptlets map[string]string
 	// Requires and Provides are written as RPM dependency tags, one each: "acc-lib = 1.0-1".
 	Requires []string
@@ -40,16 +40,6 @@ type Package struct {
 	// NoRestart stands for %systemd_postun instead of %systemd_postun_with_restart: an
 	// upgrade leaves the running units alone (EL's macro expands to no %postun at all).
 	NoRestart bool
-}
-
-// ShellProvider is a package with no files that provides /bin/sh, for targets whose RPM
-// database has no package providing it, such as a Debian image given by TESTENV_IMAGE:
-// there a package with any scriptlet cannot be installed until something in the database
-// provides /bin/sh; put this package in the same repository and DNF pulls it in.
-// testenv's own images do not need it (richt-el-base provides /bin/sh); there it does no harm.
-func ShellProvider() Package {
-	return Package{Name: "richt-sh", Version: "1.0", Provides: []string{"/bin/sh"},
-		Summary: "Provides /bin/sh for fixture scriptlets (the shell itself is Debian's)"}
 }
 
 // File is one packaged file.

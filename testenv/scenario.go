@@ -111,21 +111,3 @@ func CheckIdempotent(changed []string) error {
 	}
 	return fmt.Errorf("the second converge changed %d task result(s), expected none: %s", len(changed), strings.Join(changed, "; "))
 }
-
-// Median is the middle duration (the mean of the middle two for an even count), for
-// benchmarks that report medians.
-func Median(d []time.Duration) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), d...)
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}

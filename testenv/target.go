@@ -18,12 +18,13 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
 	tcexec "github.com/testcontainers/testcontainers-go/exec"
-	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/wait"
 )
 
-// Target is one running systemd container.
+// Target is one running systemd container. Its methods may be called from several
+// goroutines at once.
 type Target struct {
+	// Image is the image the target was started from.
 	Image     string
 	container *testcontainers.DockerContainer
 
@@ -35,78 +36,6 @@ type Target struct {
 	ssh        *SSHAccess
 }
 
-// Option changes how a target starts.
-type Option func(*options)
-
-type options struct {
-	name       string
-	image      string
-	packages   []string
-	readyAfter time.Duration
-	env        map[string]string
-	binds      []string
-	files      []testcontainers.ContainerFile
-	labels     map[string]string
-}
-
-// WithImage starts the target from image instead of the default.
-func WithImage(image string) Option { return func(o *options) { o.image = image } }
-
-// WithPackages adds Debian packages to the default image; the image is built once per
-// package set (its tag is a hash of the recipe and the list) and reused afterwards.
-func WithPackages(pkgs ...string) Option {
-	return func(o *options) { o.packages = append(o.packages, pkgs...) }
-}
-
-// WithMount bind-mounts a host path into the target ("ro" or "rw").
-func WithMount(hostPath, targetPath, mode string) Option {
-	return func(o *options) { o.binds = append(o.binds, hostPath+":"+targetPath+":"+mode) }
-}
-
-// WithFile places a file in the target before systemd boots, for example a unit and its
-// enablement link that must exist at boot.
-func WithFile(path string, content []byte, mode int64) Option {
-	return func(o *options) {
-		o.files = append(o.files, testcontainers.ContainerFile{Reader: bytes.NewReader(content), ContainerFilePath: path, FileMode: mode})
-	}
-}
-
-// WithLabel adds a container label, for finding a test's containers.
-func WithLabel(key, value string) Option {
-	return func(o *options) {
-		if o.labels == nil {
-			o.labels = map[string]string{}
-		}
-		o.labels[key] = value
-	}
-}
-
-// WithName gives the container a fixed name (default: a random one, so parallel targets
-// never clash).
-func WithName(name string) Option { return func(o *options) { o.name = name } }
-
-// WithReadyTimeout bounds the wait for systemd to reach running or degraded (default 60s).
-func WithReadyTimeout(d time.Duration) Option { return func(o *options) { o.readyAfter = d } }
-
-// WithEnv sets environment variables of PID 1 (systemd passes them to no service).
-func WithEnv(env map[string]string) Option { return func(o *options) { o.env = env } }
-
-func init() {
-	// The reaper image cannot be pulled offline; targets are removed by t.Cleanup.
-	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
-		_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	}
-	// Container lifecycle lines drown test output; failures carry Diagnostics instead.
-	if os.Getenv("TESTENV_VERBOSE") == "" {
-		tclog.SetDefault(quietLogger{})
-	}
-}
-
-type quietLogger struct{}
-
-// Printf discards testcontainers' lifecycle lines.
-func (quietLogger) Printf(string, ...any) {}
-
 // cgroupBind picks the host hierarchy to give systemd: on a hybrid host the pure cgroup2
 // tree under "unified", so a current systemd sees a clean unified hierarchy.
 func cgroupBind() string {
@@ -116,8 +45,9 @@ func cgroupBind() string {
 	return "/sys/fs/cgroup:/sys/fs/cgroup:rw"
 }
 
-// Start boots a target and removes it when the test ends. It fails the test if systemd
-// does not come up.
+// Start boots a target and removes it when the test ends (t.Cleanup); when the test has
+// failed by then, it first logs the target's [Target.Diagnostics]. It fails the test if an
+// option is refused or systemd does not come up.
 func Start(tb testing.TB, opts ...Option) *Target {
 	tb.Helper()
 	t, err := StartContext(context.Background(), opts...)
@@ -140,12 +70,19 @@ func Start(tb testing.TB, opts ...Option) *Target {
 	return t
 }
 
-// StartContext boots a target; the caller must Terminate it (also when an error is
-// returned with a non-nil target).
+// StartContext boots a target, for code that has no testing.TB (a command, TestMain); the
+// caller must Terminate it, also when an error is returned with a non-nil target. A
+// refused option returns its error before anything starts.
+//
+// The image is WithImage's, else TESTENV_IMAGE, else testenv's own image for
+// TESTENV_SUITE and WithPackages, built by [EnsureImage] when missing. A target is ready
+// when `systemctl is-system-running` says running or degraded; when it never gets there,
+// the error names the failed units and queued jobs it waited on, and ends with the
+// journal.
 func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
-	o := options{readyAfter: 60 * time.Second}
-	for _, f := range opts {
-		f(&o)
+	o, err := newConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	if o.image == "" {
 		img, err := EnsureImage(ctx, o.packages...)
@@ -165,6 +102,7 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 		WithPollInterval(200 * time.Millisecond).
 		WithStartupTimeout(o.readyAfter)
 	custom := []testcontainers.ContainerCustomizer{
+		testcontainers.WithLogger(o.logger), // first: the other customizers may log
 		testcontainers.WithCmd("/sbin/init"),
 		testcontainers.WithEnv(o.env),
 		testcontainers.WithLabels(labels(o.labels)),
@@ -184,6 +122,7 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 	if len(o.files) > 0 {
 		custom = append(custom, testcontainers.WithFiles(o.files...))
 	}
+	disableReaperUnlessChosen()
 	c, err := testcontainers.Run(ctx, o.image, custom...)
 	var t *Target
 	if c != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 func e2e(t testing.TB) {
@@ -137,7 +138,7 @@ func TestParallelTargets(t *testing.T) {
 func TestScenarioWithGoSteps(t *testing.T) {
 	t.Parallel()
 	e2e(t)
-	unit := "[Service]\nExecStart=" + testenv.TestDaemonPath + " sc\nExecReload=/bin/kill -HUP $MAINPID\n"
+	unit := "[Service]\nExecStart=" + fixtures.TestDaemonPath + " sc\nExecReload=/bin/kill -HUP $MAINPID\n"
 	var phases []string
 	testenv.Scenario{
 		Name: "go-steps",
@@ -145,7 +146,7 @@ func TestScenarioWithGoSteps(t *testing.T) {
 			phases = append(phases, strings.Fields(fmt.Sprintf(format, args...))[2])
 		},
 		Prepare: testenv.Step{Func: func(tb testing.TB, ts []*testenv.Target) []string {
-			ts[0].InstallTestDaemon(tb)
+			fixtures.InstallTestDaemon(tb, ts[0])
 			require.NoError(tb, ts[0].WriteFile(context.Background(), "/etc/systemd/system/sc.service", []byte(unit), 0o644))
 			return nil
 		}},
@@ -185,7 +186,7 @@ func BenchmarkWarmStart(b *testing.B) {
 		_ = tg.Terminate(context.Background())
 		b.StartTimer()
 	}
-	b.ReportMetric(testenv.Median(d).Seconds(), "s-median-ready")
+	b.ReportMetric(fixtures.Median(d).Seconds(), "s-median-ready")
 }
 
 func TestCopyDirKeepsModesAndGetsCurrentTimes(t *testing.T) {

@@ -12,11 +12,12 @@ import (
 
 	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 // demoRepo is demo 1.0 and 2.0, built once per test binary.
 func demoRepo(t *testing.T) string {
-	return testenv.Repo(t, testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0"))
+	return testenv.Repo(t, fixtures.DemoPackage("1.0"), fixtures.DemoPackage("2.0"))
 }
 
 type fixture struct {
@@ -141,7 +142,8 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	t.Run("flags give the same result as the args file", func(t *testing.T) {
-		bin := testenv.ModuleDir + "/rpm_exact"
+		bin, err := f.target.InstallModule(context.Background(), f.module)
+		require.NoError(t, err)
 		byFlags := f.target.MustExec(t, bin, "--name", "demo", "--version", v2, "--check")
 		byFile := f.run(t, map[string]any{"name": "demo", "version": v2, "_ansible_check_mode": true})
 		var got testenv.Result

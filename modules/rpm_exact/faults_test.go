@@ -11,12 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 // slowRepo holds "slow" 1.0 and 2.0, whose %pre sleeps 8 s, and "breaks" 1.0 and 2.0,
 // whose %pre fails, plus the /bin/sh provider their scriptlets need.
 func slowRepo(t *testing.T) string {
-	return testenv.Repo(t, testenv.ShellProvider(),
+	return testenv.Repo(t, fixtures.ShellProvider(),
 		testenv.Package{Name: "slow", Version: "1.0"},
 		testenv.Package{Name: "slow", Version: "2.0", Scriptlets: map[string]string{"pre": "sleep 8"},
 			Files: map[string]testenv.File{"/usr/share/slow/version": {Content: "2.0\n"}}},
@@ -105,11 +106,13 @@ func TestKilledModuleDoesNotKillTransaction(t *testing.T) {
 	args, err := json.Marshal(map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "5m"})
 	require.NoError(t, err)
 	require.NoError(t, f.target.WriteFile(context.Background(), "/var/tmp/slow-args.json", args, 0o600))
+	bin, err := f.target.InstallModule(context.Background(), f.module)
+	require.NoError(t, err)
 	// SIGKILL the module once DNF runs, as the OOM killer or a killed ansible-playbook
 	// over a local connection would.
-	out := f.target.Shell(t, fmt.Sprintf(`%s/rpm_exact /var/tmp/slow-args.json >/dev/null 2>&1 & p=$!
+	out := f.target.Shell(t, fmt.Sprintf(`%s /var/tmp/slow-args.json >/dev/null 2>&1 & p=$!
 until pgrep -x dnf >/dev/null; do sleep 0.1; done
-kill -9 $p; wait $p; echo "module exit $?"`, testenv.ModuleDir))
+kill -9 $p; wait $p; echo "module exit $?"`, bin))
 	assert.Contains(t, out, "module exit 137", "killed by SIGKILL")
 	assert.Equal(t, "slow-1.0", f.rpmQ(t, "slow"))
 	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 // kmod is kernel-like: DNF keeps several builds of it side by side (installonly).
@@ -20,7 +21,7 @@ func kmod(version string) testenv.Package {
 func accRepo(t *testing.T) string {
 	var pkgs []testenv.Package
 	for _, v := range []string{"1.0", "2.0"} {
-		pkgs = append(pkgs, testenv.PinnedSet(v)...)
+		pkgs = append(pkgs, fixtures.PinnedSet(v)...)
 	}
 	for _, v := range []string{"1.0", "2.0", "3.0", "4.0"} {
 		pkgs = append(pkgs, kmod(v))

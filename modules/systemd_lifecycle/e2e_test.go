@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 type env struct {
@@ -40,7 +41,7 @@ func newEnv(t *testing.T, backend string) *env {
 		t.Skip("end-to-end: needs Docker")
 	}
 	e := &env{t: testenv.Start(t), module: testenv.BuildModule(t, "./modules/systemd_lifecycle"), backend: backend}
-	e.t.InstallTestDaemon(t)
+	fixtures.InstallTestDaemon(t, e.t)
 	return e
 }
 
@@ -49,7 +50,7 @@ func newEnv(t *testing.T, backend string) *env {
 func (e *env) unit(t *testing.T, name string, service ...string) string {
 	t.Helper()
 	content := fmt.Sprintf("[Unit]\nDescription=test %s\n\n[Service]\nExecStart=%s %s\n%s\n[Install]\nWantedBy=multi-user.target\n",
-		name, testenv.TestDaemonPath, name, strings.Join(service, "\n"))
+		name, fixtures.TestDaemonPath, name, strings.Join(service, "\n"))
 	require.NoError(t, e.t.WriteFile(context.Background(), "/etc/systemd/system/"+name+".service", []byte(content), 0o644))
 	e.t.LogUnitOnFailure(t, name+".service")
 	return name + ".service"
@@ -155,7 +156,7 @@ func testRunAndBootState(t *testing.T, e *env) {
 		ok(t, r)
 		assert.Equal(t, []string{"reload"}, actions(r))
 		assert.Equal(t, "reload", r.String("reaction"))
-		_, reloads := e.t.Events(t, "a6")
+		_, reloads := fixtures.Events(t, e.t, "a6")
 		assert.Zero(t, reloads)
 		assert.Equal(t, testenv.Untouched, testenv.Classify(before, e.t.Snapshot(t, u)))
 		e.t.MustExec(t, "test", "!", "-e", "/var/lib/richt/pending/"+u+".json")
@@ -163,13 +164,13 @@ func testRunAndBootState(t *testing.T, e *env) {
 
 	t.Run("template instance", func(t *testing.T) {
 		require.NoError(t, e.t.WriteFile(context.Background(), "/etc/systemd/system/web@.service",
-			[]byte("[Service]\nExecStart="+testenv.TestDaemonPath+" web-%i\n"+reloadable+"\n[Install]\nWantedBy=multi-user.target\n"), 0o644))
+			[]byte("[Service]\nExecStart="+fixtures.TestDaemonPath+" web-%i\n"+reloadable+"\n[Install]\nWantedBy=multi-user.target\n"), 0o644))
 		r := e.run(t, map[string]any{"unit": "web@blue.service", "enabled": true, "reload_on": []any{unchanged}})
 		ok(t, r)
 		assert.Equal(t, []string{"enable", "start"}, actions(r))
 		assert.Equal(t, "active", e.t.Snapshot(t, "web@blue.service").ActiveState)
 		assert.Equal(t, true, r.Map("reload_capable")["capable"])
-		starts, _ := e.t.Events(t, "web-blue")
+		starts, _ := fixtures.Events(t, e.t, "web-blue")
 		assert.Equal(t, 1, starts)
 	})
 }
@@ -208,7 +209,7 @@ func testReactions(t *testing.T, e *env) {
 		after := e.t.Snapshot(t, u)
 		assert.Equal(t, testenv.Reloaded, testenv.Classify(before, after))
 		assert.Equal(t, before.MainPID, after.MainPID)
-		starts, reloads := e.t.Events(t, "r2")
+		starts, reloads := fixtures.Events(t, e.t, "r2")
 		assert.Equal(t, 1, starts)
 		assert.Equal(t, 1, reloads)
 	})
@@ -219,7 +220,7 @@ func testReactions(t *testing.T, e *env) {
 		ok(t, r)
 		assert.Equal(t, []string{"restart"}, actions(r))
 		assert.Equal(t, testenv.Restarted, testenv.Classify(before, e.t.Snapshot(t, u)))
-		starts, reloads := e.t.Events(t, "r3")
+		starts, reloads := fixtures.Events(t, e.t, "r3")
 		assert.Equal(t, 2, starts)
 		assert.Zero(t, reloads)
 	})
@@ -230,7 +231,7 @@ func testReactions(t *testing.T, e *env) {
 		ok(t, r)
 		assert.Equal(t, []string{"reload"}, actions(r))
 		assert.Len(t, r.Strings("triggers"), 2)
-		_, reloads := e.t.Events(t, "r4")
+		_, reloads := fixtures.Events(t, e.t, "r4")
 		assert.Equal(t, 1, reloads)
 	})
 
@@ -240,7 +241,7 @@ func testReactions(t *testing.T, e *env) {
 		ok(t, r)
 		assert.Equal(t, []string{"start"}, actions(r))
 		assert.Equal(t, "none", r.String("reaction"))
-		starts, reloads := e.t.Events(t, "r5")
+		starts, reloads := fixtures.Events(t, e.t, "r5")
 		assert.Equal(t, 1, starts)
 		assert.Zero(t, reloads)
 	})
@@ -251,7 +252,7 @@ func testReactions(t *testing.T, e *env) {
 		ok(t, r)
 		assert.Equal(t, []string{"stop"}, actions(r))
 		assert.Equal(t, "ignored", r.String("reaction"))
-		starts, _ := e.t.Events(t, "r6")
+		starts, _ := fixtures.Events(t, e.t, "r6")
 		assert.Equal(t, 1, starts)
 	})
 
@@ -326,7 +327,7 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 		// Masking links /etc/systemd/system/UNIT to /dev/null, so the unit lives in /usr/lib.
 		u := "m1.service"
 		require.NoError(t, e.t.WriteFile(context.Background(), "/usr/lib/systemd/system/"+u,
-			[]byte("[Service]\nExecStart="+testenv.TestDaemonPath+" m1\n[Install]\nWantedBy=multi-user.target\n"), 0o644))
+			[]byte("[Service]\nExecStart="+fixtures.TestDaemonPath+" m1\n[Install]\nWantedBy=multi-user.target\n"), 0o644))
 		e.t.MustExec(t, "systemctl", "mask", u)
 		r := e.run(t, map[string]any{"unit": u})
 		require.True(t, r.Failed())
@@ -341,7 +342,7 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 
 	t.Run("static unit with enabled: warning, no change", func(t *testing.T) {
 		require.NoError(t, e.t.WriteFile(context.Background(), "/etc/systemd/system/st.service",
-			[]byte("[Service]\nExecStart="+testenv.TestDaemonPath+" st\n"), 0o644))
+			[]byte("[Service]\nExecStart="+fixtures.TestDaemonPath+" st\n"), 0o644))
 		r := e.run(t, map[string]any{"unit": "st", "state": "stopped", "enabled": true})
 		ok(t, r)
 		assert.False(t, r.Changed())
@@ -372,7 +373,7 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 		ok(t, r)
 		assert.Equal(t, []string{"daemon-reload", "reload"}, actions(r))
 		assert.Contains(t, r.Strings("daemon_reload_reasons"), "systemd reports NeedDaemonReload=yes")
-		_, reloads := e.t.Events(t, "ed")
+		_, reloads := fixtures.Events(t, e.t, "ed")
 		assert.Equal(t, 1, reloads)
 	})
 
@@ -386,7 +387,7 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 		ok(t, r)
 		assert.Equal(t, []string{"daemon-reload", "reload"}, actions(r))
 		assert.Contains(t, r.Strings("daemon_reload_reasons")[0], "the manager says CanReload=false")
-		_, reloads := e.t.Events(t, "old")
+		_, reloads := fixtures.Events(t, e.t, "old")
 		assert.Equal(t, 1, reloads)
 	})
 
@@ -404,9 +405,9 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 		u := e.unit(t, "rt")
 		e.t.MustExec(t, "systemctl", "start", u)
 		// Break the daemon so the restart fails.
-		e.t.MustExec(t, "mv", testenv.TestDaemonPath, testenv.TestDaemonPath+".off")
+		e.t.MustExec(t, "mv", fixtures.TestDaemonPath, fixtures.TestDaemonPath+".off")
 		r := e.run(t, map[string]any{"unit": u, "restart_on": []any{changed}})
-		e.t.MustExec(t, "mv", testenv.TestDaemonPath+".off", testenv.TestDaemonPath)
+		e.t.MustExec(t, "mv", fixtures.TestDaemonPath+".off", fixtures.TestDaemonPath)
 		require.True(t, r.Failed())
 		assert.Contains(t, r.Msg(), "the restart stays due")
 		e.t.MustExec(t, "test", "-e", "/var/lib/richt/pending/"+u+".json")

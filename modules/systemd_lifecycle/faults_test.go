@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 // noStartLimit lifts systemd's start rate limit (5 starts in 10 s) for a unit these tests
@@ -31,7 +32,7 @@ func TestConcurrentRestartsAreSerialized(t *testing.T) {
 		u := e.unit(t, "cc")
 		e.noStartLimit(t, u)
 		e.t.MustExec(t, "systemctl", "start", u)
-		startsBefore, _ := e.t.Events(t, "cc")
+		startsBefore, _ := fixtures.Events(t, e.t, "cc")
 		const runs = 6
 		results := make([]testenv.Result, runs)
 		var wg sync.WaitGroup
@@ -47,7 +48,7 @@ func TestConcurrentRestartsAreSerialized(t *testing.T) {
 			ok(t, r)
 			assert.Equal(t, []string{"restart"}, actions(r), "run %d", i)
 		}
-		starts, _ := e.t.Events(t, "cc")
+		starts, _ := fixtures.Events(t, e.t, "cc")
 		assert.Equal(t, runs, starts-startsBefore, "one restart per run")
 	})
 }
@@ -64,16 +65,18 @@ func TestKilledBetweenTriggerAndRestart(t *testing.T) {
 		e.t.MustExec(t, "systemctl", "start", u)
 		// Installs the binary in the target and writes the args file the loop runs with.
 		ok(t, e.run(t, map[string]any{"unit": u}))
+		bin, err := e.t.InstallModule(context.Background(), e.module)
+		require.NoError(t, err)
 		args := `{"unit": "` + u + `", "timeout": "30s", "restart_on": [{"changed": true}]}`
 		require.NoError(t, e.t.WriteFile(context.Background(), "/var/tmp/kr-args.json", []byte(args), 0o600))
 		pending := "/var/lib/richt/pending/" + u + ".json"
 		served, restarted := 0, 0
 		for i := range 6 {
-			startsBefore, _ := e.t.Events(t, "kr")
+			startsBefore, _ := fixtures.Events(t, e.t, "kr")
 			// Kill the module the moment its pending reaction is on disk, sometimes a
 			// little later (after it sent the restart).
-			e.t.Shell(t, fmt.Sprintf(`RICHT_SYSTEMD_BACKEND=%s %s/systemd_lifecycle /var/tmp/kr-args.json >/dev/null & p=$!
-while [ ! -e %s ]; do :; done; sleep 0.0%d; kill -9 $p; wait $p || true`, e.backend, testenv.ModuleDir, pending, i*3))
+			e.t.Shell(t, fmt.Sprintf(`RICHT_SYSTEMD_BACKEND=%s %s /var/tmp/kr-args.json >/dev/null & p=$!
+while [ ! -e %s ]; do :; done; sleep 0.0%d; kill -9 $p; wait $p || true`, e.backend, bin, pending, i*3))
 			r := e.run(t, map[string]any{"unit": u, "timeout": "30s", "restart_on": []any{unchanged}})
 			ok(t, r)
 			assert.Contains(t, r.String("pending_from_earlier_run"), "restart due since", "round %d", i)
@@ -83,7 +86,7 @@ while [ ! -e %s ]; do :; done; sleep 0.0%d; kill -9 $p; wait $p || true`, e.back
 				restarted++
 			}
 			e.t.MustExec(t, "test", "!", "-e", pending)
-			starts, _ := e.t.Events(t, "kr")
+			starts, _ := fixtures.Events(t, e.t, "kr")
 			assert.Equal(t, 1, starts-startsBefore, "round %d: exactly one restart after the kill (%v)", i, actions(r))
 		}
 		t.Logf("%s: after 6 kills the next run restarted %d times and found the sent restart done %d times", e.backend, restarted, served)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 // server writes NAME.service: after delay seconds, systemd-socket-activate listens on
@@ -74,11 +75,11 @@ func TestSettleAndHealth(t *testing.T) {
 			assert.Contains(t, r.Msg(), "not healthy")
 			assert.Contains(t, r.Msg(), "nothing was restarted")
 			assert.Equal(t, []string{"start"}, actions(r))
-			starts, _ := e.t.Events(t, "mute")
+			starts, _ := fixtures.Events(t, e.t, "mute")
 			r = e.run(t, map[string]any{"unit": plain, "health": map[string]any{"tcp": "127.0.0.1:18089"}, "timeout": "1s", "restart_on": []any{unchanged}})
 			require.True(t, r.Failed(), "a converged but unhealthy unit fails")
 			assert.Empty(t, actions(r))
-			again, _ := e.t.Events(t, "mute")
+			again, _ := fixtures.Events(t, e.t, "mute")
 			assert.Equal(t, starts, again, "without being restarted")
 		})
 
@@ -119,7 +120,7 @@ func TestMaskUnmask(t *testing.T) {
 		// A package's unit (a mask is a link in /etc/systemd/system, where this file is not).
 		u := "mk.service"
 		require.NoError(t, e.t.WriteFile(context.Background(), "/usr/lib/systemd/system/"+u,
-			[]byte("[Service]\nExecStart="+testenv.TestDaemonPath+" mk\n\n[Install]\nWantedBy=multi-user.target\n"), 0o644))
+			[]byte("[Service]\nExecStart="+fixtures.TestDaemonPath+" mk\n\n[Install]\nWantedBy=multi-user.target\n"), 0o644))
 		e.t.MustExec(t, "systemctl", "daemon-reload")
 		e.t.MustExec(t, "systemctl", "start", u)
 		r := e.run(t, map[string]any{"unit": u, "state": "stopped", "masked": true})
@@ -215,13 +216,15 @@ func runAs(t *testing.T, e *env, user string, args map[string]any) testenv.Resul
 	t.Helper()
 	// The first run as root installs the binary in the target.
 	e.t.RunModuleEnv(t, e.module, map[string]any{"unit": "none-such", "state": "stopped", "allow_missing": true})
+	bin, err := e.t.InstallModule(context.Background(), e.module)
+	require.NoError(t, err)
 	data, err := json.Marshal(args)
 	require.NoError(t, err)
 	path := "/var/tmp/args-" + user + ".json"
 	require.NoError(t, e.t.WriteFile(context.Background(), path, data, 0o600))
 	e.t.MustExec(t, "chown", user, path)
-	out := e.t.Shell(t, fmt.Sprintf("cd / && runuser -u %s -- env -u XDG_RUNTIME_DIR -u DBUS_SESSION_BUS_ADDRESS RICHT_SYSTEMD_BACKEND=%s %s/systemd_lifecycle %s",
-		user, e.backend, testenv.ModuleDir, path))
+	out := e.t.Shell(t, fmt.Sprintf("cd / && runuser -u %s -- env -u XDG_RUNTIME_DIR -u DBUS_SESSION_BUS_ADDRESS RICHT_SYSTEMD_BACKEND=%s %s %s",
+		user, e.backend, bin, path))
 	var r testenv.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
 	return r

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 type env struct {
@@ -30,7 +31,7 @@ func newEnv(t *testing.T) *env {
 	if testing.Short() {
 		t.Skip("end-to-end: needs Docker")
 	}
-	repo := testenv.Repo(t, testenv.DemoPackage("1.0"))
+	repo := testenv.Repo(t, fixtures.DemoPackage("1.0"))
 	e := &env{
 		t:         testenv.Start(t),
 		override:  testenv.BuildModule(t, "./modules/unit_override"),

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -26,7 +25,6 @@ import (
 type faultTarget struct {
 	t      *testenv.Target
 	module string // the binary on the host
-	bin    string // the binary in the target
 }
 
 func newFaultTarget(t *testing.T) *faultTarget {
@@ -34,9 +32,7 @@ func newFaultTarget(t *testing.T) *faultTarget {
 	if testing.Short() {
 		t.Skip("end-to-end: needs Docker")
 	}
-	f := &faultTarget{t: testenv.Start(t), module: testenv.BuildModule(t, "./modules/unit_override")}
-	f.bin = testenv.ModuleDir + "/" + filepath.Base(f.module)
-	return f
+	return &faultTarget{t: testenv.Start(t), module: testenv.BuildModule(t, "./modules/unit_override")}
 }
 
 func (f *faultTarget) run(t *testing.T, args map[string]any) testenv.Result {
@@ -138,9 +134,11 @@ func TestFaultSIGKILLLeavesOldOrNewFile(t *testing.T) {
 	// A first, uninterrupted run: the drop-in exists, and the binary is in the target.
 	r := f.run(t, map[string]any{"unit": unit, "name": name, "content": contentA})
 	require.False(t, r.Failed(), r.Msg())
+	bin, err := f.t.InstallModule(ctx, f.module)
+	require.NoError(t, err)
 
 	start := time.Now()
-	res, err := f.t.Exec(ctx, "/bin/sh", "-c", killLoop, "kill-loop", f.bin, dir, drop, strconv.Itoa(kills), "200")
+	res, err := f.t.Exec(ctx, "/bin/sh", "-c", killLoop, "kill-loop", bin, dir, drop, strconv.Itoa(kills), "200")
 	require.NoError(t, err)
 	elapsed := time.Since(start)
 	require.Equal(t, 0, res.ExitCode, res.Stderr)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 //go:embed timing.py
@@ -78,17 +79,17 @@ func run(c config) error {
 	if out, err := exec.Command("make", "-C", root, "build", "BUILD="+b.coll).CombinedOutput(); err != nil {
 		return fmt.Errorf("make build: %w\n%s", err, out)
 	}
-	fixtures, bulk := filepath.Join(b.work, "fixtures"), filepath.Join(b.work, "bulk")
-	pkgs := []testenv.Package{testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0")}
-	pkgs = append(append(pkgs, testenv.PinnedSet("1.0")...), testenv.PinnedSet("2.0")...)
-	if err := testenv.BuildRepoDir(fixtures, pkgs...); err != nil {
+	fixtureDir, bulk := filepath.Join(b.work, "fixtures"), filepath.Join(b.work, "bulk")
+	pkgs := []testenv.Package{fixtures.DemoPackage("1.0"), fixtures.DemoPackage("2.0")}
+	pkgs = append(append(pkgs, fixtures.PinnedSet("1.0")...), fixtures.PinnedSet("2.0")...)
+	if err := testenv.BuildRepoDir(fixtureDir, pkgs...); err != nil {
 		return err
 	}
 	b.log("generating a repository of %d packages", c.bulk)
 	if err := buildBulk(bulk, c.bulk); err != nil {
 		return err
 	}
-	if err := b.start(ctx, fixtures, bulk); err != nil {
+	if err := b.start(ctx, fixtureDir, bulk); err != nil {
 		return err
 	}
 	if !c.keep {
@@ -172,7 +173,7 @@ func buildBulk(dir string, n int) error {
 	return nil
 }
 
-func (b *bench) start(ctx context.Context, fixtures, bulk string) error {
+func (b *bench) start(ctx context.Context, fixtureDir, bulk string) error {
 	b.log("starting %d targets", b.config.targets)
 	b.targets = make([]*testenv.Target, b.config.targets)
 	errs := make([]error, b.config.targets)
@@ -184,7 +185,7 @@ func (b *bench) start(ctx context.Context, fixtures, bulk string) error {
 			t, err := testenv.StartContext(ctx, testenv.WithLabel("org.richt.bench", "1"))
 			b.targets[i] = t
 			if err == nil {
-				err = t.CopyDir(ctx, fixtures, "/srv/richt-repos/fixtures")
+				err = t.CopyDir(ctx, fixtureDir, "/srv/richt-repos/fixtures")
 			}
 			if err == nil && i == 0 {
 				err = t.CopyDir(ctx, bulk, "/srv/richt-repos/bulk")

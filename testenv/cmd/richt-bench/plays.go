@@ -44,7 +44,7 @@ func builtinPackage(nevra string) task {
 	return task{"name": "built-in package " + nevra, "ansible.builtin.dnf": map[string]any{"name": nevra, "state": "present", "allow_downgrade": true, "use_backend": dnfBackend}}
 }
 
-// setNames are testenv.PinnedSet's packages: acc-app and acc-tool require acc-lib at
+// setNames are fixtures.PinnedSet's packages: acc-app and acc-tool require acc-lib at
 // their own version, so the three move together or not at all.
 var setNames = []string{"acc-lib", "acc-app", "acc-tool"}
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/fixtures"
 )
 
 func main() {
@@ -47,7 +48,7 @@ func run(args []string) error {
 		return err
 	}
 	defer os.RemoveAll(repo)
-	if err := testenv.BuildRepoDir(repo, testenv.DemoPackage("1.0"), testenv.DemoPackage("2.0")); err != nil {
+	if err := testenv.BuildRepoDir(repo, fixtures.DemoPackage("1.0"), fixtures.DemoPackage("2.0")); err != nil {
 		return err
 	}
 	if err := t.CopyDir(ctx, repo, "/srv/richt-repos/fixtures"); err != nil {
