@@ -12,18 +12,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/modules"
 	"github.com/richt/services/testenv"
 )
-
-// Modules lists every module package; keep it in step with the Makefile's MODULES.
-var Modules = []string{"rpm_exact", "systemd_lifecycle", "unit_override"}
 
 const maxSize = 4 << 20
 
 func TestBinariesAreStaticAndSmall(t *testing.T) {
-	for _, m := range Modules {
+	require.NotEmpty(t, modules.Names(), "no modules/*/main.go found")
+	for _, m := range modules.Names() {
 		t.Run(m, func(t *testing.T) {
-			bin := testenv.BuildModule(t, "./modules/"+m)
+			bin := testenv.BuildModule(t, modules.Package(m))
 			fi, err := os.Stat(bin)
 			require.NoError(t, err)
 			assert.Less(t, fi.Size(), int64(maxSize), "%s is %d bytes", m, fi.Size())
@@ -47,7 +46,7 @@ func TestBinariesImportNoTestCode(t *testing.T) {
 		// net/http (and crypto/tls behind it) would double systemd_lifecycle: pkg/health speaks
 		// its one HTTP request by hand.
 		"net/http", "crypto/tls"}
-	for _, m := range Modules {
+	for _, m := range modules.Names() {
 		out, err := exec.Command("go", "list", "-deps", "./"+m).Output()
 		require.NoError(t, err)
 		for _, dep := range strings.Fields(string(out)) {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/modules"
 	"github.com/richt/services/testenv"
 	"github.com/richt/services/testenv/fixtures"
 )
@@ -103,7 +104,7 @@ func TestDemoScenario(t *testing.T) {
 		assert.Contains(t, r.Output, "+demo-0:2.0-1.noarch")
 		assert.Contains(t, r.Output, "-demo-0:1.0-1.noarch")
 		assert.Contains(t, r.Output, "+Environment=DEMO_LEVEL=debug")
-		assert.Contains(t, r.ChangedTasks, "richt.services.service : demo: processes ("+tg.Name()+")")
+		assert.Contains(t, r.ChangedTasks, "richt.services.service : Processes of demo ("+tg.Name()+")")
 		assert.Contains(t, tg.MustExec(t, "rpm", "-q", "demo"), "demo-1.0-1")
 		assert.Contains(t, tg.MustExec(t, "cat", "/etc/systemd/system/demo.service.d/20-level.conf"), "DEMO_LEVEL=info")
 		assert.Equal(t, testenv.Untouched, testenv.Classify(before, tg.Snapshot(t, "demo.service")))
@@ -193,11 +194,12 @@ func TestBecomeFromUnprivilegedUser(t *testing.T) {
 	assert.Positive(t, r.Changed())
 	assert.Equal(t, "active", tg.Snapshot(t, "demo.service").ActiveState)
 	assert.Contains(t, tg.MustExec(t, "stat", "-c", "%U", "/etc/systemd/system/demo.service.d/10-reload.conf"), "root")
-	// The fast path cached the binaries for the effective user (root), not the login user.
-	// Three binaries, each with the stamp of its verification.
+	// The fast path cached the binaries for the effective user (root), not the login user:
+	// every module the demo uses, each with the stamp of its verification.
 	cached := strings.Fields(tg.MustExec(t, "ls", "/root/.cache/richt.services"))
-	assert.Len(t, cached, 6)
-	for _, m := range []string{"rpm_exact-", "systemd_lifecycle-", "unit_override-"} {
+	assert.Len(t, cached, 2*len(modules.Names()))
+	for _, name := range modules.Names() {
+		m := name + "-"
 		n := 0
 		for _, f := range cached {
 			if strings.HasPrefix(f, m) {
@@ -253,12 +255,12 @@ func TestGalaxyBuildInstallAndDocs(t *testing.T) {
 	fresh := t.TempDir()
 	b, err = exec.Command("ansible-galaxy", "collection", "install", "-p", fresh, tarballs[0]).CombinedOutput()
 	require.NoError(t, err, string(b))
-	for _, m := range []string{"rpm_exact", "unit_override", "systemd_lifecycle"} {
+	for _, m := range modules.Names() {
 		fi, err := os.Stat(filepath.Join(fresh, "ansible_collections/richt/services/plugins/modules", m))
 		require.NoError(t, err)
 		assert.NotZero(t, fi.Mode()&0o111, "%s is executable after install", m)
 	}
-	for _, f := range []string{"bin/SHA256SUMS", "plugins/plugin_utils/fastpath.py", "plugins/action/systemd_lifecycle.py"} {
+	for _, f := range []string{"bin/SHA256SUMS", "plugins/plugin_utils/fastpath.py", "plugins/action/fastpath.py", "meta/runtime.yml"} {
 		assert.FileExists(t, filepath.Join(fresh, "ansible_collections/richt/services", f))
 	}
 
@@ -266,6 +268,9 @@ func TestGalaxyBuildInstallAndDocs(t *testing.T) {
 		"rpm_exact":         {"name", "version", "state", "manager", "timeout", "unit_files_changed", "operation"},
 		"unit_override":     {"unit", "name", "content", "path", "mode", "owner", "group", "sensitive", "daemon_reload", "reload_capable"},
 		"systemd_lifecycle": {"unit", "state", "enabled", "timeout", "restart_on", "reload_on", "allow_missing", "reaction", "actions"},
+	}
+	for _, m := range modules.Names() {
+		require.Contains(t, docs, m, "every module's documentation is checked")
 	}
 	for m, words := range docs {
 		cmd := exec.Command("ansible-doc", "richt.services."+m)

@@ -16,7 +16,11 @@ func main() {
 	// systemd is reached only once the arguments are valid: --version and bad input never
 	// open a connection.
 	ansible.Main(lifecycle.Spec(), func(ctx context.Context, req *ansible.Request) (any, error) {
-		scope, err := lifecycle.ScopeOf(req.Params.String("scope"))
+		var p lifecycle.Params
+		if err := req.Decode(&p); err != nil {
+			return nil, err
+		}
+		scope, err := lifecycle.ScopeOf(p.Scope)
 		if err != nil {
 			return nil, err
 		}

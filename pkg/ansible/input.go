@@ -88,12 +88,16 @@ func parseFlags(spec *Spec, args []string) (*Input, error) {
 	bools := map[string]*bool{}
 	strs := map[string]*[]string{}
 	for _, p := range spec.Params {
+		usage := ""
+		if len(p.Description) > 0 {
+			usage = paragraphs(p.Description[:1])[0]
+		}
 		switch p.Kind {
 		case Bool:
-			bools[p.Name] = fs.Bool(flagName(p.Name), false, p.Help)
+			bools[p.Name] = fs.Bool(flagName(p.Name), false, usage)
 		default:
 			// Repeatable; lists take every occurrence, scalars the last one.
-			strs[p.Name] = fs.StringArray(flagName(p.Name), nil, p.Help)
+			strs[p.Name] = fs.StringArray(flagName(p.Name), nil, usage)
 		}
 	}
 	if err := fs.Parse(args); err != nil {
@@ -118,7 +122,7 @@ func parseFlags(spec *Spec, args []string) (*Input, error) {
 				items = append(items, jsonOrString(s))
 			}
 			in.Raw[p.Name] = items
-		case Raw:
+		case Raw, Dict:
 			in.Raw[p.Name] = jsonOrString(vals[len(vals)-1])
 		default:
 			in.Raw[p.Name] = vals[len(vals)-1]

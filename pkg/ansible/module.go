@@ -18,6 +18,7 @@ type Request struct {
 	Diff      bool
 	Verbosity int
 	warnings  []string
+	spec      *Spec
 }
 
 // Warn adds a warning that Ansible shows after the task.
@@ -38,10 +39,17 @@ var Version = "dev"
 // Main runs a module as a process: it reads os.Args and standard input and writes the one
 // result object to standard output. It never exits non-zero; Ansible reads `failed`.
 // `--version` alone prints the name and version and exits 0: the collection's fast path uses
-// it to probe, before caching a binary, that the target can execute it.
+// it to probe, before caching a binary, that the target can execute it. `--doc` alone
+// prints the parameters' documentation as JSON (SpecDoc), which `go run ./cmd/gendoc`
+// writes into the module's DOCUMENTATION.
 func Main(spec *Spec, h Handler) {
 	if len(os.Args) == 2 && os.Args[1] == "--version" {
 		fmt.Printf("%s %s\n", spec.Name, Version)
+		return
+	}
+	if len(os.Args) == 2 && os.Args[1] == "--doc" {
+		data, _ := json.Marshal(spec.Doc())
+		_, _ = os.Stdout.Write(append(data, '\n'))
 		return
 	}
 	out := Execute(context.Background(), spec, os.Args[1:], os.Stdin, h)
@@ -65,7 +73,7 @@ func Execute(ctx context.Context, spec *Spec, args []string, stdin io.Reader, h 
 		}
 		return encode(res, hidden)
 	}
-	req := &Request{Params: vals, CheckMode: in.CheckMode, Diff: in.Diff, Verbosity: in.Verbosity}
+	req := &Request{Params: vals, CheckMode: in.CheckMode, Diff: in.Diff, Verbosity: in.Verbosity, spec: spec}
 	result, herr := run(ctx, h, req)
 	res, err := toMap(result)
 	if err != nil {

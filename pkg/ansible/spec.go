@@ -16,14 +16,17 @@ import (
 type Kind int
 
 // Parameter kinds. Conversions follow Ansible's argument_spec: a str accepts numbers, a
-// bool accepts yes/no/true/false/on/off/1/0, a list accepts one item or a list.
+// bool accepts yes/no/true/false/on/off/1/0, a list accepts one item or a list. The zero
+// Kind is no kind, so a Param or an Elements left unset is an error, not a silent str.
 const (
-	Str      Kind = iota // a string; numbers are converted
-	Bool                 // a boolean with Ansible's spellings
-	List                 // a list of any values; a single value becomes a one-item list
-	Raw                  // any JSON value, passed through
-	Duration             // a positive Go duration string, parsed by package timeout
-	Mode                 // a file mode: octal string ("0644") or an integer
+	Str      Kind = iota + 1 // a string; numbers are converted
+	Bool                     // a boolean with Ansible's spellings
+	List                     // a list of any values; a single value becomes a one-item list
+	Raw                      // any JSON value, passed through
+	Duration                 // a positive Go duration string, parsed by package timeout
+	Mode                     // a file mode: octal string ("0644") or an integer
+	Path                     // a file path: converted as Str (no ~ expansion)
+	Dict                     // a JSON object
 )
 
 // String is the kind's name as messages show it.
@@ -41,14 +44,34 @@ func (k Kind) String() string {
 		return "duration"
 	case Mode:
 		return "mode"
+	case Path:
+		return "path"
+	case Dict:
+		return "dict"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
 
-// Param declares one module parameter.
+// DocType is the kind's name among Ansible's option types, as DOCUMENTATION states it: a
+// Duration is written as a string (str), a Mode as a string or a number (raw).
+func (k Kind) DocType() string {
+	switch k {
+	case Duration:
+		return "str"
+	case Mode:
+		return "raw"
+	}
+	return k.String()
+}
+
+// Param declares one module parameter, with its documentation: the options of the
+// module's DOCUMENTATION are written from it (`go run ./cmd/gendoc`).
 type Param struct {
-	Name     string
-	Kind     Kind
+	Name string
+	Kind Kind
+	// Elements is the kind of a List's items, as the documentation states it. Items are
+	// not converted one by one; a List of Dict's items are checked by Decode.
+	Elements Kind
 	Required bool
 	// Default is used when the parameter is omitted, in the parameter's raw form (a string
 	// for Duration and Mode) so that it goes through the same conversion as user input.
@@ -59,8 +82,15 @@ type Param struct {
 	// Summarize replaces the value in invocation.module_args, for parameters whose value
 	// may hold anything (triggers are other tasks' results) and must never be echoed.
 	Summarize func(v any) any
-	// Help is the flag description when the module is run by hand.
-	Help string
+	// Description documents the parameter, one paragraph per item, in Ansible's markup
+	// (I(option), C(code)). Its first paragraph is also the flag's usage.
+	Description []string
+	// VersionAdded is the collection version that added the parameter, when it came
+	// later than its module.
+	VersionAdded string
+	// Suboptions are the keys of a Dict, or of each item of a List of Dict. They are
+	// documented; Decode checks them when the parameter decodes into a struct.
+	Suboptions []Param
 }
 
 // RequiredIf requires the parameters in Requires when Param equals Value.
@@ -253,6 +283,13 @@ func convert(p Param, v any) (any, error) {
 		return []any{v}, nil
 	case Raw:
 		return v, nil
+	case Path:
+		return convert(Param{Name: p.Name, Kind: Str}, v)
+	case Dict:
+		if x, ok := v.(map[string]any); ok {
+			return x, nil
+		}
+		return nil, bad("cannot be converted to dict")
 	case Duration:
 		s, ok := v.(string)
 		if !ok {

@@ -75,22 +75,113 @@ const (
 	OpRemove     = "remove"
 )
 
+// Params are unit_override's parameters, decoded as Spec declares them.
+type Params struct {
+	Unit         string        `ansible:"unit"`
+	Name         *string       `ansible:"name"`
+	Content      *string       `ansible:"content"`
+	Path         *string       `ansible:"path"`
+	Mode         os.FileMode   `ansible:"mode"`
+	Owner        string        `ansible:"owner"`
+	Group        string        `ansible:"group"`
+	Sensitive    bool          `ansible:"sensitive"`
+	State        string        `ansible:"state"`
+	DaemonReload bool          `ansible:"daemon_reload"`
+	Timeout      time.Duration `ansible:"timeout"`
+}
+
+// content is the content parameter, "" when omitted.
+func (v Params) content() string {
+	if v.Content == nil {
+		return ""
+	}
+	return *v.Content
+}
+
 // Spec is unit_override's parameter contract.
 func Spec() *ansible.Spec {
-	return &ansible.Spec{
+	s := &ansible.Spec{
 		Name: "unit_override",
 		Params: []ansible.Param{
-			{Name: "unit", Kind: ansible.Str, Required: true, Help: "unit name, e.g. demo.service"},
-			{Name: "name", Kind: ansible.Str, Help: "drop-in file name ending in .conf; omit for the full unit file"},
-			{Name: "content", Kind: ansible.Str, Help: "file content (unit file syntax)"},
-			{Name: "path", Kind: ansible.Str, Help: "must equal the default location when given"},
-			{Name: "mode", Kind: ansible.Mode, Default: "0644", Help: "file mode"},
-			{Name: "owner", Kind: ansible.Str, Default: "root", Help: "owner name or uid"},
-			{Name: "group", Kind: ansible.Str, Default: "root", Help: "group name or gid"},
-			{Name: "sensitive", Kind: ansible.Bool, Default: false, Help: "keep the content out of results and diffs"},
-			{Name: "state", Kind: ansible.Str, Default: "present", Choices: []string{"present", "absent"}, Help: "present or absent"},
-			{Name: "daemon_reload", Kind: ansible.Bool, Default: true, Help: "reload systemd's manager when the file changed"},
-			{Name: "timeout", Kind: ansible.Duration, Default: "30s", Help: "deadline for the daemon-reload"},
+			{
+				Name: "unit", Kind: ansible.Str, Required: true,
+				Description: []string{
+					`The unit, for example C(demo.service); without a type suffix C(.service) is added.`,
+				},
+			},
+			{
+				Name: "name", Kind: ansible.Str,
+				Description: []string{
+					`The drop-in file name, ending in C(.conf), for example C(10-limits.conf). Omitted
+					means the full unit file.`,
+				},
+			},
+			{
+				Name: "content", Kind: ansible.Str,
+				Description: []string{
+					`The file's content, in unit file syntax. Required for I(state=present).`,
+				},
+			},
+			{
+				Name: "path", Kind: ansible.Path,
+				Description: []string{
+					`The file's path. Only the default location is allowed; the option exists so a
+					playbook can state the path it expects, and the task fails if it differs.`,
+				},
+			},
+			{
+				Name: "mode", Kind: ansible.Mode, Default: "0644",
+				Description: []string{
+					`The file mode, as an octal string such as C("0644") or C("0600").`,
+					`A mode that lets group or others write the file, or that sets the setuid, setgid or
+					sticky bit, is refused before anything is read or written; use C(0644) or stricter.`,
+					`When I(owner) is not root and the mode lets the owner write, the task warns that
+					this user can change what systemd runs as root (it is not refused).`,
+				},
+			},
+			{
+				Name: "owner", Kind: ansible.Str, Default: "root",
+				Description: []string{
+					`The file's owner, a name or a numeric uid. It must exist on the target, also when
+					given as a number; an unknown owner fails the task before anything is written.`,
+				},
+			},
+			{
+				Name: "group", Kind: ansible.Str, Default: "root",
+				Description: []string{
+					`The file's group, a name or a numeric gid. It must exist on the target, also when
+					given as a number; an unknown group fails the task before anything is written.`,
+				},
+			},
+			{
+				Name: "sensitive", Kind: ansible.Bool, Default: false,
+				Description: []string{
+					`Keep I(content) out of the result, the diff and C(invocation) (masked as
+					C(VALUE_SPECIFIED_IN_NO_LOG_PARAMETER)). Changes still count (changed,
+					daemon-reload, reactions). It does not change the file's mode; set I(mode=0600) for
+					that.`,
+				},
+			},
+			{
+				Name: "state", Kind: ansible.Str, Default: "present", Choices: []string{"present", "absent"},
+				Description: []string{
+					`Whether the file should exist. C(absent) also removes an emptied C(UNIT.d)
+					directory.`,
+				},
+			},
+			{
+				Name: "daemon_reload", Kind: ansible.Bool, Default: true,
+				Description: []string{
+					`Reload systemd's manager when the file's content changed.`,
+				},
+			},
+			{
+				Name: "timeout", Kind: ansible.Duration, Default: "30s",
+				Description: []string{
+					`One deadline, a positive Go duration, for waiting for the unit's lock, the
+					daemon-reload, and updating the manager-sync record.`,
+				},
+			},
 		},
 		RequiredIf: []ansible.RequiredIf{{Param: "state", Value: "present", Requires: []string{"content"}}},
 		NoLogWhen: func(raw map[string]any) []string {
@@ -113,54 +204,58 @@ func Spec() *ansible.Spec {
 			}
 			return nil
 		},
-		Check: func(v ansible.Values) error {
-			if _, _, err := target(v); err != nil {
-				return err
-			}
-			if err := secureMode(v.Mode("mode"), describeFile(v)); err != nil {
-				return err
-			}
-			if v.String("state") == "present" {
-				if _, err := unitfile.Parse([]byte(v.String("content"))); err != nil {
-					return fmt.Errorf("content is not a valid unit file: %w; nothing was written", err)
-				}
-			} else if v.IsSet("content") {
-				return fmt.Errorf("content: not allowed with state=absent")
-			}
-			return nil
-		},
 	}
+	s.Check = func(v ansible.Values) error {
+		var p Params
+		if err := s.Decode(v, &p); err != nil {
+			return err
+		}
+		if _, _, err := target(p); err != nil {
+			return err
+		}
+		if err := secureMode(p.Mode, describeFile(p)); err != nil {
+			return err
+		}
+		if p.State == "present" {
+			if _, err := unitfile.Parse([]byte(p.content())); err != nil {
+				return fmt.Errorf("content is not a valid unit file: %w; nothing was written", err)
+			}
+		} else if p.Content != nil {
+			return fmt.Errorf("content: not allowed with state=absent")
+		}
+		return nil
+	}
+	return s
 }
 
 // target returns the normalised unit and the file's path.
-func target(v ansible.Values) (unit, p string, err error) {
-	unit, err = unitname.Normalize(v.String("unit"))
+func target(v Params) (unit, p string, err error) {
+	unit, err = unitname.Normalize(v.Unit)
 	if err != nil {
 		return "", "", err
 	}
 	p = path.Join(UnitDir, unit)
-	if v.IsSet("name") {
-		n := v.String("name")
-		if err := validDropInName(n); err != nil {
+	if v.Name != nil {
+		if err := validDropInName(*v.Name); err != nil {
 			return "", "", err
 		}
-		p = path.Join(UnitDir, unit+".d", n)
+		p = path.Join(UnitDir, unit+".d", *v.Name)
 	}
-	if v.IsSet("path") && v.String("path") != p {
-		return "", "", fmt.Errorf("path: %q is not where this module manages %s; the only allowed value is %q (or omit path)", v.String("path"), describeTarget(v), p)
+	if v.Path != nil && *v.Path != p {
+		return "", "", fmt.Errorf("path: %q is not where this module manages %s; the only allowed value is %q (or omit path)", *v.Path, describeTarget(v), p)
 	}
 	return unit, p, nil
 }
 
-func describeTarget(v ansible.Values) string {
-	if v.IsSet("name") {
-		return "the drop-in " + v.String("name")
+func describeTarget(v Params) string {
+	if v.Name != nil {
+		return "the drop-in " + *v.Name
 	}
 	return "the unit file"
 }
 
-func describeFile(v ansible.Values) string {
-	if v.IsSet("name") {
+func describeFile(v Params) string {
+	if v.Name != nil {
 		return "drop-in"
 	}
 	return "unit file"
@@ -296,32 +391,35 @@ func (d Deps) full(p string) string {
 // Handler returns unit_override's behaviour over the given side effects.
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
-		v := req.Params
+		var v Params
+		if err := req.Decode(&v); err != nil {
+			return nil, err
+		}
 		unit, p, _ := target(v) // validated by Spec.Check
-		ctx, cancel := timeout.Deadline(ctx, v.Duration("timeout"))
+		ctx, cancel := timeout.Deadline(ctx, v.Timeout)
 		defer cancel()
 		if d.Lock != nil {
 			release, err := d.Lock(ctx, lock.Unit(unit))
 			if err != nil {
-				return &Result{Unit: unit, Path: p, State: v.String("state"), Operation: OpNone},
-					fmt.Errorf("another run for %s did not finish within the timeout of %s: %w", unit, v.Duration("timeout"), err)
+				return &Result{Unit: unit, Path: p, State: v.State, Operation: OpNone},
+					fmt.Errorf("another run for %s did not finish within the timeout of %s: %w", unit, v.Timeout, err)
 			}
 			defer release()
 		}
-		res := &Result{Unit: unit, Path: p, State: v.String("state"), Operation: OpNone, Change: contract.Change{DaemonReload: contract.ReloadNone}}
-		present := v.String("state") == "present"
-		content := []byte(v.String("content"))
-		mode := v.Mode("mode")
+		res := &Result{Unit: unit, Path: p, State: v.State, Operation: OpNone, Change: contract.Change{DaemonReload: contract.ReloadNone}}
+		present := v.State == "present"
+		content := []byte(v.content())
+		mode := v.Mode
 
-		uid, err := lookupUID(v.String("owner"))
+		uid, err := lookupUID(v.Owner)
 		if err != nil {
 			return res, err
 		}
-		gid, err := lookupGID(v.String("group"))
+		gid, err := lookupGID(v.Group)
 		if err != nil {
 			return res, err
 		}
-		if w := ownerWriteWarning(v.String("owner"), uid, mode, describeFile(v)); w != "" && present {
+		if w := ownerWriteWarning(v.Owner, uid, mode, describeFile(v)); w != "" && present {
 			req.Warn("%s", w)
 		}
 
@@ -343,12 +441,12 @@ func Handler(d Deps) ansible.Handler {
 		}
 		res.Changed = res.Operation != OpNone
 		if res.Changed {
-			res.Diff = diff(p, cur, content, present, mode, uid, gid, v.Bool("sensitive"))
+			res.Diff = diff(p, cur, content, present, mode, uid, gid, v.Sensitive)
 		}
 		if contentChanged {
 			res.UnitFilesChanged = true
 			res.DaemonReload = contract.ReloadNeeded
-			if v.Bool("daemon_reload") {
+			if v.DaemonReload {
 				res.DaemonReload = contract.ReloadPerformed
 			}
 		}

@@ -106,49 +106,150 @@ type EntryResult struct {
 	Operation string   `json:"operation"`
 }
 
+// Params are rpm_exact's parameters, decoded as Spec declares them.
+type Params struct {
+	Name     *string       `ansible:"name"`
+	Version  *string       `ansible:"version"`
+	State    string        `ansible:"state"`
+	Packages []Package     `ansible:"packages"` // nil when omitted
+	Manager  string        `ansible:"manager"`
+	Timeout  time.Duration `ansible:"timeout"`
+}
+
+// Package is one item of `packages`.
+type Package struct {
+	Name    string  `ansible:"name"`
+	Version *string `ansible:"version"`
+	State   string  `ansible:"state"`
+}
+
 // Spec is rpm_exact's parameter contract.
 func Spec() *ansible.Spec {
-	return &ansible.Spec{
+	s := &ansible.Spec{
 		Name: "rpm_exact",
 		Params: []ansible.Param{
-			{Name: "name", Kind: ansible.Str, Help: "RPM package NAME (or packages)"},
-			{Name: "version", Kind: ansible.Str, Help: "exact EPOCH:VERSION-RELEASE.ARCH, e.g. 0:1.0-1.noarch"},
-			{Name: "state", Kind: ansible.Str, Default: "present", Choices: []string{"present", "absent"}, Help: "present or absent"},
-			{Name: "packages", Kind: ansible.List, Help: "a set moved together: list of {name, version, state}"},
-			{Name: "manager", Kind: ansible.Str, Default: "dnf", Choices: []string{"dnf", "yum"}, Help: "dnf, or yum where it is DNF 4's compatibility command"},
-			{Name: "timeout", Kind: ansible.Duration, Default: "10m", Help: "deadline for the transactions and their verification"},
+			{
+				Name: "name", Kind: ansible.Str,
+				Description: []string{
+					`The RPM package NAME. Letters, digits and C(. _ + -); it must not start with C(-) or
+					C(.). Globs, paths and shell characters are refused.`,
+					`One of I(name) and I(packages) is required.`,
+				},
+			},
+			{
+				Name: "version", Kind: ansible.Str,
+				Description: []string{
+					`Exact C(EPOCH:VERSION-RELEASE.ARCH), the epoch always written (C(0:) for none), for
+					example C(0:1.0-1.noarch).`,
+					`Omitted means any installed version is fine.`,
+					`Cannot be combined with C(state=absent), which removes every installed version.`,
+					`Goes with I(name); not with I(packages).`,
+				},
+			},
+			{
+				Name: "state", Kind: ansible.Str, Default: "present", Choices: []string{"present", "absent"},
+				Description: []string{
+					`Whether the package should be installed or removed.`,
+					`Goes with I(name); not with I(packages).`,
+				},
+			},
+			{
+				Name: "packages", Kind: ansible.List, Elements: ansible.Dict, VersionAdded: "0.2.0",
+				Description: []string{
+					`A set of packages moved together, each a mapping with I(name) and optionally
+					I(version) and I(state), which mean what the options of the same names mean for one
+					package. See the description for how the set is carried out.`,
+					`Mutually exclusive with I(name), I(version) and I(state); one of I(name) and
+					I(packages) is required.`,
+					`Refused when empty, when a name appears twice, and when an entry has a key other
+					than C(name), C(version) and C(state) or a value that is not a string.`,
+					`I(manager) and I(timeout) apply to the whole set.`,
+				},
+				Suboptions: []ansible.Param{
+					{
+						Name: "name", Kind: ansible.Str, Required: true,
+						Description: []string{
+							`The RPM package NAME, as for I(name).`,
+						},
+					},
+					{
+						Name: "version", Kind: ansible.Str,
+						Description: []string{
+							`Exact C(EPOCH:VERSION-RELEASE.ARCH), as for I(version); omitted means any
+							version. Cannot be combined with C(state=absent).`,
+						},
+					},
+					{
+						Name: "state", Kind: ansible.Str, Default: "present", Choices: []string{"present", "absent"},
+						Description: []string{
+							`Whether this package should be installed or removed.`,
+						},
+					},
+				},
+			},
+			{
+				Name: "manager", Kind: ansible.Str, Default: "dnf", Choices: []string{"dnf", "yum"},
+				Description: []string{
+					`The DNF 4 command to run. C(yum) is accepted where it is DNF 4's compatibility
+					command.`,
+				},
+			},
+			{
+				Name: "timeout", Kind: ansible.Duration, Default: "10m",
+				Description: []string{
+					`How long the module waits, as a positive Go duration (C(30s), C(1m30s), C(10m)). One
+					deadline covers waiting for an earlier transaction still under way, the DNF version
+					check, in check mode DNF's C(--assumeno) answers, and waiting for this task's
+					transactions to end and be checked.`,
+					`It ends the module's wait, never a DNF transaction. When it passes while DNF is
+					running, the task fails with C(changed=true) and C(package_changed=true) and names
+					the transaction's record directory (I(transaction_log)); DNF is not stopped and
+					finishes on its own, and a removal that was to follow it is not started. The next
+					run of this module on the host waits for it and reports its outcome as
+					I(earlier_transaction).`,
+				},
+			},
 		},
 		MutuallyExclusive: [][]string{{"name", "packages"}, {"version", "packages"}, {"state", "packages"}},
-		Check: func(v ansible.Values) error {
-			_, err := entriesFrom(v)
-			return err
-		},
 	}
+	s.Check = func(v ansible.Values) error {
+		var p Params
+		err := s.Decode(v, &p)
+		_, err = entriesFrom(p, err)
+		return err
+	}
+	return s
 }
 
 // entriesFrom reads `name`/`version`/`state` or `packages` into entries, validating each.
-func entriesFrom(v ansible.Values) ([]Entry, error) {
-	if !v.IsSet("packages") {
-		if !v.IsSet("name") {
+// decodeErr is what decoding the parameters reported: a malformed item of `packages` is
+// reported after the items before it were checked, so the first problem in the list is
+// the one reported.
+func entriesFrom(p Params, decodeErr error) ([]Entry, error) {
+	var bad *ansible.ItemError
+	if decodeErr != nil && !errors.As(decodeErr, &bad) {
+		return nil, decodeErr
+	}
+	if p.Packages == nil {
+		if p.Name == nil {
 			return nil, errors.New("one of the following is required: name, packages")
 		}
-		e, err := entry(v.String("name"), v.String("version"), v.IsSet("version"), v.String("state"))
+		e, err := entry(*p.Name, p.Version, p.State)
 		if err != nil {
 			return nil, err
 		}
 		return []Entry{e}, nil
 	}
-	items := v.List("packages")
-	if len(items) == 0 {
+	if len(p.Packages) == 0 && bad == nil {
 		return nil, errors.New("packages: is empty; list at least one {name, version, state}")
 	}
 	var out []Entry
 	seen := map[string]int{}
-	for i, it := range items {
+	for i, pkg := range p.Packages {
 		ref := fmt.Sprintf("packages[%d]", i)
-		e, err := entryFrom(ref, it)
+		e, err := entry(pkg.Name, pkg.Version, pkg.State)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s.%w", ref, err)
 		}
 		if j, dup := seen[e.Name]; dup {
 			return nil, fmt.Errorf("%s.name: %s is already packages[%d]; name each package once", ref, e.Name, j)
@@ -156,72 +257,25 @@ func entriesFrom(v ansible.Values) ([]Entry, error) {
 		seen[e.Name] = i
 		out = append(out, e)
 	}
+	if bad != nil {
+		return nil, bad
+	}
 	return out, nil
 }
 
-// entryFrom reads one item of `packages`.
-func entryFrom(ref string, item any) (Entry, error) {
-	m, ok := item.(map[string]any)
-	if !ok {
-		return Entry{}, fmt.Errorf("%s: expected a mapping with name, version and state", ref)
-	}
-	for k := range m {
-		if k != "name" && k != "version" && k != "state" {
-			return Entry{}, fmt.Errorf("%s: unsupported key %q (supported: name, version, state)", ref, k)
-		}
-	}
-	str := func(k string) (string, bool, error) {
-		raw, ok := m[k]
-		if !ok || raw == nil {
-			return "", false, nil
-		}
-		s, isStr := raw.(string)
-		if !isStr {
-			return "", false, fmt.Errorf("%s.%s: expected a string", ref, k)
-		}
-		return s, true, nil
-	}
-	name, hasName, err := str("name")
-	if err != nil {
-		return Entry{}, err
-	}
-	if !hasName {
-		return Entry{}, fmt.Errorf("%s.name: is required", ref)
-	}
-	version, hasVersion, err := str("version")
-	if err != nil {
-		return Entry{}, err
-	}
-	state, hasState, err := str("state")
-	if err != nil {
-		return Entry{}, err
-	}
-	if !hasState {
-		state = "present"
-	}
-	if state != "present" && state != "absent" {
-		return Entry{}, fmt.Errorf("%s.state: value of state must be one of: present, absent, got: %s", ref, state)
-	}
-	e, err := entry(name, version, hasVersion, state)
-	if err != nil {
-		return Entry{}, fmt.Errorf("%s.%w", ref, err)
-	}
-	return e, nil
-}
-
 // entry validates one package's request; its errors start with the parameter's name.
-func entry(name, version string, hasVersion bool, state string) (Entry, error) {
+func entry(name string, version *string, state string) (Entry, error) {
 	if err := nevra.ValidateName(name); err != nil {
 		return Entry{}, fmt.Errorf("name: %w", err)
 	}
 	e := Entry{Name: name, Absent: state == "absent"}
-	if !hasVersion {
+	if version == nil {
 		return e, nil
 	}
 	if e.Absent {
 		return Entry{}, fmt.Errorf("version: cannot be combined with state=absent (absent removes every version of %s)", name)
 	}
-	evra, err := nevra.ParseEVRA(version)
+	evra, err := nevra.ParseEVRA(*version)
 	if err != nil {
 		return Entry{}, fmt.Errorf("version: %w", err)
 	}
@@ -229,19 +283,23 @@ func entry(name, version string, hasVersion bool, state string) (Entry, error) {
 	return e, nil
 }
 
-func wantFrom(v ansible.Values) Want {
-	entries, _ := entriesFrom(v) // validated by Spec.Check
-	return Want{Entries: entries, Manager: v.String("manager")}
+func wantFrom(p Params) Want {
+	entries, _ := entriesFrom(p, nil) // validated by Spec.Check
+	return Want{Entries: entries, Manager: p.Manager}
 }
 
 // Handler returns rpm_exact's behaviour over the given side effects.
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
-		ctx, cancel := timeout.Deadline(ctx, req.Params.Duration("timeout"))
+		var p Params
+		if err := req.Decode(&p); err != nil {
+			return nil, err
+		}
+		ctx, cancel := timeout.Deadline(ctx, p.Timeout)
 		defer cancel()
-		r := &run{Deps: d, req: req, want: wantFrom(req.Params), res: &Report{Moved: []Move{}}}
+		r := &run{Deps: d, req: req, limit: p.Timeout, want: wantFrom(p), res: &Report{Moved: []Move{}}}
 		err := r.run(ctx)
-		if req.Params.IsSet("packages") {
+		if p.Packages != nil {
 			return r.setResult(), err
 		}
 		return r.singleResult(), err
@@ -251,10 +309,11 @@ func Handler(d Deps) ansible.Handler {
 // run is one module run: the request, what it observed and decided, and its outcome.
 type run struct {
 	Deps
-	req  *ansible.Request
-	want Want
-	res  *Report
-	plan Plan
+	req   *ansible.Request
+	limit time.Duration // the timeout parameter
+	want  Want
+	res   *Report
+	plan  Plan
 	// before and after per requested name; after is the prediction until a transaction
 	// settled.
 	before, after map[string][]string
@@ -330,7 +389,7 @@ func (r *run) transact(ctx context.Context, argv []string) error {
 	if out.Log != "" {
 		r.res.TransactionLog = out.Log
 	}
-	limit := r.req.Params.Duration("timeout")
+	limit := r.limit
 	if errors.Is(err, ErrNotStarted) {
 		r.res.Changed = r.res.PackageChanged // DNF never ran; an earlier transaction of this run may have
 		return fmt.Errorf("%s: %w", strings.Join(argv, " "), err)

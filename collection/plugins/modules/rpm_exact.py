@@ -117,8 +117,8 @@ description:
 options:
   name:
     description:
-      - The RPM package NAME. Letters, digits and C(. _ + -); it must not start with C(-) or C(.).
-        Globs, paths and shell characters are refused.
+      - The RPM package NAME. Letters, digits and C(. _ + -); it must not start with C(-) or
+        C(.). Globs, paths and shell characters are refused.
       - One of I(name) and I(packages) is required.
     type: str
   version:
@@ -138,11 +138,11 @@ options:
     default: present
   packages:
     description:
-      - A set of packages moved together, each a mapping with I(name) and optionally
-        I(version) and I(state), which mean what the options of the same names mean for one
-        package. See the description for how the set is carried out.
-      - Mutually exclusive with I(name), I(version) and I(state); one of I(name) and
-        I(packages) is required.
+      - A set of packages moved together, each a mapping with I(name) and optionally I(version)
+        and I(state), which mean what the options of the same names mean for one package. See
+        the description for how the set is carried out.
+      - Mutually exclusive with I(name), I(version) and I(state); one of I(name) and I(packages)
+        is required.
       - Refused when empty, when a name appears twice, and when an entry has a key other than
         C(name), C(version) and C(state) or a value that is not a string.
       - I(manager) and I(timeout) apply to the whole set.
@@ -151,16 +151,18 @@ options:
     version_added: "0.2.0"
     suboptions:
       name:
-        description: The RPM package NAME, as for I(name).
+        description:
+          - The RPM package NAME, as for I(name).
         type: str
         required: true
       version:
         description:
-          - Exact C(EPOCH:VERSION-RELEASE.ARCH), as for I(version); omitted means any
-            version. Cannot be combined with C(state=absent).
+          - Exact C(EPOCH:VERSION-RELEASE.ARCH), as for I(version); omitted means any version.
+            Cannot be combined with C(state=absent).
         type: str
       state:
-        description: Whether this package should be installed or removed.
+        description:
+          - Whether this package should be installed or removed.
         type: str
         choices: [present, absent]
         default: present
@@ -176,12 +178,11 @@ options:
         deadline covers waiting for an earlier transaction still under way, the DNF version
         check, in check mode DNF's C(--assumeno) answers, and waiting for this task's
         transactions to end and be checked.
-      - It ends the module's wait, never a DNF transaction. When it passes while DNF is
-        running, the task fails with C(changed=true) and C(package_changed=true) and names
-        the transaction's record directory (I(transaction_log)); DNF is not stopped and
-        finishes on its own, and a removal that was to follow it is not started. The next run
-        of this module on the host waits for it and reports its outcome as
-        I(earlier_transaction).
+      - It ends the module's wait, never a DNF transaction. When it passes while DNF is running,
+        the task fails with C(changed=true) and C(package_changed=true) and names the
+        transaction's record directory (I(transaction_log)); DNF is not stopped and finishes on
+        its own, and a removal that was to follow it is not started. The next run of this module
+        on the host waits for it and reports its outcome as I(earlier_transaction).
     type: str
     default: 10m
 attributes:
@@ -208,7 +209,7 @@ notes:
 extends_documentation_fragment:
   - richt.services.fast_path
 author:
-  - richt.services developers
+  - richt.services developers (@richt)
 """
 
 EXAMPLES = r"""

@@ -50,7 +50,8 @@ description:
     or C(failed). A failure reports the observed state and the unit's last journal lines."
   - "Durable reactions: a due restart or reload is recorded under C(/var/lib/richt/pending/)
     (with I(scope=user), C(~/.local/state/richt/pending/)) as soon as the unit is observed,
-    before a daemon-reload, an enable or an unmask could fail, and again just before it is attempted and cleared only after it was verified. A run that fails, times out
+    before a daemon-reload, an enable or an unmask could fail, and again just before it is
+    attempted and cleared only after it was verified. A run that fails, times out
     or is interrupted leaves it, and the next run for the unit carries it out even if no
     trigger changed."
   - "A recorded reaction is not carried out again when the unit is running and became active
@@ -90,7 +91,8 @@ options:
     type: str
     required: true
   state:
-    description: The run state.
+    description:
+      - The run state.
     type: str
     choices: [running, stopped]
     default: running
@@ -106,16 +108,16 @@ options:
     description:
       - One deadline for the whole run (a positive Go duration such as C(5s), C(1m30s)),
         including the wait for the unit's lock, the daemon-reload, each action and its
-        verification, the settle time and every attempt of the health probe. A timed-out
-        task fails; systemd keeps a job it already accepted, and a
-        reaction already recorded as due stays recorded for the next run.
+        verification, the settle time and every attempt of the health probe. A timed-out task
+        fails; systemd keeps a job it already accepted, and a reaction already recorded as due
+        stays recorded for the next run.
     type: str
     default: 5s
   restart_on:
     description:
-      - Triggers that restart the unit if it is running. Each item is a registered result
-        (C("{{ result }}"); for loops, any changed item counts), a boolean, or a mapping of
-        names to those so messages can name them.
+      - Triggers that restart the unit if it is running. Each item is a registered result (C("{{
+        result }}"); for loops, any changed item counts), a boolean, or a mapping of names to
+        those so messages can name them.
       - Trigger values are never echoed in the result, only summarised.
       - A restart is left out when the triggers' results say when their files were in place
         (C(files_placed)) and the unit became active after that (I(reaction=served)); see the
@@ -124,11 +126,11 @@ options:
     elements: raw
   reload_on:
     description:
-      - Triggers that reload the unit if it is running; same forms as I(restart_on). A name
-        may not appear in both lists.
+      - Triggers that reload the unit if it is running; same forms as I(restart_on). A name may
+        not appear in both lists.
       - When given, the unit must be reload-capable (a non-empty C(ExecReload=) after merging
-        its fragment and drop-ins, or C(Type=notify-reload)); this is checked on every run,
-        also when no trigger changed.
+        its fragment and drop-ins, or C(Type=notify-reload)); this is checked on every run, also
+        when no trigger changed.
     type: list
     elements: raw
   allow_missing:
@@ -137,13 +139,23 @@ options:
         I(enabled) is false or omitted.
     type: bool
     default: false
+  scope:
+    description:
+      - C(system) manages a unit of the system manager. C(user) manages a unit of the own
+        manager (C(systemctl --user)) of the user the module runs as, which with become is the
+        I(become_user).
+      - See the notes for how the user manager is found and where records and locks are kept.
+    type: str
+    choices: [system, user]
+    default: system
+    version_added: "0.2.0"
   masked:
     description:
       - C(true) masks the unit, stopping it first if it runs; C(false) unmasks it. Omitted
         leaves the mask as it is.
-      - "C(true) is refused together with I(state=running) or I(enabled=true), before
-        anything is observed. I(state) defaults to C(running), so C(masked: true) needs
-        C(state: stopped)."
+      - "C(true) is refused together with I(state=running) or I(enabled=true), before anything
+        is observed. I(state) defaults to C(running), so C(masked: true) needs C(state:
+        stopped)."
       - See the notes for what masking and unmasking do.
     type: bool
     version_added: "0.2.0"
@@ -152,20 +164,20 @@ options:
       - How long the unit must stay C(active), with the same invocation, after a run-state
         action before the action counts as verified. A Go duration of zero or more, such as
         C(0s), C(300ms) or C(2s).
-      - Omitted, it is 300 ms after a start or restart and 0 after a reload. Given, it
-        applies to every run-state action. See the notes.
+      - Omitted, it is 300 ms after a start or restart and 0 after a reload. Given, it applies
+        to every run-state action. See the notes.
     type: str
     version_added: "0.2.0"
   health:
     description:
-      - One probe that checks whether the unit's service answers, as a mapping with exactly
-        one of I(tcp), I(http) or I(banner); I(expect) goes with I(banner) and only with it.
-      - The mapping is validated when the task starts; a malformed probe fails the task
-        before systemd is asked anything.
-      - "Host names and addresses: an IPv6 address goes in brackets (C([::1]:8080)); a
-        wildcard host (C(0.0.0.0), C([::]), C(*), or none as in C(:8080)) is an address to
-        listen on, not to connect to, so the probe connects to loopback instead (C([::1])
-        for an IPv6 wildcard, C(127.0.0.1) otherwise). Ports are 1 to 65535."
+      - One probe that checks whether the unit's service answers, as a mapping with exactly one
+        of I(tcp), I(http) or I(banner); I(expect) goes with I(banner) and only with it.
+      - The mapping is validated when the task starts; a malformed probe fails the task before
+        systemd is asked anything.
+      - "Host names and addresses: an IPv6 address goes in brackets (C([::1]:8080)); a wildcard
+        host (C(0.0.0.0), C([::]), C(*), or none as in C(:8080)) is an address to listen on, not
+        to connect to, so the probe connects to loopback instead (C([::1]) for an IPv6 wildcard,
+        C(127.0.0.1) otherwise). Ports are 1 to 65535."
       - See the notes for when probes run and what a failure reports.
     type: dict
     version_added: "0.2.0"
@@ -176,39 +188,29 @@ options:
         type: str
       http:
         description:
-          - "An C(http://) URL. Healthy when a C(GET) of it is answered with any 2xx status."
+          - An C(http://) URL. Healthy when a C(GET) of it is answered with any 2xx status.
           - "Only C(http): C(https) and every other scheme are refused, because a probe of
-            loopback cannot verify the certificate of the public name the service is
-            published under."
-          - "Without a port the probe uses port 80; an empty port (C(http://host:/)) is
-            refused, and so is a URL with credentials (C(user@host))."
-          - "Redirects are not followed: a 3xx answer is unhealthy, and the message names
-            where it pointed (C(Location))."
-          - "The request is a plain HTTP/1.0 C(GET) with C(Connection: close), sent straight
-            to the URL's address, never through a proxy."
+            loopback cannot verify the certificate of the public name the service is published
+            under."
+          - Without a port the probe uses port 80; an empty port (C(http://host:/)) is refused,
+            and so is a URL with credentials (C(user@host)).
+          - "Redirects are not followed: a 3xx answer is unhealthy, and the message names where
+            it pointed (C(Location))."
+          - "The request is a plain HTTP/1.0 C(GET) with C(Connection: close), sent straight to
+            the URL's address, never through a proxy."
         type: str
       banner:
         description:
-          - "C(HOST:PORT). Connects and reads what the server sends first: at most 4096
-            bytes, stopping at the first newline, at the end of the stream, at the deadline,
-            or as soon as I(expect) has been read."
-          - Healthy when I(expect) occurs anywhere in what was read. A server that sends
-            nothing is unhealthy.
+          - "C(HOST:PORT). Connects and reads what the server sends first: at most 4096 bytes,
+            stopping at the first newline, at the end of the stream, at the deadline, or as soon
+            as I(expect) has been read."
+          - Healthy when I(expect) occurs anywhere in what was read. A server that sends nothing
+            is unhealthy.
         type: str
       expect:
         description:
           - The text the greeting must contain, for I(banner) only; at most 4096 bytes.
         type: str
-  scope:
-    description:
-      - C(system) manages a unit of the system manager. C(user) manages a unit of the own
-        manager (C(systemctl --user)) of the user the module runs as, which with become is
-        the I(become_user).
-      - See the notes for how the user manager is found and where records and locks are kept.
-    type: str
-    choices: [system, user]
-    default: system
-    version_added: "0.2.0"
 attributes:
   check_mode:
     support: full
@@ -278,7 +280,7 @@ notes:
 extends_documentation_fragment:
   - richt.services.fast_path
 author:
-  - richt.services developers
+  - richt.services developers (@richt)
 """
 
 EXAMPLES = r"""
@@ -421,7 +423,8 @@ restart_served:
   returned: when the restart_on triggers' restart was found already done
   type: str
   version_added: "0.2.0"
-  sample: "the restart packages asked for was already done: the unit became active after the change had put its files in place (a package transaction restarts its units in its scriptlets)"
+  sample: "the restart packages asked for was already done: the unit became active after the
+    change had put its files in place (a package transaction restarts its units in its scriptlets)"
 daemon_reload_reasons:
   description: Why the manager was reloaded.
   returned: when a daemon-reload was due

@@ -41,7 +41,8 @@ description:
   - Needs no Python on the target.
 options:
   unit:
-    description: The unit, for example C(demo.service); without a type suffix C(.service) is added.
+    description:
+      - The unit, for example C(demo.service); without a type suffix C(.service) is added.
     type: str
     required: true
   name:
@@ -50,7 +51,8 @@ options:
         the full unit file.
     type: str
   content:
-    description: The file's content, in unit file syntax. Required for I(state=present).
+    description:
+      - The file's content, in unit file syntax. Required for I(state=present).
     type: str
   path:
     description:
@@ -86,12 +88,14 @@ options:
     type: bool
     default: false
   state:
-    description: Whether the file should exist. C(absent) also removes an emptied C(UNIT.d) directory.
+    description:
+      - Whether the file should exist. C(absent) also removes an emptied C(UNIT.d) directory.
     type: str
     choices: [present, absent]
     default: present
   daemon_reload:
-    description: Reload systemd's manager when the file's content changed.
+    description:
+      - Reload systemd's manager when the file's content changed.
     type: bool
     default: true
   timeout:
@@ -116,7 +120,7 @@ notes:
 extends_documentation_fragment:
   - richt.services.fast_path
 author:
-  - richt.services developers
+  - richt.services developers (@richt)
 """
 
 EXAMPLES = r"""

@@ -46,6 +46,7 @@ MEMORY_FACT = 'richt_services_fast_path_unusable'
 # Exit status of the remote scripts when they did not run the module (with a marker line).
 MISS_STATUS = 97
 CACHE_DIR = '.cache/richt.services'
+COLLECTION = 'richt.services'
 HASH_FILE = 'SHA256SUMS'
 # The stamp of a verified cached file: what any write or replacement changes.
 _STAMP = "stat -c '%d %i %s %y %z'"
@@ -140,15 +141,20 @@ def _memory(task_vars):
 
 
 class FastPathAction(NormalAction):
-    """Action for one binary module of this collection; the module is named by the file the
-    subclass lives in (plugins/action/NAME.py)."""
+    """Action for the binary modules of this collection (plugins/action/fastpath.py, which
+    meta/runtime.yml names as every module's action_plugin). The module is the one the task
+    runs, as Ansible resolved it (richt.services.NAME)."""
 
     _supports_check_mode = True
     _supports_async = True
 
     @property
     def module_name(self):
-        return type(self).__module__.rsplit('.', 1)[-1]
+        """The task's module when it is one of this collection's, else '' (the task then
+        takes Ansible's normal path)."""
+        action = getattr(self._task, 'resolved_action', None) or self._task.action
+        collection, name = action.rpartition('.')[::2]
+        return name if collection in ('', COLLECTION) else ''
 
     def _bin_dir(self):
         # plugins/plugin_utils/fastpath.py -> <collection>/bin

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/richt/services/modules"
 	"github.com/richt/services/testenv"
 	"github.com/richt/services/testenv/fixtures"
 )
@@ -482,7 +483,7 @@ func (b *bench) report(ts []timing, direct map[string]float64) {
 	fmt.Println()
 	fmt.Println("| module | binary size (bytes) | direct converged run on the target, median of", b.direct, "(ms) |")
 	fmt.Println("|---|---:|---:|")
-	for _, m := range []string{"rpm_exact", "systemd_lifecycle", "unit_override"} {
+	for _, m := range modules.Names() {
 		fi, err := os.Stat(filepath.Join(b.coll, "ansible_collections/richt/services/bin", m))
 		size := int64(0)
 		if err == nil {
