@@ -6,7 +6,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 export TESTCONTAINERS_RYUK_DISABLED := true
 
 GO      ?= go
-MODULES := rpm_exact systemd_lifecycle unit_override
+MODULES := $(sort $(patsubst modules/%/main.go,%,$(wildcard modules/*/main.go)))
 BUILD   := build
 STAGE   := $(BUILD)/ansible_collections/richt/services
 VERSION := $(shell awk '/^version:/{print $$2}' galaxy.yml)
@@ -54,7 +54,7 @@ lint:
 # targets. TESTENV_SUITE=bookworm runs the end-to-end suite on the older generation.
 # testenv's own tests (a cold image build among them, heavy on disk and CPU) run after the
 # rest, so they do not slow the module and playbook tests' deadlines.
-test: setup lint
+test: setup lint ansible-gates
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/testenv$$')
 	$(GO) test -count=1 -timeout 15m ./testenv
 
@@ -88,3 +88,47 @@ demo-stop:
 
 clean:
 	rm -rf $(BUILD)
+
+# The Ansible gates (docs/ansible-gates.md), offline, on the staged collection: ansible-lint
+# with the production profile, ansible-test sanity, and the plugins' unit tests with pytest
+# on both controllers (ansible-core 2.14 from the host, 2.19 unpacked by .ci/setup-host).
+# `make setup` installs the tools. ansible-lint and ansible-test list a tree's files with
+# git, which leaves out the ignored build/, so they run on a copy of the stage in a
+# temporary directory (ansible_collections/richt/services, as ansible-test requires).
+.PHONY: ansible-gates ansible-lint ansible-sanity ansible-units
+HOST_PYTHON ?= /usr/bin/python3
+HOST_PYTHON_VERSION = $(shell $(HOST_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+ANSIBLE_219 ?= /opt/richt/ansible-core-2.19
+# Runs its argument in a temporary copy of the stage, removed afterwards.
+STAGE_COPY = tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && mkdir -p "$$tmp/ansible_collections/richt" && \
+  cp -a $(STAGE) "$$tmp/ansible_collections/richt/" && cd "$$tmp/ansible_collections/richt/services" && $(1)
+
+ansible-gates: ansible-lint ansible-sanity ansible-units
+
+# The config (.ansible-lint) is copied to the collection root, where ansible-lint looks for
+# it and resolves its paths. ANSIBLE_COLLECTIONS_PATH ends in ansible_collections because
+# ansible-lint 6.13 takes the parent of that value as the collections root for its own
+# checks; ansible-core accepts it either way.
+ansible-lint: build
+	@$(call STAGE_COPY,cp $(CURDIR)/.ansible-lint . && \
+	  XDG_CACHE_HOME="$$tmp/cache" ANSIBLE_COLLECTIONS_PATH="$$tmp/ansible_collections" \
+	  ansible-lint --offline --profile production --nocolor)
+
+# Every sanity test of ansible-test except changelog, which needs antsibull-changelog (not
+# packaged by Debian). offline_venvs.py prepares the tests' virtual environments from
+# Debian's packages so that ansible-test asks no package index; tests/sanity/ignore-2.14.txt
+# says what does not apply and why.
+ansible-sanity: build
+	@$(call STAGE_COPY,$(HOST_PYTHON) tests/sanity/offline_venvs.py && \
+	  ansible-test sanity --local --python $(HOST_PYTHON_VERSION) --python-interpreter $(HOST_PYTHON) \
+	    --skip-test changelog --color no)
+
+# RICHT_EXPECT_ANSIBLE makes each run check that it imported the controller it is for.
+ansible-units: build
+	@test -d $(ANSIBLE_219)/root/usr/lib/python3/dist-packages/ansible || \
+	  { echo "ansible-core 2.19 not found under $(ANSIBLE_219) (make setup unpacks it)"; exit 1; }
+	cd $(STAGE) && RICHT_EXPECT_ANSIBLE=2.14 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$(abspath $(BUILD)) \
+	  $(HOST_PYTHON) -m pytest -p no:cacheprovider -q tests/unit
+	cd $(STAGE) && RICHT_EXPECT_ANSIBLE=2.19 PYTHONDONTWRITEBYTECODE=1 \
+	  PYTHONPATH=$(ANSIBLE_219)/root/usr/lib/python3/dist-packages:$(abspath $(BUILD)) \
+	  $(HOST_PYTHON) -m pytest -p no:cacheprovider -q tests/unit

@@ -7,13 +7,27 @@ import re
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
+from jinja2 import Undefined
 
 _SUFFIXES = (".service", ".socket", ".timer", ".target", ".path", ".mount",
              ".automount", ".swap", ".slice", ".scope", ".device")
 
 
+def _undefined(*values):
+    """The first undefined input of a filter, or None. ansible-core 2.14 hands an undefined
+    variable to a filter as it is (2.19 stops before calling the filter): returning it lets
+    Ansible report the variable as undefined, as 2.19 does, instead of the filter reporting
+    a value of the wrong type."""
+    for value in values:
+        if isinstance(value, Undefined):
+            return value
+    return None
+
+
 def unit_name(name):
     """Normalise a unit name the way systemd_lifecycle does: no suffix means .service."""
+    if _undefined(name) is not None:
+        return name
     if not isinstance(name, str) or not name:
         raise AnsibleFilterError("unit_name: expected a unit name, got %r" % type(name).__name__)
     if name.endswith(_SUFFIXES) and not any(name == s for s in _SUFFIXES):
@@ -24,6 +38,8 @@ def unit_name(name):
 def service_order(processes, reverse=False):
     """Order processes so that each comes after the units named in its `after` list
     (declared order otherwise); reverse for removal. Unknown names and cycles fail."""
+    if _undefined(processes) is not None:
+        return processes
     if not isinstance(processes, list):
         raise AnsibleFilterError("service_order: service_processes must be a list")
     by_unit = {}
@@ -86,6 +102,8 @@ def service_package_set(packages, state="present"):
     version (state absent drops the versions), and the manager and timeout the whole set
     runs with. Entries that name different managers or timeouts cannot share one DNF
     transaction, so they fail here rather than split it."""
+    if _undefined(packages) is not None:
+        return packages
     if not isinstance(packages, list):
         raise AnsibleFilterError("service_packages must be a list")
     entries, shared = [], {"manager": None, "timeout": None}
@@ -103,8 +121,8 @@ def service_package_set(packages, state="present"):
             if value is None:
                 continue
             if shared[key] is not None and shared[key] != value:
-                raise AnsibleFilterError("service_packages[%d]: %s %r differs from %r; the service's packages move in one transaction, so give every package the same %s"
-                                         % (i, key, value, shared[key], key))
+                raise AnsibleFilterError("service_packages[%d]: %s %r differs from %r; the service's packages move in one transaction, "
+                                         "so give every package the same %s" % (i, key, value, shared[key], key))
             shared[key] = value
     return dict(packages=entries, **shared)
 
@@ -114,6 +132,9 @@ def service_triggers(process, packages=None, units=None, dropins=None):
     every process of the service; an owned unit file or a drop-in of this unit restarts it,
     or reloads it when the drop-in says reload: true. Unchanged results count for nothing,
     so passing them all is safe."""
+    undefined = _undefined(process, packages, units, dropins)
+    if undefined is not None:
+        return undefined
     unit = unit_name(process["unit"])
     restart = [{"packages": packages or {"changed": False}},
                {"unit files": {"changed": False, "results": _items_for(units, unit)}},
