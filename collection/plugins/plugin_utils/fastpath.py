@@ -40,6 +40,8 @@ display = Display()
 
 # Variable that turns the fast path off (for a host, a group, a play or a task).
 OPT_OUT_VAR = 'richt_services_fast_path'
+# Connections of Mitogen for Ansible live in this package (ansible_mitogen.connection).
+MITOGEN_PACKAGE = 'ansible_mitogen'
 # Host fact remembering, per effective user, why the fast path cannot work on a host
 # (a home mounted noexec), so later tasks do not try again.
 MEMORY_FACT = 'richt_services_fast_path_unusable'
@@ -140,6 +142,12 @@ def _memory(task_vars):
     return dict(memory) if isinstance(memory, dict) else {}
 
 
+def _mitogen(obj):
+    """Whether Mitogen for Ansible took obj over: its strategy mixes its own classes into
+    the action plugin and loads its connection plugins, all defined in its package."""
+    return any(getattr(k, '__module__', '').startswith(MITOGEN_PACKAGE) for k in type(obj).__mro__)
+
+
 class FastPathAction(NormalAction):
     """Action for the binary modules of this collection (plugins/action/fastpath.py, which
     meta/runtime.yml names as every module's action_plugin). The module is the one the task
@@ -170,6 +178,10 @@ class FastPathAction(NormalAction):
         """Why this task cannot take the fast path, or None when it can."""
         if not boolean(self._templar.template(task_vars.get(OPT_OUT_VAR, True)), strict=False):
             return '%s is false' % OPT_OUT_VAR
+        if _mitogen(self) or _mitogen(self._connection):
+            # Mitogen keeps one interpreter per host and runs modules through it; it also
+            # forbids _is_pipelining_enabled(). Its own path is what a Mitogen user chose.
+            return 'Mitogen runs the module (its connection replaces pipelining)'
         remembered = _memory(task_vars).get(self._effective_user())
         if remembered:
             return 'remembered for this host: %s' % remembered

@@ -58,6 +58,8 @@ type bench struct {
 	targets               []*testenv.Target
 	env                   []string
 	log                   func(string, ...any)
+	// failed names the plays that failed; their rows report no ratio.
+	failed []string
 }
 
 func run(c config) error {
@@ -90,15 +92,18 @@ func run(c config) error {
 	if err := buildBulk(bulk, c.bulk); err != nil {
 		return err
 	}
-	if err := b.start(ctx, fixtureDir, bulk); err != nil {
-		return err
-	}
+	// Every target started is removed on every way out, a failed start included.
 	if !c.keep {
 		defer func() {
 			for _, t := range b.targets {
-				_ = t.Terminate(context.Background())
+				if t != nil {
+					_ = t.Terminate(context.Background())
+				}
 			}
 		}()
+	}
+	if err := b.start(ctx, fixtureDir, bulk); err != nil {
+		return err
 	}
 	if err := b.setup(root); err != nil {
 		return err
@@ -109,24 +114,15 @@ func run(c config) error {
 		return err
 	}
 	b.log("rows on one target: cold, packages, service, drop-in reload, upgrade/downgrade, package sets")
+	// A play that fails is reported with its rows marked failed; the other rows still run.
 	var single []timing
 	for _, p := range singlePlays(root, c.rounds) {
-		ts, err := b.play(p.name, "one", p.plays)
-		if err != nil {
-			return err
-		}
-		single = append(single, ts...)
+		single = append(single, b.playRows(p.name, "one", p.plays)...)
 	}
 	b.log("rows on one target: the demo role converge and no-op")
-	role, err := b.play("role", "one", rolePlay(root, c.rounds))
-	if err != nil {
-		return err
-	}
+	role := b.playRows("role", "one", rolePlay(root, c.rounds))
 	b.log("row: no-op play on %d targets, forks %d", len(b.targets), len(b.targets))
-	many, err := b.play("many", "all", manyPlay(root, c.rounds))
-	if err != nil {
-		return err
-	}
+	many := b.playRows("many", "all", manyPlay(root, c.rounds))
 	// Direct runs measure the module on a machine that is otherwise idle: the other
 	// targets are not needed any more.
 	for _, t := range b.targets[1:] {
@@ -285,6 +281,18 @@ func (b *bench) play(name, hosts string, plays []map[string]any) ([]timing, erro
 	}
 	var ts []timing
 	return ts, json.Unmarshal(data, &ts)
+}
+
+// playRows is play for measured rows: a failure is logged and remembered (report marks
+// the play's rows failed) instead of ending the run.
+func (b *bench) playRows(name, hosts string, plays []map[string]any) []timing {
+	ts, err := b.play(name, hosts, plays)
+	if err != nil {
+		b.log("FAILED %s: %v", name, err)
+		b.failed = append(b.failed, name)
+		return nil
+	}
+	return ts
 }
 
 func merge(lists ...[]timing) []timing {
@@ -466,7 +474,7 @@ func (b *bench) report(ts []timing, direct map[string]float64) {
 		o, n := rowMedian(seg, r.id, "ours")
 		bi, _ := rowMedian(seg, r.id, "builtin")
 		if n == 0 || bi == 0 {
-			fmt.Printf("| %s | n/a | n/a | n/a |\n", r.title)
+			fmt.Printf("| %s | n/a | n/a | n/a (no timings; failed plays: %s) |\n", r.title, strings.Join(b.failed, ", "))
 			continue
 		}
 		fmt.Printf("| %s | %.3f | %.3f | %.3f |\n", r.title, o, bi, o/bi)

@@ -112,9 +112,18 @@ func builtinRole() []task {
 	}
 }
 
+// noStartLimit lifts systemd's start rate limit (5 starts in 10 s) for demo.service on
+// both sides: the rows restart it more often than that, and a refused start would fail
+// whichever side hit it. A runtime drop-in (/run), so the resets between rows, which
+// remove /etc's drop-in directory, leave it in place.
+func noStartLimit() task {
+	return task{"name": "no start rate limit for the benched unit", "ansible.builtin.shell": "mkdir -p /run/systemd/system/demo.service.d && " +
+		"printf '[Unit]\\nStartLimitIntervalSec=0\\n' > /run/systemd/system/demo.service.d/00-bench-no-start-limit.conf && systemctl daemon-reload"}
+}
+
 // setupPlay converges every target with the demo role (not measured).
 func setupPlay(root string) []map[string]any {
-	return []map[string]any{play(root, []task{repoFile("fixtures", "/srv/richt-repos/fixtures"), role()})}
+	return []map[string]any{play(root, []task{noStartLimit(), repoFile("fixtures", "/srv/richt-repos/fixtures"), role()})}
 }
 
 // singlePlays are the rows measured on one target, each its own ansible-playbook run so

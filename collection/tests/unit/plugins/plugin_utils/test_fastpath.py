@@ -201,10 +201,11 @@ class Templar:
         return value
 
 
-def action(task=None, connection=None, become_user=None, remote_user='admin', pipelining=True):
+def action(task=None, connection=None, become_user=None, remote_user='admin', pipelining=True, cls=None):
     """A FastPathAction with the collaborators fallback_reason() and run() use, without
     ActionBase's constructor (whose arguments differ between ansible-core releases)."""
-    act = fastpath.FastPathAction.__new__(fastpath.FastPathAction)
+    cls = cls or fastpath.FastPathAction
+    act = cls.__new__(cls)
     act._task = task or Task()
     act._connection = connection or Connection()
     act._templar = Templar()
@@ -301,6 +302,36 @@ def test_fallback_reasons_in_order(constants, monkeypatch):
     assert act.fallback_reason({}) == 'shell powershell is not POSIX sh'
     act._connection._shell = Shell('sh')
     assert act.fallback_reason({}) == 'pipelining is off'
+
+
+class MitogenBase:
+    """Stands for a class of ansible_mitogen (connection.Connection, mixins.ActionModuleMixin)."""
+
+
+MitogenBase.__module__ = 'ansible_mitogen.connection'
+
+
+class MitogenConnection(MitogenBase, Connection):
+    """Mitogen's ssh plugin: defined in the plugin loader's module, based on ansible_mitogen's."""
+
+
+def test_mitogen_takes_its_own_path(constants):
+    """Under Mitogen the normal path runs, before anything calls _is_pipelining_enabled()
+    (Mitogen's action mixin raises there)."""
+    act = action(connection=MitogenConnection())
+
+    def forbidden(*_args, **_kwargs):
+        raise AssertionError('_is_pipelining_enabled() should never be called')
+    act._is_pipelining_enabled = forbidden
+    assert act.fallback_reason({}) == 'Mitogen runs the module (its connection replaces pipelining)'
+    # The opt-out still comes first.
+    assert act.fallback_reason({fastpath.OPT_OUT_VAR: False}) == 'richt_services_fast_path is false'
+
+
+def test_mitogen_action_mixin_is_noticed(constants):
+    """Mitogen's strategy mixes its ActionModuleMixin into the action plugin's class."""
+    act = action(cls=type('ActionModule', (MitogenBase, fastpath.FastPathAction), {}))
+    assert act.fallback_reason({}) == 'Mitogen runs the module (its connection replaces pipelining)'
 
 
 # --- run(): which path a task takes --------------------------------------------------------
