@@ -47,12 +47,6 @@ func queryArgv(names ...string) []string {
 	return append([]string{"rpm", "--eval", dbLine, "-q", "--qf", queryFormat, "--"}, names...)
 }
 
-// Observe runs one rpm query for one package. It reads the installed RPM database only.
-func Observe(ctx context.Context, r runner.Runner, name string) (Installed, Database, error) {
-	all, db, err := ObserveAll(ctx, r, []string{name})
-	return all[name], db, err
-}
-
 // ObserveAll runs one rpm query for every name: what each is installed as.
 func ObserveAll(ctx context.Context, r runner.Runner, names []string) (map[string]Installed, Database, error) {
 	res, err := r.Run(ctx, queryArgv(names...)...)
