@@ -71,7 +71,8 @@ fuzz:
 	bash .ci/fuzz
 
 # The collection against Ansible's built-ins, side by side in one run over SSH with
-# pipelining (docs/benchmarks.md): about 10 minutes. BENCH_ARGS=-rounds 9 for more rounds.
+# pipelining, also under Mitogen, and on 1/8/24 targets (docs/benchmarks.md): about 30
+# minutes; the report, raw figures and plot land in build/bench. BENCH_ARGS=-rounds 9 for more.
 bench: setup
 	$(GO) run ./testenv/cmd/richt-bench $(BENCH_ARGS)
 

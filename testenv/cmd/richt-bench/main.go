@@ -1,10 +1,14 @@
 // Command richt-bench measures the collection against Ansible's built-in modules in one run
-// (`make bench`): the same targets, SSH with pipelining on, the two sides alternating task
-// by task over several rounds after a warm-up round. It prints medians, ratios (ours ÷
-// built-in), binary sizes, the cold (first) task cost and direct on-target run times as a
-// Markdown table. docs/benchmarks.md explains the rows and holds recorded figures.
+// (`make bench`): the same targets, SSH with pipelining on, the sides alternating round by
+// round after a warm-up round: ours and the built-ins under Ansible's default strategy, and
+// both again under Mitogen's mitogen_linear strategy when Debian's ansible-mitogen is
+// installed. Then the demo role on 1, 8 and 24 targets at once (time per host), the cold
+// (first) task cost, and direct on-target runs of each module and its built-in counterpart
+// (time and peak RSS). It prints Markdown tables with the ratios (ours ÷ built-in) and the
+// targets they are held to, and writes them, the raw figures (JSON) and a plot (PNG) to
+// -out. docs/benchmarks.md explains the rows and holds the latest recorded run.
 //
-//	richt-bench [-rounds 7] [-targets 8] [-bulk 2000] [-direct 100]
+//	richt-bench [-rounds 5] [-scale 1,8,24] [-scale-rounds 2] [-bulk 2000] [-direct 100] [-out build/bench]
 package main
 
 import (
@@ -22,7 +26,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/richt/services/modules"
 	"github.com/richt/services/testenv"
 	"github.com/richt/services/testenv/fixtures"
 )
@@ -31,20 +34,42 @@ import (
 var timingCallback []byte
 
 type config struct {
-	rounds, targets, bulk, direct int
-	keep                          bool
-	ansiblePlaybook               string
+	rounds, scaleRounds, bulk, direct int
+	scale                             []int
+	keep, mitogen                     bool
+	ansiblePlaybook, only, out        string
 }
+
+// mitogenStrategy is where Debian's ansible-mitogen (0.3.3, for ansible-core up to 2.14)
+// installs its strategy plugins.
+const mitogenStrategy = "/usr/lib/python3/dist-packages/ansible_mitogen/plugins/strategy"
 
 func main() {
 	var c config
-	flag.IntVar(&c.rounds, "rounds", 7, "measured rounds per row (after one warm-up round)")
-	flag.IntVar(&c.targets, "targets", 8, "targets for the many-targets row (forks = targets)")
+	flag.IntVar(&c.rounds, "rounds", 5, "measured rounds per row (after one warm-up round)")
+	flag.IntVar(&c.scaleRounds, "scale-rounds", 2, "measured rounds per scale row (the set-up converge is their warm-up)")
+	scale := flag.String("scale", "1,8,24", "target counts of the scale rows (forks = targets)")
 	flag.IntVar(&c.bulk, "bulk", 2000, "packages in the generated large repository")
 	flag.IntVar(&c.direct, "direct", 100, "direct on-target runs per module")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory and the targets")
 	flag.StringVar(&c.ansiblePlaybook, "ansible-playbook", "ansible-playbook", "the controller to measure with (for example /opt/richt/ansible-core-2.19/bin/ansible-playbook)")
+	flag.StringVar(&c.only, "only", "", "comma-separated plays to run (for work on the bench itself; the report then has gaps)")
+	flag.StringVar(&c.out, "out", "build/bench", "directory for the report (bench.md), the raw figures (bench.json) and the plot (benchmarks.png)")
+	flag.BoolVar(&c.mitogen, "mitogen", true, "also measure under Mitogen's mitogen_linear strategy (when "+mitogenStrategy+" exists)")
 	flag.Parse()
+	for _, f := range strings.Split(*scale, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "richt-bench: -scale: %q is not a positive number of targets\n", f)
+			os.Exit(2)
+		}
+		c.scale = append(c.scale, n)
+	}
+	sort.Ints(c.scale)
+	if _, err := os.Stat(mitogenStrategy); c.mitogen && err != nil {
+		fmt.Fprintf(os.Stderr, "richt-bench: no Mitogen rows: %v (bash .ci/setup-host installs ansible-mitogen)\n", err)
+		c.mitogen = false
+	}
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "richt-bench:", err)
 		os.Exit(1)
@@ -110,31 +135,32 @@ func run(c config) error {
 	}
 
 	b.log("converge: the demo role on %d targets", len(b.targets))
-	if _, err := b.play("setup", "all", setupPlay(root)); err != nil {
+	if _, err := b.play("setup", "all", len(b.targets), setupPlay(root)); err != nil {
 		return err
 	}
-	b.log("rows on one target: cold, packages, service, drop-in reload, upgrade/downgrade, package sets")
+	var ts []timing
+	b.log("rows on one target: cold, packages, service, drop-in reload, upgrade/downgrade, package sets, role (Mitogen: %v)", b.mitogen)
 	// A play that fails is reported with its rows marked failed; the other rows still run.
-	var single []timing
-	for _, p := range singlePlays(root, c.rounds) {
-		single = append(single, b.playRows(p.name, "one", p.plays)...)
+	ts = append(ts, b.playRows(rowsPlay{name: "cold", hosts: "one", forks: 1}, coldPlay(root))...)
+	for _, rp := range append(singlePlays(c.rounds, c.mitogen), rolePlay(c.rounds, c.mitogen)) {
+		ts = append(ts, b.playRows(rp, rp.plays(root))...)
 	}
-	b.log("rows on one target: the demo role converge and no-op")
-	role := b.playRows("role", "one", rolePlay(root, c.rounds))
-	b.log("row: no-op play on %d targets, forks %d", len(b.targets), len(b.targets))
-	many := b.playRows("many", "all", manyPlay(root, c.rounds))
-	// Direct runs measure the module on a machine that is otherwise idle: the other
+	for _, n := range c.scale {
+		b.log("scale: the demo role no-op and changed on %d targets, forks %d", n, n)
+		rp := scalePlay(n, c.scaleRounds)
+		ts = append(ts, b.playRows(rp, rp.plays(root))...)
+	}
+	// Direct runs measure the modules on a machine that is otherwise idle: the other
 	// targets are not needed any more.
 	for _, t := range b.targets[1:] {
 		_ = t.Terminate(ctx)
 	}
 	b.settle()
-	direct, err := b.directRuns(ctx)
+	direct, err := b.directRuns(ctx, root)
 	if err != nil {
 		return err
 	}
-	b.report(merge(single, role, many), direct)
-	return nil
+	return b.report(ts, direct)
 }
 
 func repoRoot() (string, error) {
@@ -171,9 +197,10 @@ func buildBulk(dir string, n int) error {
 }
 
 func (b *bench) start(ctx context.Context, fixtureDir, bulk string) error {
-	b.log("starting %d targets", b.config.targets)
-	b.targets = make([]*testenv.Target, b.config.targets)
-	errs := make([]error, b.config.targets)
+	n := b.scale[len(b.scale)-1]
+	b.log("starting %d targets", n)
+	b.targets = make([]*testenv.Target, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range b.targets {
 		wg.Add(1)
@@ -202,11 +229,20 @@ func (b *bench) start(ctx context.Context, fixtureDir, bulk string) error {
 	return nil
 }
 
-// setup writes the inventory (group "one": the first target; "all": every target), the
-// timing callback and the environment every ansible-playbook run gets.
+// setup writes the inventory (group "one": the first target; "hN": the first N targets;
+// "all": every target), the timing callback and the environment every ansible-playbook
+// run gets.
 func (b *bench) setup(root string) error {
 	hosts := map[string]any{}
-	var one map[string]any
+	children := map[string]any{}
+	for _, n := range append([]int{1}, b.scale...) {
+		g := map[string]any{}
+		for i := 0; i < n; i++ {
+			g[fmt.Sprintf("t%d", i)] = nil
+		}
+		children[fmt.Sprintf("h%d", n)] = map[string]any{"hosts": g}
+	}
+	children["one"] = children["h1"]
 	for i, t := range b.targets {
 		a, err := t.SSH(context.Background())
 		if err != nil {
@@ -216,11 +252,8 @@ func (b *bench) setup(root string) error {
 		vars := a.HostVars()
 		vars["ansible_python_interpreter"] = "/usr/bin/python3"
 		hosts[name] = vars
-		if i == 0 {
-			one = map[string]any{name: nil}
-		}
 	}
-	inv := map[string]any{"all": map[string]any{"hosts": hosts, "children": map[string]any{"one": map[string]any{"hosts": one}}}}
+	inv := map[string]any{"all": map[string]any{"hosts": hosts, "children": children}}
 	data, _ := json.MarshalIndent(inv, "", "  ")
 	b.inventory = filepath.Join(b.work, "inventory.json")
 	if err := os.WriteFile(b.inventory, data, 0o600); err != nil {
@@ -242,6 +275,10 @@ func (b *bench) setup(root string) error {
 		"ANSIBLE_COLLECTIONS_PATH="+b.coll, "ANSIBLE_CALLBACK_PLUGINS="+cb,
 		"ANSIBLE_CALLBACKS_ENABLED=richt_bench_timing", "ANSIBLE_SSH_CONTROL_PATH_DIR="+cp,
 		"ANSIBLE_RETRY_FILES_ENABLED=false")
+	if b.mitogen {
+		// Plays choose mitogen_linear with the strategy keyword; the default stays linear.
+		b.env = append(b.env, "ANSIBLE_STRATEGY_PLUGINS="+mitogenStrategy)
+	}
 	return nil
 }
 
@@ -250,10 +287,11 @@ type timing struct {
 	Segment string  `json:"segment"`
 	Task    string  `json:"task"`
 	Seconds float64 `json:"seconds"`
+	Failed  *string `json:"failed"` // the failure message of a task whose error the play ignored
 }
 
 // play writes the play (a list of plays as JSON, which is YAML) and runs it on hosts.
-func (b *bench) play(name, hosts string, plays []map[string]any) ([]timing, error) {
+func (b *bench) play(name, hosts string, forks int, plays []map[string]any) ([]timing, error) {
 	for _, p := range plays {
 		p["hosts"] = hosts
 		p["gather_facts"] = false
@@ -267,7 +305,7 @@ func (b *bench) play(name, hosts string, plays []map[string]any) ([]timing, erro
 		return nil, err
 	}
 	out := filepath.Join(b.work, name+".json")
-	cmd := exec.Command(b.ansiblePlaybook, "-i", b.inventory, "--forks", strconv.Itoa(len(b.targets)), path)
+	cmd := exec.Command(b.ansiblePlaybook, "-i", b.inventory, "--forks", strconv.Itoa(forks), path)
 	cmd.Env = append(b.env, "RICHT_BENCH_OUT="+out)
 	start := time.Now()
 	res, err := cmd.CombinedOutput()
@@ -285,22 +323,17 @@ func (b *bench) play(name, hosts string, plays []map[string]any) ([]timing, erro
 
 // playRows is play for measured rows: a failure is logged and remembered (report marks
 // the play's rows failed) instead of ending the run.
-func (b *bench) playRows(name, hosts string, plays []map[string]any) []timing {
-	ts, err := b.play(name, hosts, plays)
+func (b *bench) playRows(rp rowsPlay, plays []map[string]any) []timing {
+	if b.only != "" && !strings.Contains(","+b.only+",", ","+rp.name+",") {
+		return nil
+	}
+	ts, err := b.play(rp.name, rp.hosts, rp.forks, plays)
 	if err != nil {
-		b.log("FAILED %s: %v", name, err)
-		b.failed = append(b.failed, name)
+		b.log("FAILED %s: %v", rp.name, err)
+		b.failed = append(b.failed, rp.name)
 		return nil
 	}
 	return ts
-}
-
-func merge(lists ...[]timing) []timing {
-	var all []timing
-	for _, l := range lists {
-		all = append(all, l...)
-	}
-	return all
 }
 
 func tailLines(s string, n int) string {
@@ -311,55 +344,127 @@ func tailLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// directRuns times the cached binaries on the first target without Ansible: converged
-// runs, arguments on stdin from a file, timed by bash's $EPOCHREALTIME (no fork per sample).
-// The samples of the two modules are taken in alternating blocks, so a slow spell of the
-// machine does not fall on one module's whole sample.
-func (b *bench) directRuns(ctx context.Context) (map[string]float64, error) {
+// direct is one module's run on the target without Ansible.
+type direct struct {
+	Module string  `json:"module"`
+	Ms     float64 `json:"ms"`      // median wall time of a converged run
+	RSSKiB int64   `json:"rss_kib"` // median peak resident set of a run (the largest process of it)
+}
+
+// directCase is a converged run of one of our modules and of its built-in counterpart.
+type directCase struct{ ours, args, builtin string }
+
+var directCases = []directCase{
+	{"rpm_exact", `{"name":"demo","version":"0:1.0-1.noarch"}`, "dnf"},
+	{"systemd_lifecycle", `{"unit":"demo.service","state":"running","enabled":true}`, "systemd_service"},
+}
+
+// directRuns times converged runs on the first target without Ansible: our cached binaries
+// (arguments on stdin from a file) and the built-ins' AnsiballZ payloads as Ansible leaves
+// them with ANSIBLE_KEEP_REMOTE_FILES (arguments inside), timed by bash's $EPOCHREALTIME
+// (no fork per sample). Our modules' samples are taken in alternating blocks, so a slow
+// spell of the machine does not fall on one module's whole sample. Peak RSS comes from
+// getrusage(RUSAGE_CHILDREN) in a Python parent: the largest process of the run (for
+// rpm_exact that may be an rpm it starts; converged runs usually start none).
+func (b *bench) directRuns(ctx context.Context, root string) ([]direct, error) {
 	t := b.targets[0]
-	cases := []struct{ module, args string }{
-		{"rpm_exact", `{"name":"demo","version":"0:1.0-1.noarch"}`},
-		{"systemd_lifecycle", `{"unit":"demo.service","state":"running","enabled":true}`},
+	payloads, err := b.builtinPayloads(ctx, root)
+	if err != nil {
+		return nil, err
 	}
 	const blocks = 4
 	samples := map[string][]float64{}
+	cmds := map[string]string{}
+	for _, c := range directCases {
+		out, err := t.Exec(ctx, "bash", "-c", `ls /root/.cache/richt.services/`+c.ours+`-* | grep -v '\.ok$'`)
+		if err != nil || out.ExitCode != 0 {
+			return nil, fmt.Errorf("cached binary of %s: %v %s", c.ours, err, out.Stderr)
+		}
+		cmds[c.ours] = strings.TrimSpace(out.Stdout) + " - < /root/bench-args-" + c.ours + ".json"
+		if out, err := t.Exec(ctx, "bash", "-c", `printf '%s' "$1" > /root/bench-args-`+c.ours+`.json`, "bash", c.args); err != nil || out.ExitCode != 0 {
+			return nil, fmt.Errorf("arguments of %s: %v %s", c.ours, err, out.Stderr)
+		}
+		cmds[c.builtin] = "/usr/bin/python3 " + payloads[c.builtin]
+	}
 	for block := 0; block < blocks; block++ {
-		for _, c := range cases {
+		for _, c := range directCases {
 			n := b.direct / blocks
 			if block == blocks-1 {
 				n = b.direct - n*(blocks-1)
 			}
-			ms, err := b.directBlock(ctx, t, c.module, c.args, n, block == 0)
+			ms, err := b.directBlock(ctx, t, c.ours, cmds[c.ours], n, block == 0)
 			if err != nil {
 				return nil, err
 			}
-			samples[c.module] = append(samples[c.module], ms...)
+			samples[c.ours] = append(samples[c.ours], ms...)
 		}
 	}
-	res := map[string]float64{}
-	for m, ms := range samples {
-		res[m] = median(ms)
+	// The built-ins take most of a second each: ten runs tell their median well enough.
+	for _, c := range directCases {
+		ms, err := b.directBlock(ctx, t, c.builtin, cmds[c.builtin], 10, true)
+		if err != nil {
+			return nil, err
+		}
+		samples[c.builtin] = ms
+	}
+	var res []direct
+	for _, c := range directCases {
+		for _, m := range []string{c.ours, c.builtin} {
+			rss, err := b.peakRSS(ctx, t, cmds[m])
+			if err != nil {
+				return nil, err
+			}
+			res = append(res, direct{Module: m, Ms: median(samples[m]), RSSKiB: rss})
+		}
 	}
 	return res, nil
 }
 
-// directBlock runs one module n times (after a warm-up) and returns each run's time in ms.
-func (b *bench) directBlock(ctx context.Context, t *testenv.Target, m, args string, n int, first bool) ([]float64, error) {
+// builtinPayloads runs the built-in counterparts once with ANSIBLE_KEEP_REMOTE_FILES and
+// pipelining off, and returns where each module's AnsiballZ payload was left on the target.
+func (b *bench) builtinPayloads(ctx context.Context, root string) (map[string]string, error) {
+	t := b.targets[0]
+	if out, err := t.Exec(ctx, "rm", "-rf", "/root/.ansible/tmp"); err != nil || out.ExitCode != 0 {
+		return nil, fmt.Errorf("empty the remote temporary directory: %v %s", err, out.Stderr)
+	}
+	env := b.env
+	b.env = append(append([]string(nil), env...), "ANSIBLE_KEEP_REMOTE_FILES=1", "ANSIBLE_PIPELINING=0")
+	_, err := b.play("payloads", "one", 1, []map[string]any{play(root, []task{ignore(), builtinPackage(nevraV1), builtinService()})})
+	b.env = env
+	if err != nil {
+		return nil, err
+	}
+	res := map[string]string{}
+	for _, c := range directCases {
+		out, err := t.Exec(ctx, "bash", "-c", "ls /root/.ansible/tmp/ansible-tmp-*/AnsiballZ_"+c.builtin+".py | head -1")
+		if err != nil || out.ExitCode != 0 || strings.TrimSpace(out.Stdout) == "" {
+			return nil, fmt.Errorf("AnsiballZ payload of %s: %v %s %s", c.builtin, err, out.Stdout, out.Stderr)
+		}
+		res[c.builtin] = strings.TrimSpace(out.Stdout)
+	}
+	return res, nil
+}
+
+// directBlock runs one command n times (after a warm-up) and returns each run's time in ms.
+// The first run must report a converged state.
+func (b *bench) directBlock(ctx context.Context, t *testenv.Target, m, cmd string, n int, first bool) ([]float64, error) {
 	warm := 3
 	if first {
 		warm = 10
 	}
+	if strings.HasPrefix(cmd, "/usr/bin/python3") {
+		warm = 2 // a built-in takes most of a second
+	}
 	script := `set -e
-bin=$(ls /root/.cache/richt.services/` + m + `-* | grep -v '\.ok$')
-printf '%s' "$1" > /root/bench-args.json
-"$bin" - < /root/bench-args.json | grep -q '"changed":false'
-for i in $(seq ` + strconv.Itoa(warm) + `); do "$bin" - < /root/bench-args.json >/dev/null; done # warm-up
+run() { ` + cmd + `; }
+run | grep -q '"changed": *false'
+for i in $(seq ` + strconv.Itoa(warm) + `); do run >/dev/null; done # warm-up
 for i in $(seq ` + strconv.Itoa(n) + `); do
-  s=$EPOCHREALTIME; "$bin" - < /root/bench-args.json >/dev/null; e=$EPOCHREALTIME
+  s=$EPOCHREALTIME; run >/dev/null; e=$EPOCHREALTIME
   echo "${s/./} ${e/./}"
 done
-"$bin" - < /root/bench-args.json | grep -o '"observed":"[^"]*"' || true`
-	out, err := t.Exec(ctx, "bash", "-c", script, "bash", args)
+run | grep -o '"observed":"[^"]*"' || true`
+	out, err := t.Exec(ctx, "bash", "-c", script)
 	if err != nil || out.ExitCode != 0 {
 		return nil, fmt.Errorf("direct runs of %s: %v %s %s", m, err, out.Stdout, out.Stderr)
 	}
@@ -381,6 +486,26 @@ done
 		ms = append(ms, float64(e-s)/1000)
 	}
 	return ms, nil
+}
+
+// peakRSS is the median over five runs of the largest resident set a run reached, in KiB.
+func (b *bench) peakRSS(ctx context.Context, t *testenv.Target, cmd string) (int64, error) {
+	const probe = `import resource, subprocess, sys
+subprocess.run(sys.argv[1], shell=True, stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)`
+	var v []float64
+	for i := 0; i < 5; i++ {
+		out, err := t.Exec(ctx, "python3", "-c", probe, cmd)
+		if err != nil || out.ExitCode != 0 {
+			return 0, fmt.Errorf("peak RSS of %s: %v %s", cmd, err, out.Stderr)
+		}
+		kib, err := strconv.ParseInt(strings.TrimSpace(out.Stdout), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("peak RSS of %s: %q: %w", cmd, out.Stdout, err)
+		}
+		v = append(v, float64(kib))
+	}
+	return int64(median(v)), nil
 }
 
 // settle waits until the machine is quiet after the other targets were removed: at least
@@ -425,82 +550,4 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// segments sums task times per segment ("row|side|round").
-func segments(ts []timing) map[string]float64 {
-	m := map[string]float64{}
-	for _, t := range ts {
-		m[t.Segment] += t.Seconds
-	}
-	return m
-}
-
-// rowMedian is the median over measured rounds (round 0 is the warm-up).
-func rowMedian(seg map[string]float64, row, side string) (float64, int) {
-	var v []float64
-	for k, s := range seg {
-		p := strings.Split(k, "|")
-		if len(p) == 3 && p[0] == row && p[1] == side && p[2] != "0" {
-			v = append(v, s)
-		}
-	}
-	return median(v), len(v)
-}
-
-var rows = []struct{ id, title string }{
-	{"pkg-fixtures", "converged exact package, fixture repository (rpm_exact vs dnf)"},
-	{"pkg-bulk", "converged exact package, +2,000-package repository (rpm_exact vs dnf)"},
-	{"upgrade", "upgrade 1.0 → 2.0 (rpm_exact vs dnf)"},
-	{"downgrade", "downgrade 2.0 → 1.0 (rpm_exact vs dnf allow_downgrade)"},
-	{"set-noop", "converged set of 3 pinned packages (rpm_exact packages vs dnf name list)"},
-	{"set-upgrade", "upgrade a set of 3 pinned packages 1.0 → 2.0 (rpm_exact packages vs dnf name list)"},
-	{"set-downgrade", "downgrade the set 2.0 → 1.0 (rpm_exact packages vs dnf name list, allow_downgrade)"},
-	{"svc", "converged service (systemd_lifecycle vs systemd_service)"},
-	{"dropin", "drop-in change + reload (unit_override + reload_on vs copy + handler)"},
-	{"role-converge", "demo role converge from clean (role vs built-in play)"},
-	{"role-noop", "demo role no-op re-run (role vs built-in play)"},
-	{"many-noop", "no-op play, 8 targets, forks 8 (role vs built-in play)"},
-}
-
-func (b *bench) report(ts []timing, direct map[string]float64) {
-	seg := segments(ts)
-	ver, _ := exec.Command(b.ansiblePlaybook, "--version").Output()
-	fmt.Printf("\nricht-bench %s · %s · targets: %s · SSH, pipelining on · %d measured rounds after 1 warm-up\n\n",
-		time.Now().UTC().Format("2006-01-02"), strings.SplitN(string(ver), "\n", 2)[0], b.targets[0].Image, b.rounds)
-	fmt.Println("| row | ours (median s) | built-in (median s) | ours ÷ built-in |")
-	fmt.Println("|---|---:|---:|---:|")
-	for _, r := range rows {
-		o, n := rowMedian(seg, r.id, "ours")
-		bi, _ := rowMedian(seg, r.id, "builtin")
-		if n == 0 || bi == 0 {
-			fmt.Printf("| %s | n/a | n/a | n/a (no timings; failed plays: %s) |\n", r.title, strings.Join(b.failed, ", "))
-			continue
-		}
-		fmt.Printf("| %s | %.3f | %.3f | %.3f |\n", r.title, o, bi, o/bi)
-	}
-	for _, m := range []struct{ ours, builtin, title string }{
-		{"rpm", "dnf", "cold first task: rpm_exact (installs the binary) vs first dnf"},
-		{"svc", "systemd", "cold first task: systemd_lifecycle (installs the binary) vs first systemd_service"},
-	} {
-		o, bi := seg["cold|ours-"+m.ours+"|1"], seg["cold|builtin-"+m.builtin+"|1"]
-		if bi > 0 {
-			fmt.Printf("| %s | %.3f | %.3f | %.3f |\n", m.title, o, bi, o/bi)
-		}
-	}
-	fmt.Println()
-	fmt.Println("| module | binary size (bytes) | direct converged run on the target, median of", b.direct, "(ms) |")
-	fmt.Println("|---|---:|---:|")
-	for _, m := range modules.Names() {
-		fi, err := os.Stat(filepath.Join(b.coll, "ansible_collections/richt/services/bin", m))
-		size := int64(0)
-		if err == nil {
-			size = fi.Size()
-		}
-		d := "—"
-		if v, ok := direct[m]; ok {
-			d = fmt.Sprintf("%.1f", v)
-		}
-		fmt.Printf("| %s | %d | %s |\n", m, size, d)
-	}
 }

@@ -126,10 +126,66 @@ func setupPlay(root string) []map[string]any {
 	return []map[string]any{play(root, []task{noStartLimit(), repoFile("fixtures", "/srv/richt-repos/fixtures"), role()})}
 }
 
-// singlePlays are the rows measured on one target, each its own ansible-playbook run so
-// that no row inherits a long play's state (run in this order).
-func singlePlays(root string, rounds int) []namedPlay {
-	cold := []task{
+// Sides of a row. The Mitogen sides run in a play of their own (the strategy is a play
+// keyword) right after the default-strategy play of the same round.
+const (
+	sideOurs, sideBuiltin               = "ours", "builtin"
+	sideOursMitogen, sideBuiltinMitogen = "ours-mitogen", "builtin-mitogen"
+)
+
+// sideFn is one side's tasks for a round; mark names the segment a row's tasks add to.
+type sideFn func(r int, mark func(row string) task) []task
+
+// rowsPlay is one ansible-playbook run measuring one or more rows.
+type rowsPlay struct {
+	name            string
+	pre, post       []task // set-up and clean-up, not measured
+	ours, builtin   sideFn
+	mitogen         bool // also the two Mitogen sides
+	firstRound      int  // 0: round 0 is a warm-up (not reported); 1: every round counts
+	rounds          int
+	hosts           string
+	forks           int
+	strategyPlugins bool
+}
+
+// plays lays the rounds out: per round the default-strategy play (ours, then built-ins),
+// then with Mitogen the mitogen_linear play (built-ins, then ours). Measured plays ignore
+// errors so that one failing side is recorded (the timing callback notes it) and the
+// other sides and rounds still run.
+func (rp rowsPlay) plays(root string) []map[string]any {
+	var out []map[string]any
+	if len(rp.pre) > 0 {
+		out = append(out, play(root, append([]task{ignore()}, rp.pre...)))
+	}
+	for r := rp.firstRound; r <= rp.rounds; r++ {
+		side := func(f sideFn, name string) []task {
+			return f(r, func(row string) task { return marker(row, name, r) })
+		}
+		p := play(root, append(side(rp.ours, sideOurs), side(rp.builtin, sideBuiltin)...))
+		p["ignore_errors"] = true
+		out = append(out, p)
+		if rp.mitogen {
+			m := play(root, append(side(rp.builtin, sideBuiltinMitogen), side(rp.ours, sideOursMitogen)...))
+			m["ignore_errors"] = true
+			m["strategy"] = "mitogen_linear"
+			out = append(out, m)
+		}
+	}
+	if len(rp.post) > 0 {
+		out = append(out, play(root, append([]task{ignore()}, rp.post...)))
+	}
+	return out
+}
+
+// one repeats a task list under a single row.
+func one(row string, ts ...task) sideFn {
+	return func(r int, mark func(string) task) []task { return append([]task{mark(row)}, ts...) }
+}
+
+// coldPlay measures each module's first task on a target whose binary cache was emptied.
+func coldPlay(root string) []map[string]any {
+	return []map[string]any{play(root, []task{
 		ignore(),
 		{"name": "connection warm-up", "ansible.builtin.raw": "true"},
 		{"name": "empty the binary cache", "ansible.builtin.file": map[string]any{"path": "/root/.cache/richt.services", "state": "absent"}},
@@ -137,54 +193,62 @@ func singlePlays(root string, rounds int) []namedPlay {
 		marker("cold", "builtin-dnf", 1), builtinPackage(nevraV1),
 		marker("cold", "ours-svc", 1), oursService(),
 		marker("cold", "builtin-systemd", 1), builtinService(),
-	}
-	var pkg, svc, dropin, updown, bulk []task
-	sets := []task{ignore(), oursSet("1.0")}
-	for r := 0; r <= rounds; r++ {
-		pkg = append(pkg, marker("pkg-fixtures", "ours", r), oursPackage(demoV1), marker("pkg-fixtures", "builtin", r), builtinPackage(nevraV1))
-		svc = append(svc, marker("svc", "ours", r), oursService(), marker("svc", "builtin", r), builtinService())
-		dropin = append(dropin,
-			marker("dropin", "ours", r),
-			task{"name": "ours drop-in", "register": "bench_ours_dropin", "richt.services.unit_override": map[string]any{
-				"unit": "demo.service", "name": "30-bench-ours.conf", "daemon_reload": false,
-				"content": fmt.Sprintf("[Service]\nEnvironment=BENCH_OURS=%d\n", r)}},
-			task{"name": "ours reload", "richt.services.systemd_lifecycle": map[string]any{
-				"unit": "demo.service", "state": "running", "reload_on": []string{"{{ bench_ours_dropin }}"}}},
-			marker("dropin", "builtin", r),
-			task{"name": "built-in drop-in", "notify": "bench reload", "ansible.builtin.copy": map[string]any{
-				"dest": dropinDir + "/31-bench-builtin.conf", "mode": "0644",
-				"content": fmt.Sprintf("[Service]\nEnvironment=BENCH_BUILTIN=%d\n", r)}},
-			flush(),
-		)
-		updown = append(updown,
-			marker("upgrade", "ours", r), oursPackage(demoV2), marker("downgrade", "ours", r), oursPackage(demoV1),
-			marker("upgrade", "builtin", r), builtinPackage(nevraV2), marker("downgrade", "builtin", r), builtinPackage(nevraV1))
-		sets = append(sets,
-			marker("set-noop", "ours", r), oursSet("1.0"), marker("set-noop", "builtin", r), builtinSet("1.0"),
-			marker("set-upgrade", "ours", r), oursSet("2.0"), marker("set-downgrade", "ours", r), oursSet("1.0"),
-			marker("set-upgrade", "builtin", r), builtinSet("2.0"), marker("set-downgrade", "builtin", r), builtinSet("1.0"))
-		bulk = append(bulk, marker("pkg-bulk", "ours", r), oursPackage(demoV1), marker("pkg-bulk", "builtin", r), builtinPackage(nevraV1))
-	}
-	dropin = append(dropin, ignore(),
-		task{"name": "remove the bench drop-ins", "ansible.builtin.shell": "rm -f " + dropinDir + "/3*-bench-*.conf && systemctl daemon-reload"})
-	bulk = append([]task{ignore(), repoFile("bulk", "/srv/richt-repos/bulk"),
-		{"name": "bulk metadata cached (dnf makecache)", "ansible.builtin.command": "dnf -q makecache"}}, bulk...)
-	bulk = append(bulk, ignore(),
-		task{"name": "remove the bulk repository", "ansible.builtin.file": map[string]any{"path": "/etc/yum.repos.d/bulk.repo", "state": "absent"}})
-	var out []namedPlay
-	for _, p := range []struct {
-		name  string
-		tasks []task
-	}{{"cold", cold}, {"pkg-fixtures", pkg}, {"svc", svc}, {"dropin", dropin}, {"updown", updown}, {"sets", sets}, {"pkg-bulk", bulk}} {
-		out = append(out, namedPlay{p.name, []map[string]any{play(root, p.tasks)}})
-	}
-	return out
+	})}
 }
 
-// namedPlay is one ansible-playbook run.
-type namedPlay struct {
-	name  string
-	plays []map[string]any
+// singlePlays are the rows measured on one target, each its own ansible-playbook run so
+// that no row inherits a long play's state (run in this order).
+func singlePlays(rounds int, mitogen bool) []rowsPlay {
+	dropinOurs := func(r int, mark func(string) task) []task {
+		return []task{mark("dropin"),
+			{"name": "ours drop-in", "register": "bench_ours_dropin", "richt.services.unit_override": map[string]any{
+				"unit": "demo.service", "name": "30-bench-ours.conf", "daemon_reload": false,
+				"content": fmt.Sprintf("[Service]\nEnvironment=BENCH_OURS=%d\n", r)}},
+			{"name": "ours reload", "richt.services.systemd_lifecycle": map[string]any{
+				"unit": "demo.service", "state": "running", "reload_on": []string{"{{ bench_ours_dropin }}"}}}}
+	}
+	dropinBuiltin := func(r int, mark func(string) task) []task {
+		return []task{mark("dropin"),
+			{"name": "built-in drop-in", "notify": "bench reload", "ansible.builtin.copy": map[string]any{
+				"dest": dropinDir + "/31-bench-builtin.conf", "mode": "0644",
+				"content": fmt.Sprintf("[Service]\nEnvironment=BENCH_BUILTIN=%d\n", r)}},
+			flush()}
+	}
+	updown := func(up, down task) sideFn {
+		return func(r int, mark func(string) task) []task {
+			return []task{mark("upgrade"), up, mark("downgrade"), down}
+		}
+	}
+	sets := func(f func(string) task) sideFn {
+		return func(r int, mark func(string) task) []task {
+			return []task{mark("set-noop"), f("1.0"), mark("set-upgrade"), f("2.0"), mark("set-downgrade"), f("1.0")}
+		}
+	}
+	base := rowsPlay{rounds: rounds, mitogen: mitogen, hosts: "one", forks: 1}
+	with := func(rp rowsPlay) rowsPlay {
+		rp.rounds, rp.mitogen, rp.hosts, rp.forks = base.rounds, base.mitogen, base.hosts, base.forks
+		return rp
+	}
+	// The floor: what a task costs that asks the target for nothing (raw: one command over
+	// the connection, no module) and one that runs the smallest module (ping).
+	floor := rowsPlay{name: "floor",
+		ours:    one("floor", task{"name": "raw true", "ansible.builtin.raw": "true"}),
+		builtin: one("floor", task{"name": "ping", "ansible.builtin.ping": nil})}
+	return []rowsPlay{
+		with(floor),
+		with(rowsPlay{name: "pkg-fixtures", ours: one("pkg-fixtures", oursPackage(demoV1)), builtin: one("pkg-fixtures", builtinPackage(nevraV1))}),
+		with(rowsPlay{name: "svc", ours: one("svc", oursService()), builtin: one("svc", builtinService())}),
+		with(rowsPlay{name: "dropin", ours: dropinOurs, builtin: dropinBuiltin,
+			post: []task{{"name": "remove the bench drop-ins", "ansible.builtin.shell": "rm -f " + dropinDir + "/3*-bench-*.conf && systemctl daemon-reload"}}}),
+		with(rowsPlay{name: "updown", ours: updown(oursPackage(demoV2), oursPackage(demoV1)), builtin: updown(builtinPackage(nevraV2), builtinPackage(nevraV1)),
+			post: []task{oursPackage(demoV1)}}),
+		with(rowsPlay{name: "sets", pre: []task{oursSet("1.0")}, ours: sets(oursSet), builtin: sets(builtinSet), post: []task{oursSet("1.0")}}),
+		with(rowsPlay{name: "pkg-bulk",
+			pre: []task{repoFile("bulk", "/srv/richt-repos/bulk"),
+				{"name": "bulk metadata cached (dnf makecache)", "ansible.builtin.command": "dnf -q makecache"}},
+			ours: one("pkg-bulk", oursPackage(demoV1)), builtin: one("pkg-bulk", builtinPackage(nevraV1)),
+			post: []task{{"name": "remove the bulk repository", "ansible.builtin.file": map[string]any{"path": "/etc/yum.repos.d/bulk.repo", "state": "absent"}}}}),
+	}
 }
 
 func reset() []task {
@@ -193,26 +257,47 @@ func reset() []task {
 }
 
 // rolePlay measures the demo role's converge from a clean target and its no-op re-run.
-func rolePlay(root string, rounds int) []map[string]any {
-	var ts []task
-	for r := 0; r <= rounds; r++ {
-		ts = append(ts, reset()...)
-		ts = append(ts, marker("role-converge", "ours", r), role(), marker("role-noop", "ours", r), role())
-		ts = append(ts, reset()...)
-		ts = append(ts, marker("role-converge", "builtin", r))
-		ts = append(ts, builtinRole()...)
-		ts = append(ts, marker("role-noop", "builtin", r))
-		ts = append(ts, builtinRole()...)
+func rolePlay(rounds int, mitogen bool) rowsPlay {
+	return rowsPlay{name: "role", rounds: rounds, mitogen: mitogen, hosts: "one", forks: 1,
+		ours: func(r int, mark func(string) task) []task {
+			return append(reset(), mark("role-converge"), role(), mark("role-noop"), role())
+		},
+		builtin: func(r int, mark func(string) task) []task {
+			ts := append(reset(), mark("role-converge"))
+			ts = append(ts, builtinRole()...)
+			return append(append(ts, mark("role-noop")), builtinRole()...)
+		},
+		post: []task{role()},
 	}
-	return []map[string]any{play(root, ts)}
 }
 
-// manyPlay measures the no-op play on every target at once.
-func manyPlay(root string, rounds int) []map[string]any {
-	var ts []task
-	for r := 0; r <= rounds; r++ {
-		ts = append(ts, marker("many-noop", "ours", r), role(), marker("many-noop", "builtin", r))
-		ts = append(ts, builtinRole()...)
+// scalePlay measures, on n targets at once (forks = n), the demo role's no-op re-run and a
+// changed run: a new log level in a reloadable drop-in, so each round changes one file and
+// reloads the service on every host. Each side sets a level of its own, so each side's run
+// is a change. The set-up play converged every target, so every round counts.
+func scalePlay(n, rounds int) rowsPlay {
+	noop, change := fmt.Sprintf("scale-noop-%d", n), fmt.Sprintf("scale-change-%d", n)
+	// Each side's changed run sets a level of its own, so it is a change; its no-op run
+	// keeps the level the other side's last changed run left.
+	level := func(side string, r int) map[string]any {
+		return map[string]any{"demo_level": fmt.Sprintf("%s%d", side, r)}
 	}
-	return []map[string]any{play(root, ts)}
+	left := func(r int) map[string]any {
+		if r <= 1 {
+			return map[string]any{"demo_level": "info"}
+		}
+		return level("builtin", r-1)
+	}
+	return rowsPlay{name: fmt.Sprintf("scale-%d", n), rounds: rounds, firstRound: 1, hosts: fmt.Sprintf("h%d", n), forks: n,
+		ours: func(r int, mark func(string) task) []task {
+			same, changed := role(), role()
+			same["vars"], changed["vars"] = left(r), level("ours", r)
+			return []task{mark(noop), same, mark(change), changed}
+		},
+		builtin: func(r int, mark func(string) task) []task {
+			return []task{mark(noop), {"name": "built-in play", "block": builtinRole(), "vars": level("ours", r)},
+				mark(change), {"name": "built-in play, new level", "block": builtinRole(), "vars": level("builtin", r)}}
+		},
+		post: []task{role()},
+	}
 }
