@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/testenv"
 )
@@ -14,13 +15,16 @@ import (
 // strategy plugins.
 const mitogenStrategy = "/usr/lib/python3/dist-packages/ansible_mitogen/plugins/strategy"
 
-// Under Mitogen (mitogen_linear over SSH) the modules run through Mitogen's own channel:
-// the fast path steps aside instead of failing (Mitogen forbids the pipelining query it
-// makes), and the demo converges, is idempotent, reports nothing in check mode once
-// converged, and keeps no_log secrets out of the output.
+// Under Mitogen (mitogen_linear over SSH) the modules take the fast path through Mitogen's
+// own channel (its exec_command hands the cached binary its arguments on stdin; Mitogen
+// forbids the pipelining query the fast path makes elsewhere), and the demo converges, is
+// idempotent, reports nothing in check mode once converged, keeps no_log secrets out of
+// the output, and keeps the cache in the effective user's home under become.
 func TestUnderMitogen(t *testing.T) {
 	t.Parallel()
 	tg := target(t)
+	coll, err := collection()
+	require.NoError(t, err)
 	mitogen := func(p string, args ...string) testenv.PlaybookResult {
 		pb := play(t, p, tg)
 		pb.Connection = "ssh"
@@ -28,23 +32,47 @@ func TestUnderMitogen(t *testing.T) {
 		pb.Args = args
 		return pb.RunOK(t)
 	}
-	r := mitogen("demo.yml")
+	tg.MustExec(t, "rm", "-rf", cache)
+	r := mitogen("demo.yml", "-vvv")
 	assert.Positive(t, r.Changed(), "converged from clean")
 	assert.NotContains(t, r.Output, "should never be called")
 	assert.Equal(t, "active", tg.Snapshot(t, "demo.service").ActiveState)
-	assert.Equal(t, 0, mitogen("demo.yml").Changed(), "idempotent")
+	for _, m := range []string{"rpm_exact", "unit_override", "systemd_lifecycle"} {
+		hash := moduleHash(t, coll, m)
+		assert.Contains(t, fastLog(r.Output), "installed "+m+"-"+hash[:12], "the fast path installed %s under Mitogen", m)
+		assert.Contains(t, fastLog(r.Output), "ran cached "+m+"-"+hash[:12])
+	}
+	again := mitogen("demo.yml", "-vvv")
+	assert.Equal(t, 0, again.Changed(), "idempotent")
+	for _, l := range fastLog(again.Output) {
+		assert.True(t, strings.HasPrefix(l, "ran cached "), "a converged run under Mitogen only runs cached binaries: %q", l)
+	}
 	assert.Equal(t, 0, mitogen("demo.yml", "--check", "--diff").Changed(), "check mode on a converged host")
-
-	// The fast path steps aside, and says why (at -vvv).
-	assert.Contains(t, mitogen("demo.yml", "-vvv").Output, "fast path not used for rpm_exact: Mitogen runs the module")
+	// The opt-out still gives Ansible's normal path (Mitogen's own way to run a binary).
+	assert.Contains(t, fastLog(mitogen("demo.yml", "-vvv", "-e", "richt_services_fast_path=false").Output),
+		"not used for rpm_exact: richt_services_fast_path is false")
 
 	// no_log holds in what ansible-playbook prints. Not at -vvv: there Mitogen's own debug
-	// log prints every module call's arguments, secrets included, for any module (Mitogen's
-	// behaviour, documented in docs/benchmarks.md), so this checks --diff at the default
-	// verbosity.
+	// log prints what every call carries, the arguments a module gets on stdin included,
+	// secrets too (Mitogen's behaviour, documented in docs/fastpath.md), so this checks
+	// --diff at the default verbosity.
 	secret := mitogen(filepath.Join(root, "playbooks/testdata/secret.yml"), "--diff")
 	if i := strings.Index(secret.Output, "s3cr3t"); i >= 0 {
 		t.Errorf("the secret is in the output: …%s…", secret.Output[max(0, i-300):min(len(secret.Output), i+100)])
 	}
 	assert.Contains(t, secret.Output, "content is not a valid unit file: line 2")
+
+	// become through Mitogen's sudo: the binary is cached in root's home, not the login
+	// user's.
+	tg.Shell(t, `id deploy >/dev/null 2>&1 || { useradd -m -s /bin/sh deploy &&
+		echo 'deploy ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/deploy && chmod 0440 /etc/sudoers.d/deploy; }`)
+	require.NoError(t, tg.AuthorizeSSH(t.Context(), "deploy"))
+	tg.MustExec(t, "rm", "-rf", cache)
+	become := mitogen("testdata/fastpath.yml", "-vvv", "-e", "ansible_user=deploy", "-e", "ansible_become=true", "-e", "ansible_become_method=sudo")
+	hash := moduleHash(t, coll, "systemd_lifecycle")
+	assert.Equal(t, []string{"installed systemd_lifecycle-" + hash[:12], "ran cached systemd_lifecycle-" + hash[:12], "ran cached systemd_lifecycle-" + hash[:12]}, fastLog(become.Output))
+	assert.Regexp(t, `^regular file 700 root$`, strings.TrimSpace(tg.MustExec(t, "stat", "-c", "%F %a %U", cache+"/systemd_lifecycle-"+hash)))
+	res, err := tg.Exec(t.Context(), "test", "-e", "/home/deploy/.cache/richt.services")
+	require.NoError(t, err)
+	assert.NotZero(t, res.ExitCode, "nothing in the login user's home")
 }

@@ -178,10 +178,6 @@ class FastPathAction(NormalAction):
         """Why this task cannot take the fast path, or None when it can."""
         if not boolean(self._templar.template(task_vars.get(OPT_OUT_VAR, True)), strict=False):
             return '%s is false' % OPT_OUT_VAR
-        if _mitogen(self) or _mitogen(self._connection):
-            # Mitogen keeps one interpreter per host and runs modules through it; it also
-            # forbids _is_pipelining_enabled(). Its own path is what a Mitogen user chose.
-            return 'Mitogen runs the module (its connection replaces pipelining)'
         remembered = _memory(task_vars).get(self._effective_user())
         if remembered:
             return 'remembered for this host: %s' % remembered
@@ -196,6 +192,12 @@ class FastPathAction(NormalAction):
             return 'become_method %s (only sudo is supported)' % become.name
         if getattr(self._connection._shell, 'SHELL_FAMILY', '') != 'sh':
             return 'shell %s is not POSIX sh' % getattr(self._connection._shell, 'SHELL_FAMILY', '?')
+        if _mitogen(self) or _mitogen(self._connection):
+            # Mitogen forbids _is_pipelining_enabled(): it has no pipelining to ask about,
+            # since its exec_command hands the command its stdin in the same call, which is
+            # all the fast path needs. Its own path for a binary module streams the whole
+            # binary from the controller on every task (docs/fastpath.md).
+            return None
         if not self._is_pipelining_enabled('new', wrap_async=False):
             return 'pipelining is off'
         return None

@@ -198,6 +198,13 @@ func buildBulk(dir string, n int) error {
 
 func (b *bench) start(ctx context.Context, fixtureDir, bulk string) error {
 	n := b.scale[len(b.scale)-1]
+	// Each systemd target holds several inotify instances; past the per-user limit their
+	// systemd stalls in "initializing" and the start times out a minute later.
+	if data, err := os.ReadFile("/proc/sys/fs/inotify/max_user_instances"); err == nil {
+		if limit, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && limit < 16*n {
+			return fmt.Errorf("%d targets need fs.inotify.max_user_instances of at least %d, it is %d (bash .ci/setup-host raises it)", n, 16*n, limit)
+		}
+	}
 	b.log("starting %d targets", n)
 	b.targets = make([]*testenv.Target, n)
 	errs := make([]error, n)

@@ -133,8 +133,10 @@ const (
 	sideOursMitogen, sideBuiltinMitogen = "ours-mitogen", "builtin-mitogen"
 )
 
-// sideFn is one side's tasks for a round; mark names the segment a row's tasks add to.
-type sideFn func(r int, mark func(row string) task) []task
+// sideFn is one side's tasks for a round; mark names the segment a row's tasks add to, and
+// side names the side (rows that write a file make each side's content its own, so that
+// every side's task is a change).
+type sideFn func(r int, side string, mark func(row string) task) []task
 
 // rowsPlay is one ansible-playbook run measuring one or more rows.
 type rowsPlay struct {
@@ -160,7 +162,7 @@ func (rp rowsPlay) plays(root string) []map[string]any {
 	}
 	for r := rp.firstRound; r <= rp.rounds; r++ {
 		side := func(f sideFn, name string) []task {
-			return f(r, func(row string) task { return marker(row, name, r) })
+			return f(r, name, func(row string) task { return marker(row, name, r) })
 		}
 		p := play(root, append(side(rp.ours, sideOurs), side(rp.builtin, sideBuiltin)...))
 		p["ignore_errors"] = true
@@ -180,7 +182,7 @@ func (rp rowsPlay) plays(root string) []map[string]any {
 
 // one repeats a task list under a single row.
 func one(row string, ts ...task) sideFn {
-	return func(r int, mark func(string) task) []task { return append([]task{mark(row)}, ts...) }
+	return func(r int, side string, mark func(string) task) []task { return append([]task{mark(row)}, ts...) }
 }
 
 // coldPlay measures each module's first task on a target whose binary cache was emptied.
@@ -199,28 +201,28 @@ func coldPlay(root string) []map[string]any {
 // singlePlays are the rows measured on one target, each its own ansible-playbook run so
 // that no row inherits a long play's state (run in this order).
 func singlePlays(rounds int, mitogen bool) []rowsPlay {
-	dropinOurs := func(r int, mark func(string) task) []task {
+	dropinOurs := func(r int, side string, mark func(string) task) []task {
 		return []task{mark("dropin"),
 			{"name": "ours drop-in", "register": "bench_ours_dropin", "richt.services.unit_override": map[string]any{
 				"unit": "demo.service", "name": "30-bench-ours.conf", "daemon_reload": false,
-				"content": fmt.Sprintf("[Service]\nEnvironment=BENCH_OURS=%d\n", r)}},
+				"content": fmt.Sprintf("[Service]\nEnvironment=BENCH_OURS=%s-%d\n", side, r)}},
 			{"name": "ours reload", "richt.services.systemd_lifecycle": map[string]any{
 				"unit": "demo.service", "state": "running", "reload_on": []string{"{{ bench_ours_dropin }}"}}}}
 	}
-	dropinBuiltin := func(r int, mark func(string) task) []task {
+	dropinBuiltin := func(r int, side string, mark func(string) task) []task {
 		return []task{mark("dropin"),
 			{"name": "built-in drop-in", "notify": "bench reload", "ansible.builtin.copy": map[string]any{
 				"dest": dropinDir + "/31-bench-builtin.conf", "mode": "0644",
-				"content": fmt.Sprintf("[Service]\nEnvironment=BENCH_BUILTIN=%d\n", r)}},
+				"content": fmt.Sprintf("[Service]\nEnvironment=BENCH_BUILTIN=%s-%d\n", side, r)}},
 			flush()}
 	}
 	updown := func(up, down task) sideFn {
-		return func(r int, mark func(string) task) []task {
+		return func(r int, side string, mark func(string) task) []task {
 			return []task{mark("upgrade"), up, mark("downgrade"), down}
 		}
 	}
 	sets := func(f func(string) task) sideFn {
-		return func(r int, mark func(string) task) []task {
+		return func(r int, side string, mark func(string) task) []task {
 			return []task{mark("set-noop"), f("1.0"), mark("set-upgrade"), f("2.0"), mark("set-downgrade"), f("1.0")}
 		}
 	}
@@ -259,10 +261,10 @@ func reset() []task {
 // rolePlay measures the demo role's converge from a clean target and its no-op re-run.
 func rolePlay(rounds int, mitogen bool) rowsPlay {
 	return rowsPlay{name: "role", rounds: rounds, mitogen: mitogen, hosts: "one", forks: 1,
-		ours: func(r int, mark func(string) task) []task {
+		ours: func(r int, side string, mark func(string) task) []task {
 			return append(reset(), mark("role-converge"), role(), mark("role-noop"), role())
 		},
-		builtin: func(r int, mark func(string) task) []task {
+		builtin: func(r int, side string, mark func(string) task) []task {
 			ts := append(reset(), mark("role-converge"))
 			ts = append(ts, builtinRole()...)
 			return append(append(ts, mark("role-noop")), builtinRole()...)
@@ -289,12 +291,12 @@ func scalePlay(n, rounds int) rowsPlay {
 		return level("builtin", r-1)
 	}
 	return rowsPlay{name: fmt.Sprintf("scale-%d", n), rounds: rounds, firstRound: 1, hosts: fmt.Sprintf("h%d", n), forks: n,
-		ours: func(r int, mark func(string) task) []task {
+		ours: func(r int, side string, mark func(string) task) []task {
 			same, changed := role(), role()
 			same["vars"], changed["vars"] = left(r), level("ours", r)
 			return []task{mark(noop), same, mark(change), changed}
 		},
-		builtin: func(r int, mark func(string) task) []task {
+		builtin: func(r int, side string, mark func(string) task) []task {
 			return []task{mark(noop), {"name": "built-in play", "block": builtinRole(), "vars": level("ours", r)},
 				mark(change), {"name": "built-in play, new level", "block": builtinRole(), "vars": level("builtin", r)}}
 		},

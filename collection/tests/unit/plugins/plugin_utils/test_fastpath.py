@@ -315,23 +315,29 @@ class MitogenConnection(MitogenBase, Connection):
     """Mitogen's ssh plugin: defined in the plugin loader's module, based on ansible_mitogen's."""
 
 
-def test_mitogen_takes_its_own_path(constants):
-    """Under Mitogen the normal path runs, before anything calls _is_pipelining_enabled()
-    (Mitogen's action mixin raises there)."""
+def test_mitogen_takes_the_fast_path(constants):
+    """Under Mitogen the fast path runs without asking _is_pipelining_enabled() (Mitogen's
+    action mixin raises there): its exec_command takes stdin with the command."""
     act = action(connection=MitogenConnection())
 
     def forbidden(*_args, **_kwargs):
         raise AssertionError('_is_pipelining_enabled() should never be called')
     act._is_pipelining_enabled = forbidden
-    assert act.fallback_reason({}) == 'Mitogen runs the module (its connection replaces pipelining)'
-    # The opt-out still comes first.
+    assert act.fallback_reason({}) is None
+    # The opt-out and the other reasons still count.
     assert act.fallback_reason({fastpath.OPT_OUT_VAR: False}) == 'richt_services_fast_path is false'
+    act._task.async_val = 5
+    assert act.fallback_reason({}) == 'async task'
 
 
 def test_mitogen_action_mixin_is_noticed(constants):
     """Mitogen's strategy mixes its ActionModuleMixin into the action plugin's class."""
     act = action(cls=type('ActionModule', (MitogenBase, fastpath.FastPathAction), {}))
-    assert act.fallback_reason({}) == 'Mitogen runs the module (its connection replaces pipelining)'
+
+    def forbidden(*_args, **_kwargs):
+        raise AssertionError('_is_pipelining_enabled() should never be called')
+    act._is_pipelining_enabled = forbidden
+    assert act.fallback_reason({}) is None
 
 
 # --- run(): which path a task takes --------------------------------------------------------
