@@ -157,6 +157,11 @@ func run(c config) error {
 	for _, t := range b.targets[1:] {
 		_ = t.Terminate(ctx)
 	}
+	// The direct runs time converged runs: whatever the rows left (with -only, any state),
+	// the first target is converged again first.
+	if _, err := b.play("reconverge", "one", 1, setupPlay(root)); err != nil {
+		return err
+	}
 	b.settle()
 	direct, err := b.directRuns(ctx, root)
 	if err != nil {
