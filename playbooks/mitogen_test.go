@@ -11,10 +11,6 @@ import (
 	"github.com/richt/services/testenv"
 )
 
-// mitogenStrategy is where Debian's ansible-mitogen (0.3.3, ansible-core ≤ 2.14) keeps its
-// strategy plugins.
-const mitogenStrategy = "/usr/lib/python3/dist-packages/ansible_mitogen/plugins/strategy"
-
 // Under Mitogen (mitogen_linear over SSH) the modules take the fast path through Mitogen's
 // own channel (its exec_command hands the cached binary its arguments on stdin; Mitogen
 // forbids the pipelining query the fast path makes elsewhere), and the demo converges, is
@@ -28,7 +24,7 @@ func TestUnderMitogen(t *testing.T) {
 	mitogen := func(p string, args ...string) testenv.PlaybookResult {
 		pb := play(t, p, tg)
 		pb.Connection = "ssh"
-		pb.Env = []string{"ANSIBLE_PIPELINING=1", "ANSIBLE_STRATEGY_PLUGINS=" + mitogenStrategy, "ANSIBLE_STRATEGY=mitogen_linear"}
+		pb.Env = []string{"ANSIBLE_PIPELINING=1", "ANSIBLE_STRATEGY_PLUGINS=" + testenv.MitogenStrategyPlugins, "ANSIBLE_STRATEGY=mitogen_linear"}
 		pb.Args = args
 		return pb.RunOK(t)
 	}

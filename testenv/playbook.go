@@ -15,6 +15,12 @@ import (
 	"time"
 )
 
+// MitogenStrategyPlugins is where Debian's ansible-mitogen (0.3.3, for ansible-core up to
+// 2.14) installs its strategy plugins: a Playbook runs under Mitogen with
+// ANSIBLE_STRATEGY_PLUGINS set to it and ANSIBLE_STRATEGY=mitogen_linear (or the play
+// keyword strategy: mitogen_linear). Mitogen reaches targets over SSH.
+const MitogenStrategyPlugins = "/usr/lib/python3/dist-packages/ansible_mitogen/plugins/strategy"
+
 // Playbook is one ansible-playbook run against targets, reached with the
 // community.docker.docker connection (no SSH, nothing to set up in the target) or, with
 // Connection "ssh", over SSH with the process's key (see Target.SSH).

@@ -40,10 +40,6 @@ type config struct {
 	ansiblePlaybook, only, out        string
 }
 
-// mitogenStrategy is where Debian's ansible-mitogen (0.3.3, for ansible-core up to 2.14)
-// installs its strategy plugins.
-const mitogenStrategy = "/usr/lib/python3/dist-packages/ansible_mitogen/plugins/strategy"
-
 func main() {
 	var c config
 	flag.IntVar(&c.rounds, "rounds", 5, "measured rounds per row (after one warm-up round)")
@@ -55,7 +51,7 @@ func main() {
 	flag.StringVar(&c.ansiblePlaybook, "ansible-playbook", "ansible-playbook", "the controller to measure with (for example /opt/richt/ansible-core-2.19/bin/ansible-playbook)")
 	flag.StringVar(&c.only, "only", "", "comma-separated plays to run (for work on the bench itself; the report then has gaps)")
 	flag.StringVar(&c.out, "out", "build/bench", "directory for the report (bench.md), the raw figures (bench.json) and the plot (benchmarks.png)")
-	flag.BoolVar(&c.mitogen, "mitogen", true, "also measure under Mitogen's mitogen_linear strategy (when "+mitogenStrategy+" exists)")
+	flag.BoolVar(&c.mitogen, "mitogen", true, "also measure under Mitogen's mitogen_linear strategy (when "+testenv.MitogenStrategyPlugins+" exists)")
 	flag.Parse()
 	for _, f := range strings.Split(*scale, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -66,7 +62,7 @@ func main() {
 		c.scale = append(c.scale, n)
 	}
 	sort.Ints(c.scale)
-	if _, err := os.Stat(mitogenStrategy); c.mitogen && err != nil {
+	if _, err := os.Stat(testenv.MitogenStrategyPlugins); c.mitogen && err != nil {
 		fmt.Fprintf(os.Stderr, "richt-bench: no Mitogen rows: %v (bash .ci/setup-host installs ansible-mitogen)\n", err)
 		c.mitogen = false
 	}
@@ -297,7 +293,7 @@ func (b *bench) setup(root string) error {
 		"ANSIBLE_RETRY_FILES_ENABLED=false")
 	if b.mitogen {
 		// Plays choose mitogen_linear with the strategy keyword; the default stays linear.
-		b.env = append(b.env, "ANSIBLE_STRATEGY_PLUGINS="+mitogenStrategy)
+		b.env = append(b.env, "ANSIBLE_STRATEGY_PLUGINS="+testenv.MitogenStrategyPlugins)
 	}
 	return nil
 }
