@@ -49,6 +49,15 @@ func moduleHash(t *testing.T, coll, module string) string {
 	return m[1]
 }
 
+// sshSudoer makes a login user on tg (once) who reaches it over SSH with the test key and
+// may sudo to anyone without a password: the become cases log in as that user.
+func sshSudoer(t *testing.T, tg *testenv.Target, name string) {
+	t.Helper()
+	tg.Shell(t, fmt.Sprintf(`id %[1]s >/dev/null 2>&1 || { useradd -m -s /bin/sh %[1]s &&
+		echo '%[1]s ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/%[1]s && chmod 0440 /etc/sudoers.d/%[1]s; }`, name))
+	require.NoError(t, tg.AuthorizeSSH(t.Context(), name))
+}
+
 func TestFastPath(t *testing.T) {
 	for _, c := range controllers {
 		t.Run(c.name, func(t *testing.T) {
@@ -207,9 +216,7 @@ func TestFastPath(t *testing.T) {
 			})
 
 			t.Run("become: the cache belongs to the effective user", func(t *testing.T) {
-				tg.Shell(t, `id deploy >/dev/null 2>&1 || { useradd -m -s /bin/sh deploy &&
-					echo 'deploy ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/deploy && chmod 0440 /etc/sudoers.d/deploy; }`)
-				require.NoError(t, tg.AuthorizeSSH(t.Context(), "deploy"))
+				sshSudoer(t, tg, "deploy")
 				tg.MustExec(t, "rm", "-rf", cache)
 				p := fast()
 				p.Args = []string{"-e", "ansible_user=deploy", "-e", "ansible_become=true", "-e", "ansible_become_method=sudo"}

@@ -60,9 +60,7 @@ func TestUnderMitogen(t *testing.T) {
 
 	// become through Mitogen's sudo: the binary is cached in root's home, not the login
 	// user's.
-	tg.Shell(t, `id deploy >/dev/null 2>&1 || { useradd -m -s /bin/sh deploy &&
-		echo 'deploy ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/deploy && chmod 0440 /etc/sudoers.d/deploy; }`)
-	require.NoError(t, tg.AuthorizeSSH(t.Context(), "deploy"))
+	sshSudoer(t, tg, "deploy")
 	tg.MustExec(t, "rm", "-rf", cache)
 	become := mitogen("testdata/fastpath.yml", "-vvv", "-e", "ansible_user=deploy", "-e", "ansible_become=true", "-e", "ansible_become_method=sudo")
 	hash := moduleHash(t, coll, "systemd_lifecycle")
