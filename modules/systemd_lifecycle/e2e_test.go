@@ -141,6 +141,27 @@ func testRunAndBootState(t *testing.T, e *env) {
 		assert.Equal(t, map[string]any{"state": "running", "enabled": true, "unit_file_state": "enabled", "load_state": "loaded"}, r.Map("after"))
 	})
 
+	t.Run("a unit file change and an enable share one manager reload", func(t *testing.T) {
+		u := e.unit(t, "a7")
+		dropIn := "/etc/systemd/system/" + u + ".d/10-env.conf"
+		e.t.MustExec(t, "mkdir", "-p", "/etc/systemd/system/"+u+".d")
+		require.NoError(t, e.t.WriteFile(context.Background(), dropIn, []byte("[Service]\nEnvironment=A7=synced\n"), 0o644))
+		r := e.run(t, map[string]any{"unit": u, "enabled": true, "restart_on": []any{map[string]any{"changed": true, "daemon_reload": "needed"}}})
+		ok(t, r)
+		want := []string{"enable", "daemon-reload", "start"} // D-Bus: the sync's reload serves the enable
+		if e.backend == "systemctl" {
+			want = []string{"daemon-reload", "enable", "start"} // systemctl enable reloads by itself
+		}
+		assert.Equal(t, want, actions(r))
+		assert.Equal(t, "enabled", e.t.Snapshot(t, u).UnitFileState)
+		assert.Equal(t, "A7=synced", strings.TrimSpace(e.t.MustExec(t, "systemctl", "show", "-P", "Environment", u)))
+		// An enable leaves every unit NeedDaemonReload=yes until the next reload: the run's
+		// reload came after it.
+		for _, unit := range []string{u, "systemd-journald.service"} {
+			assert.Equal(t, "no", strings.TrimSpace(e.t.MustExec(t, "systemctl", "show", "-P", "NeedDaemonReload", unit)), unit)
+		}
+	})
+
 	t.Run("check mode changes nothing", func(t *testing.T) {
 		u := e.unit(t, "a6", reloadable)
 		r := e.run(t, map[string]any{"unit": u, "enabled": true, "_ansible_check_mode": true, "restart_on": []any{changed}})

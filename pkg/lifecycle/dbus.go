@@ -226,19 +226,32 @@ func (b *Bus) Job(ctx context.Context, action, unit string) error {
 
 // SetEnabled implements Systemd, then reloads the manager as systemctl enable does.
 func (b *Bus) SetEnabled(ctx context.Context, unit string, enabled bool) error {
-	c, err := b.conn(ctx)
-	if err != nil {
+	if _, err := b.EnableFiles(ctx, unit, enabled); err != nil {
 		return err
 	}
+	return b.DaemonReload(ctx)
+}
+
+// EnableFiles implements UnitFileEnabler: the links only, without the manager reload.
+func (b *Bus) EnableFiles(ctx context.Context, unit string, enabled bool) (bool, error) {
+	c, err := b.conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	n := 0
 	if enabled {
-		_, _, err = c.EnableUnitFilesContext(ctx, []string{unit}, false, false)
+		var changes []sdbus.EnableUnitFileChange
+		_, changes, err = c.EnableUnitFilesContext(ctx, []string{unit}, false, false)
+		n = len(changes)
 	} else {
-		_, err = c.DisableUnitFilesContext(ctx, []string{unit}, false)
+		var changes []sdbus.DisableUnitFileChange
+		changes, err = c.DisableUnitFilesContext(ctx, []string{unit}, false)
+		n = len(changes)
 	}
 	if err != nil {
-		return fmt.Errorf("set enabled=%v over D-Bus: %w", enabled, err)
+		return false, fmt.Errorf("set enabled=%v over D-Bus: %w", enabled, err)
 	}
-	return b.DaemonReload(ctx)
+	return n > 0, nil
 }
 
 // SetMasked implements Systemd, then reloads the manager as systemctl mask does.

@@ -93,6 +93,13 @@ func (f *fakeSystemd) SetEnabled(_ context.Context, _ string, en bool) error {
 	f.p.UnitFileState = map[bool]string{true: "enabled", false: "disabled"}[en]
 	return nil
 }
+func (f *fakeSystemd) EnableFiles(_ context.Context, _ string, en bool) (bool, error) {
+	f.calls = append(f.calls, map[bool]string{true: "enable-files", false: "disable-files"}[en])
+	state := map[bool]string{true: "enabled", false: "disabled"}[en]
+	changed := f.p.UnitFileState != state
+	f.p.UnitFileState = state
+	return changed, nil
+}
 func (f *fakeSystemd) Journal(context.Context, string, int) []string { return []string{"journal line"} }
 
 type memStore struct {
@@ -203,6 +210,13 @@ func TestFlow(t *testing.T) {
 		{name: "restart trigger", p: props("active", "enabled"), args: map[string]any{"unit": "demo", "restart_on": []any{ch}}, calls: []string{"restart"}},
 		{name: "trigger reporting a unit file change syncs first", p: props("active", "enabled"), args: map[string]any{"unit": "demo", "restart_on": []any{map[string]any{"changed": true, "daemon_reload": "needed"}}}, calls: []string{"daemon-reload", "restart"}},
 		{name: "recorded sync", p: props("active", "enabled"), syncDue: true, args: map[string]any{"unit": "demo"}, calls: []string{"daemon-reload"}},
+		// The enable goes first, so the sync's one reload serves both.
+		{name: "sync and enable: one reload", p: props("inactive", "disabled"), syncDue: true, args: map[string]any{"unit": "demo", "enabled": true}, calls: []string{"enable-files", "daemon-reload", "start"}, actions: []string{"enable", "daemon-reload", "start"}},
+		{name: "sync and disable: one reload", p: props("active", "enabled"), syncDue: true, args: map[string]any{"unit": "demo", "enabled": false}, calls: []string{"disable-files", "daemon-reload"}, actions: []string{"disable", "daemon-reload"}},
+		{name: "sync, already enabled: no enable", p: props("inactive", "enabled"), syncDue: true, args: map[string]any{"unit": "demo", "enabled": true}, calls: []string{"daemon-reload", "start"}, actions: []string{"daemon-reload", "start"}},
+		{name: "sync, a static unit: left to the plan", p: props("inactive", "static"), syncDue: true, args: map[string]any{"unit": "demo", "enabled": true}, calls: []string{"daemon-reload", "start"}},
+		{name: "sync and enable with the mask named: in plan order", p: props("inactive", "disabled"), syncDue: true, args: map[string]any{"unit": "demo", "enabled": true, "masked": false}, calls: []string{"daemon-reload", "enable", "start"}},
+		{name: "sync and enable in check mode: nothing done", p: props("inactive", "disabled"), syncDue: true, args: map[string]any{"unit": "demo", "enabled": true, "_ansible_check_mode": true}, actions: []string{"daemon-reload", "enable", "start"}},
 		{name: "pending restart without trigger", p: props("active", "enabled"), pending: "restart", args: map[string]any{"unit": "demo"}, calls: []string{"restart"}},
 		{name: "pending restart served by a later activation: nothing more, cleared", p: props("active", "enabled"), enter: 2_000, pending: "restart", args: map[string]any{"unit": "demo"}},
 		{name: "pending reload served by a later activation", p: props("active", "enabled"), enter: 2_000, pending: "reload", args: map[string]any{"unit": "demo"}},

@@ -21,6 +21,17 @@ type Systemd interface {
 	Journal(ctx context.Context, unit string, lines int) []string
 }
 
+// UnitFileEnabler is implemented by backends that can change a unit's boot state without
+// reloading the manager. A run that reloads the manager anyway (a manager sync) enables
+// first and lets that one reload serve both: enabling works on the unit's files on disk,
+// not on what the manager has loaded, and systemd marks every unit NeedDaemonReload after
+// it until the next reload, which the sync then is.
+type UnitFileEnabler interface {
+	// EnableFiles makes or removes the unit's [Install] links; changed says whether any
+	// link was made or removed.
+	EnableFiles(ctx context.Context, unit string, enabled bool) (changed bool, err error)
+}
+
 // PIDReader is implemented by backends whose Show leaves MainPID at 0 to keep an
 // observation to one query; the result's main_pid after an action comes from it.
 type PIDReader interface {
