@@ -133,7 +133,10 @@ func TestLifecycle(t *testing.T) {
 		f.target.MustExec(t, "touch", real)
 		r := f.run(t, map[string]any{"name": "demo", "version": v1})
 		assert.NotEqual(t, record, f.target.MustExec(t, "cat", "/var/lib/richt/manager-check.json"), "checked again and re-recorded")
-		assert.Regexp(t, `^4\.`, r.String("manager_version"))
+		// Read from DNF's files (QuickManagerVersion): it must be what DNF itself says.
+		version, _, _ := strings.Cut(f.target.MustExec(t, "dnf", "--version"), "\n")
+		assert.Regexp(t, `^4\.`, version)
+		assert.Equal(t, strings.TrimSpace(version), r.String("manager_version"))
 		require.False(t, r.Failed(), r.Msg())
 		assert.True(t, r.Changed())
 		assert.Equal(t, "install-nevra", r.String("operation"))

@@ -20,19 +20,28 @@ func ExecutableIdentity(command string) (string, error) {
 }
 
 func executableIdentity(command string) (string, time.Time, error) {
-	path, err := exec.LookPath(command)
+	real, err := LocateCommand(command)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("find %s: %w", command, err)
-	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("resolve %s: %w", path, err)
+		return "", time.Time{}, err
 	}
 	f, err := fileIdentity(real)
 	if err != nil {
 		return "", time.Time{}, err
 	}
 	return real + " " + f.id, f.ctime, nil
+}
+
+// LocateCommand is the file a command resolves to through PATH and symlinks.
+func LocateCommand(command string) (string, error) {
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return "", fmt.Errorf("find %s: %w", command, err)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", path, err)
+	}
+	return real, nil
 }
 
 // identity is what fileIdentity found.

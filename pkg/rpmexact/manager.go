@@ -43,3 +43,87 @@ func CheckManager(ctx context.Context, r runner.Runner, manager string) (string,
 	}
 	return first, nil
 }
+
+// findDNF is what the interpreter runs to say where it imports dnf from, without importing
+// it (importing dnf is what makes `dnf --version` take about 0.4 s). -I: isolated, as
+// neither the working directory nor PYTHON* variables are the manager's.
+const findDNF = `import importlib.util as u; s = u.find_spec("dnf"); print(s.origin if s and s.origin else "")`
+
+// ManagerFiles reads the manager's files for QuickManagerVersion: Locate resolves a command
+// through PATH and symlinks, ReadFile reads a file.
+type ManagerFiles struct {
+	Locate   func(command string) (string, error)
+	ReadFile func(path string) ([]byte, error)
+}
+
+// QuickManagerVersion reads DNF 4's version from the dnf package the manager's own
+// interpreter imports: the version is a constant there (dnf/const.py), so about 30 ms
+// instead of the 0.4 s of `dnf --version`. It answers only when every step has DNF 4's
+// layout: the command is a script with an interpreter on its #! line, the script runs
+// dnf.cli, the interpreter finds a dnf package, and its const.py sets a DNF 4 VERSION.
+// Anything else (DNF 5 is a compiled program) gives ok=false, and the caller asks
+// `dnf --version`, which is the check that refuses.
+func QuickManagerVersion(ctx context.Context, r runner.Runner, files ManagerFiles, manager string) (version string, ok bool) {
+	script, err := files.Locate(manager)
+	if err != nil {
+		return "", false
+	}
+	src, err := files.ReadFile(script)
+	if err != nil {
+		return "", false
+	}
+	interp, ok := ScriptInterpreter(src)
+	if !ok || !strings.Contains(string(src), "dnf.cli") {
+		return "", false
+	}
+	res, err := r.Run(ctx, interp, "-I", "-c", findDNF)
+	if err != nil || res.ExitCode != 0 {
+		return "", false
+	}
+	origin := strings.TrimSpace(res.Stdout)
+	if !strings.HasSuffix(origin, "/dnf/__init__.py") {
+		return "", false
+	}
+	constants, err := files.ReadFile(strings.TrimSuffix(origin, "__init__.py") + "const.py")
+	if err != nil {
+		return "", false
+	}
+	v, ok := ConstVersion(constants)
+	if !ok || !dnf4Version.MatchString(v) {
+		return "", false
+	}
+	return v, true
+}
+
+// ScriptInterpreter is the absolute interpreter path on a script's #! line. Options after
+// it are allowed (and not passed on: the caller runs the interpreter isolated); `env`
+// indirection is not, since PATH lookup is not what the script's own run would do.
+func ScriptInterpreter(src []byte) (string, bool) {
+	first, _, _ := strings.Cut(string(src), "\n")
+	rest, ok := strings.CutPrefix(first, "#!")
+	if !ok {
+		return "", false
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 || !strings.HasPrefix(fields[0], "/") || strings.HasSuffix(fields[0], "/env") {
+		return "", false
+	}
+	for _, opt := range fields[1:] {
+		if !strings.HasPrefix(opt, "-") {
+			return "", false
+		}
+	}
+	return fields[0], true
+}
+
+var constVersionLine = regexp.MustCompile(`(?m)^VERSION\s*=\s*(?:'([^'\n]*)'|"([^"\n]*)")\s*(?:#.*)?$`)
+
+// ConstVersion is the VERSION that dnf/const.py assigns at the top level, when exactly one
+// line assigns it a plain string.
+func ConstVersion(src []byte) (string, bool) {
+	m := constVersionLine.FindAllSubmatch(src, -1)
+	if len(m) != 1 {
+		return "", false
+	}
+	return string(m[0][1]) + string(m[0][2]), true
+}

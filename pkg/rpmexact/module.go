@@ -47,6 +47,9 @@ type Deps struct {
 	Memo     ManagerMemo
 	Identify func(command string) (string, error)
 	Queries  QueryCache
+	// Files, when set, lets the manager check read DNF 4's version from its files before
+	// it asks `dnf --version` (QuickManagerVersion).
+	Files *ManagerFiles
 }
 
 // Where the first observation of a run came from, as reported in the result's `observed`.
@@ -611,7 +614,14 @@ func (d Deps) checkManager(ctx context.Context, manager string, remember bool) (
 			}
 		}
 	}
-	v, err := CheckManager(ctx, d.Runner, manager)
+	v, ok := "", false
+	if d.Files != nil {
+		v, ok = QuickManagerVersion(ctx, d.Runner, *d.Files, manager)
+	}
+	var err error
+	if !ok {
+		v, err = CheckManager(ctx, d.Runner, manager)
+	}
 	if err != nil || id == "" || !remember {
 		return v, err
 	}
