@@ -769,7 +769,11 @@ func (r *run) runState(ctx context.Context, p Plan, f Facts, step Step) error {
 	jobErr := r.Systemd.Job(ctx, string(action), r.want.Unit)
 	var final Props
 	var err error
+	var probing *probeRun
 	if jobErr == nil {
+		// The probe runs while the settle time passes: both must hold, and a service
+		// usually answers within that window, so neither waits for the other.
+		probing = r.startProbe(ctx, p)
 		final, err = r.verify(ctx, action, p.Settle)
 	}
 	if err == nil && jobErr == nil && action == reaction.ReloadIt && before.InvocationID != "" && final.InvocationID != before.InvocationID {
@@ -778,6 +782,7 @@ func (r *run) runState(ctx context.Context, p Plan, f Facts, step Step) error {
 		err = fmt.Errorf("%s was started anew during its reload (invocation %s, then %s): the reload did not keep the process", r.want.Unit, before.InvocationID, final.InvocationID)
 	}
 	if jobErr != nil || err != nil {
+		probing.abandon()
 		due := reaction.None
 		if p.RecordPending {
 			due = f.Due
@@ -798,10 +803,11 @@ func (r *run) runState(ctx context.Context, p Plan, f Facts, step Step) error {
 	// restarts anything by itself.
 	if p.RecordPending || p.ClearPending {
 		if err := r.Store.ClearPending(r.want.Unit); err != nil {
+			probing.abandon()
 			return err
 		}
 	}
-	return r.probe(ctx, p)
+	return r.health(p, probing)
 }
 
 // converged finishes a plan without a run-state step: pending records it settled are
@@ -815,12 +821,50 @@ func (r *run) converged(ctx context.Context, p Plan) error {
 	return r.probe(ctx, p)
 }
 
-// probe runs the plan's health probe until it passes or the deadline ends.
-func (r *run) probe(ctx context.Context, p Plan) error {
+// probeRun is a health probe running in the background.
+type probeRun struct {
+	done     chan struct{}
+	cancel   context.CancelFunc
+	attempts int
+	err      error
+}
+
+// startProbe starts the plan's health probe, which tries until it passes or ctx ends; nil
+// when the plan has none.
+func (r *run) startProbe(ctx context.Context, p Plan) *probeRun {
 	if p.Probe == nil {
 		return nil
 	}
-	attempts, err := r.prober().Wait(ctx, *p.Probe)
+	pctx, cancel := context.WithCancel(ctx)
+	pr := &probeRun{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(pr.done)
+		pr.attempts, pr.err = r.prober().Wait(pctx, *p.Probe)
+	}()
+	return pr
+}
+
+// abandon stops a probe whose action failed: its answer would not be reported.
+func (pr *probeRun) abandon() {
+	if pr != nil {
+		pr.cancel()
+		<-pr.done
+	}
+}
+
+// probe runs the plan's health probe until it passes or the deadline ends.
+func (r *run) probe(ctx context.Context, p Plan) error {
+	return r.health(p, r.startProbe(ctx, p))
+}
+
+// health waits for a started probe and reports it; a failed probe fails the task.
+func (r *run) health(p Plan, pr *probeRun) error {
+	if pr == nil {
+		return nil
+	}
+	<-pr.done
+	pr.cancel()
+	attempts, err := pr.attempts, pr.err
 	r.res.Health = &HealthResult{Probe: p.Probe.String(), Attempts: attempts, Healthy: err == nil}
 	if err == nil {
 		return nil

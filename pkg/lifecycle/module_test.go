@@ -449,3 +449,49 @@ func TestReloadThatRestartsFails(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out, &res))
 	assert.Contains(t, res["msg"], "started anew during its reload")
 }
+
+// settlingSystemd holds every observation after a start until the probe has begun, so a
+// run that probed only after the settle time would never see its probe.
+type settlingSystemd struct {
+	fakeSystemd
+	probed  chan struct{}
+	waited  bool // an observation gave up waiting for the probe
+	started bool
+}
+
+func (s *settlingSystemd) Job(ctx context.Context, action, unit string) error {
+	s.started = true
+	return s.fakeSystemd.Job(ctx, action, unit)
+}
+
+func (s *settlingSystemd) Show(ctx context.Context, unit string) (Props, error) {
+	if s.started {
+		select {
+		case <-s.probed:
+		case <-time.After(2 * time.Second):
+			s.waited = true
+		}
+	}
+	return s.fakeSystemd.Show(ctx, unit)
+}
+
+type signallingProber struct{ probed chan struct{} }
+
+func (p signallingProber) Wait(context.Context, health.Probe) (int, error) {
+	close(p.probed)
+	return 1, nil
+}
+
+// The probe runs while the unit settles after its start, not after the settle time.
+func TestProbeRunsDuringSettle(t *testing.T) {
+	probed := make(chan struct{})
+	sd := &settlingSystemd{fakeSystemd: fakeSystemd{p: props("inactive", "enabled")}, probed: probed}
+	d := Deps{Systemd: sd, Store: &memStore{pending: map[string]*durable.Pending{}}, Now: func() (stamp.Stamp, error) { return testNow, nil },
+		Clock: &fakeClock{now: time.Unix(1000, 0)}, Prober: signallingProber{probed: probed}}
+	data, _ := json.Marshal(map[string]any{"unit": "demo", "health": map[string]any{"tcp": "127.0.0.1:8080"}})
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(ansible.Execute(context.Background(), Spec(), []string{"-"}, strings.NewReader(string(data)), Handler(d)), &res))
+	assert.Nil(t, res["failed"], res["msg"])
+	assert.False(t, sd.waited, "the settle's observations waited for a probe that had not begun")
+	assert.Equal(t, true, res["health"].(map[string]any)["healthy"])
+}

@@ -20,8 +20,13 @@ description:
     restart or reload); and the state they lead to. Apply: each step is carried out and verified in that order. After an
     unmask, enable or disable the unit is observed again and the rest is decided again, so
     the run-state action always follows from the state observed just before it. The
-    run-state action must then settle (I(settle)), and the health probe (I(health)) runs
-    last."
+    run-state action must then settle (I(settle)); the health probe (I(health)) starts as
+    soon as systemd's job is done and runs while the unit settles, and the task ends when
+    both hold. One step moves ahead: when the run reloads systemd's manager anyway (a
+    manager sync, C(daemon-reload) in I(actions)) and the unit's file state is plainly the
+    opposite of I(enabled) (C(disabled) or C(enabled)), the enable or disable comes first,
+    over D-Bus, so that one reload serves both, and I(actions) lists it before
+    C(daemon-reload). Enabling works on the unit's files, not on what the manager loaded."
   - "In check mode the plan is the answer: its steps are I(actions), the state they lead to
     is I(after), and nothing is applied, so nothing settles and no probe runs."
   - Runs for one unit are serialized, with each other and with richt.services.unit_override
@@ -235,7 +240,7 @@ notes:
     unit must stay C(active) with the same invocation: one that fails or stops meanwhile
     fails the task, and so does one that systemd starts again (a new C(InvocationID)). The
     settle time counts against I(timeout)."
-  - "Health probes run after a start, restart or reload, and on every other run with
+  - "Health probes run after a start, restart or reload (while the unit settles), and on every other run with
     I(state=running) (a converged unit, or one that was only enabled or disabled). They do
     not run with I(state=stopped) or in check mode. A failing probe is tried again every
     100 ms until it passes or I(timeout), the task's one deadline, ends. Then the task fails
