@@ -31,6 +31,16 @@ try:
     raise SystemExit("junk accepted")
 except AnsibleFilterError as e:
     assert "x.conf" in str(e) and "perhaps" in str(e), str(e)
+# The role's one loop over unit files then drop-ins: an item with a name is a drop-in.
+files = {"changed": True, "results": [
+    {"changed": True, "item": {"unit": "demo", "content": "x"}},
+    {"changed": True, "item": {"unit": "demo", "name": "r.conf", "reload": True}},
+    {"changed": False, "item": {"unit": "demo", "name": "s.conf"}},
+    {"changed": True, "item": {"unit": "other", "name": "o.conf"}}]}
+t = service_triggers(proc, files=files)
+assert [r["item"].get("name") for r in t["restart_on"][1]["unit files"]["results"]] == [None], t
+assert [r["item"]["name"] for r in t["restart_on"][2]["drop-ins"]["results"]] == ["s.conf"], t
+assert [r["item"]["name"] for r in t["reload_on"][0]["reload drop-ins"]["results"]] == ["r.conf"], t
 print("ok")
 `
 	cmd := exec.Command("/usr/bin/python3", "-c", code)

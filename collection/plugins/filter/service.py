@@ -85,9 +85,21 @@ def _reload_flag(item):
                                  % (item.get("name"), item.get("unit"), value))
 
 
-def _items_for(result, unit, want_reload=None):
+def _results(*registered):
+    """The loop items of registered loop results (a missing or skipped result has none)."""
     out = []
-    for r in (result or {}).get("results") or []:
+    for result in registered:
+        out.extend((result or {}).get("results") or [])
+    return out
+
+
+def _is_dropin(r):
+    return (r.get("item") or {}).get("name") is not None
+
+
+def _items_for(results, unit, want_reload=None):
+    out = []
+    for r in results:
         item = r.get("item") or {}
         if unit_name(item.get("unit", "")) != unit:
             continue
@@ -127,19 +139,23 @@ def service_package_set(packages, state="present"):
     return dict(packages=entries, **shared)
 
 
-def service_triggers(process, packages=None, units=None, dropins=None):
+def service_triggers(process, packages=None, units=None, dropins=None, files=None):
     """The restart_on / reload_on triggers of one process: any package change restarts
     every process of the service; an owned unit file or a drop-in of this unit restarts it,
-    or reloads it when the drop-in says reload: true. Unchanged results count for nothing,
-    so passing them all is safe."""
-    undefined = _undefined(process, packages, units, dropins)
+    or reloads it when the drop-in says reload: true. Unit files and drop-ins come as two
+    registered loops (units, dropins) or as one (files, the role's: an item with a name is
+    a drop-in). Unchanged results count for nothing, so passing them all is safe."""
+    undefined = _undefined(process, packages, units, dropins, files)
     if undefined is not None:
         return undefined
     unit = unit_name(process["unit"])
+    shared = _results(files)
+    unit_results = _results(units) + [r for r in shared if not _is_dropin(r)]
+    dropin_results = _results(dropins) + [r for r in shared if _is_dropin(r)]
     restart = [{"packages": packages or {"changed": False}},
-               {"unit files": {"changed": False, "results": _items_for(units, unit)}},
-               {"drop-ins": {"changed": False, "results": _items_for(dropins, unit, False)}}]
-    reload_items = _items_for(dropins, unit, True)
+               {"unit files": {"changed": False, "results": _items_for(unit_results, unit)}},
+               {"drop-ins": {"changed": False, "results": _items_for(dropin_results, unit, False)}}]
+    reload_items = _items_for(dropin_results, unit, True)
     reload = [{"reload drop-ins": {"changed": False, "results": reload_items}}] if reload_items else []
     return {"restart_on": restart, "reload_on": reload}
 
