@@ -77,6 +77,7 @@ type bench struct {
 	config
 	work, coll, inventory string
 	targets               []*testenv.Target
+	paused                bool // every target but the first is paused (pauseOthers)
 	env                   []string
 	log                   func(string, ...any)
 	// failed names the plays that failed; their rows report no ratio.
@@ -116,6 +117,7 @@ func run(c config) error {
 	// Every target started is removed on every way out, a failed start included.
 	if !c.keep {
 		defer func() {
+			_ = b.pauseOthers(context.Background(), false) // a paused container cannot be stopped
 			for _, t := range b.targets {
 				if t != nil {
 					_ = t.Terminate(context.Background())
@@ -137,11 +139,19 @@ func run(c config) error {
 		return err
 	}
 	var ts []timing
+	// The other targets are paused while the rows on one target run: their daemons and
+	// timers would otherwise share the two cores with the side being timed.
+	if err := b.pauseOthers(ctx, true); err != nil {
+		return err
+	}
 	b.log("rows on one target: cold, packages, service, drop-in reload, upgrade/downgrade, package sets, role (Mitogen: %v)", b.mitogen)
 	// A play that fails is reported with its rows marked failed; the other rows still run.
 	ts = append(ts, b.playRows(rowsPlay{name: "cold", hosts: "one", forks: 1}, coldPlay(root))...)
 	for _, rp := range append(singlePlays(c.rounds, c.mitogen), rolePlay(c.rounds, c.mitogen)) {
 		ts = append(ts, b.playRows(rp, rp.plays(root))...)
+	}
+	if err := b.pauseOthers(ctx, false); err != nil {
+		return err
 	}
 	for _, n := range c.scale {
 		b.log("scale: the demo role no-op and changed on %d targets, forks %d", n, n)
@@ -164,6 +174,28 @@ func run(c config) error {
 		return err
 	}
 	return b.report(ts, direct)
+}
+
+// pauseOthers pauses (or resumes) every target but the first with docker pause, which
+// freezes their processes.
+func (b *bench) pauseOthers(ctx context.Context, pause bool) error {
+	verb := "unpause"
+	if pause {
+		verb = "pause"
+	}
+	if pause == b.paused {
+		return nil
+	}
+	for _, t := range b.targets[1:] {
+		if t == nil {
+			continue
+		}
+		if out, err := exec.CommandContext(ctx, "docker", verb, t.ID()).CombinedOutput(); err != nil {
+			return fmt.Errorf("docker %s %s: %w: %s", verb, t.Name(), err, strings.TrimSpace(string(out)))
+		}
+	}
+	b.paused = pause
+	return nil
 }
 
 func repoRoot() (string, error) {
