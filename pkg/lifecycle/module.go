@@ -585,7 +585,7 @@ func (r *run) enableBeforeSync(ctx context.Context, obs Props) error {
 	if from := map[bool]string{true: "disabled", false: "enabled"}[enable]; obs.UnitFileState != from {
 		return nil
 	}
-	step := map[bool]Step{true: StepEnable, false: StepDisable}[enable]
+	step := enableStep(enable)
 	changed, err := e.EnableFiles(ctx, r.want.Unit, enable)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", step, r.want.Unit, err)

@@ -176,7 +176,7 @@ func Decide(w Want, f Facts) (Plan, error) {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: enabled=%v not applied: unit file state %q is not one that can be enabled or disabled", w.Unit, *w.Enabled, st))
 			}
 		case *cur != *w.Enabled:
-			p.Steps = append(p.Steps, map[bool]Step{true: StepEnable, false: StepDisable}[*w.Enabled])
+			p.Steps = append(p.Steps, enableStep(*w.Enabled))
 			p.After.Enabled = w.Enabled
 		}
 	}
@@ -236,3 +236,11 @@ func settleFor(w Want, a reaction.Action) time.Duration {
 // unobservable unit file states: enablement there is not the unit's own (static,
 // generated, …), so `enabled` is not drift.
 var unobservable = map[string]bool{"static": true, "indirect": true, "generated": true, "transient": true, "alias": true}
+
+// enableStep is the step that makes a unit's boot state the wanted one.
+func enableStep(enabled bool) Step {
+	if enabled {
+		return StepEnable
+	}
+	return StepDisable
+}
