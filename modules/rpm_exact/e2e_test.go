@@ -193,6 +193,14 @@ func TestYumManager(t *testing.T) {
 		assert.Contains(t, r.Msg(), "DNF 4 only")
 		assert.False(t, r.Changed())
 	}
+
+	// DNF 5's dnf is a compiled program of megabytes: the quick check reads no file that
+	// large (here a script padded past the bound) and asks --version, which refuses.
+	f.target.Shell(t, `{ printf '#!/bin/sh\necho "dnf5 version 5.2.8.1"; exit 0\n'; head -c 200000 /dev/zero | tr '\0' '#'; } > /usr/bin/yum`)
+	r = f.run(t, map[string]any{"name": "demo", "version": v1, "manager": "yum"})
+	require.True(t, r.Failed())
+	assert.Contains(t, r.Msg(), "DNF 5 (dnf5 version 5.2.8.1)")
+	assert.False(t, r.Changed())
 	assert.Equal(t, "demo-"+v2, f.installed(t))
 }
 

@@ -23,6 +23,6 @@ func main() {
 		Memo:     store,
 		Identify: rpmexact.ExecutableIdentity,
 		Queries:  rpmexact.DefaultQueryMemo(),
-		Files:    &rpmexact.ManagerFiles{Locate: rpmexact.LocateCommand, ReadFile: os.ReadFile},
+		Files:    &rpmexact.ManagerFiles{Locate: rpmexact.LocateCommand, ReadFile: rpmexact.ReadManagerFile},
 	}))
 }

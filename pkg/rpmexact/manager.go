@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
 	"strings"
 
@@ -50,7 +52,7 @@ func CheckManager(ctx context.Context, r runner.Runner, manager string) (string,
 const findDNF = `import importlib.util as u; s = u.find_spec("dnf"); print(s.origin if s and s.origin else "")`
 
 // ManagerFiles reads the manager's files for QuickManagerVersion: Locate resolves a command
-// through PATH and symlinks, ReadFile reads a file.
+// through PATH and symlinks, ReadFile reads a file (ReadManagerFile on a real host).
 type ManagerFiles struct {
 	Locate   func(command string) (string, error)
 	ReadFile func(path string) ([]byte, error)
@@ -93,6 +95,32 @@ func QuickManagerVersion(ctx context.Context, r runner.Runner, files ManagerFile
 		return "", false
 	}
 	return v, true
+}
+
+// maxManagerFile bounds what QuickManagerVersion reads: DNF 4's script is about 1 KB and
+// its const.py a few KB, while DNF 5's dnf is a compiled program of megabytes that need
+// not be read to know it is not a script.
+const maxManagerFile = 64 << 10
+
+// ErrManagerFileTooLarge is ReadManagerFile's answer for a file above maxManagerFile.
+var ErrManagerFileTooLarge = errors.New("larger than a DNF 4 script or constants file")
+
+// ReadManagerFile reads a file for QuickManagerVersion, refusing one larger than any DNF 4
+// file it looks at, without reading more of it than that bound.
+func ReadManagerFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManagerFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxManagerFile {
+		return nil, fmt.Errorf("%s: %w", path, ErrManagerFileTooLarge)
+	}
+	return data, nil
 }
 
 // ScriptInterpreter is the absolute interpreter path on a script's #! line. Options after

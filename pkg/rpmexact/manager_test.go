@@ -3,6 +3,9 @@ package rpmexact
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,6 +98,40 @@ func TestQuickManagerVersion(t *testing.T) {
 			assert.Equal(t, c.ok, ok)
 			assert.Equal(t, c.want, got)
 			assert.Equal(t, len(c.calls), s.Count())
+		})
+	}
+}
+
+func TestReadManagerFile(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		size int // -1: no file
+		err  error
+	}{
+		{"a DNF 4 script", 1 << 10, nil},
+		{"exactly the bound", maxManagerFile, nil},
+		{"one byte over", maxManagerFile + 1, ErrManagerFileTooLarge},
+		{"a compiled DNF 5", 4 << 20, ErrManagerFileTooLarge},
+		{"missing", -1, fs.ErrNotExist},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+			want := []byte(strings.Repeat("x", max(c.size, 0)))
+			if c.size >= 0 {
+				if err := os.WriteFile(path, want, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := ReadManagerFile(path)
+			if c.err != nil {
+				assert.ErrorIs(t, err, c.err)
+				assert.Nil(t, got)
+				return
+			}
+			assert.NoError(t, err)
+			assert.Equal(t, want, got)
 		})
 	}
 }
