@@ -338,8 +338,9 @@ type timing struct {
 	Failed  *string `json:"failed"` // the failure message of a task whose error the play ignored
 }
 
-// play writes the play (a list of plays as JSON, which is YAML) and runs it on hosts.
-func (b *bench) play(name, hosts string, forks int, plays []map[string]any) ([]timing, error) {
+// play writes the play (a list of plays as JSON, which is YAML) and runs it on hosts, with
+// the bench's environment and, for this play only, extraEnv after it.
+func (b *bench) play(name, hosts string, forks int, plays []map[string]any, extraEnv ...string) ([]timing, error) {
 	for _, p := range plays {
 		p["hosts"] = hosts
 		p["gather_facts"] = false
@@ -354,7 +355,7 @@ func (b *bench) play(name, hosts string, forks int, plays []map[string]any) ([]t
 	}
 	out := filepath.Join(b.work, name+".json")
 	cmd := exec.Command(b.ansiblePlaybook, "-i", b.inventory, "--forks", strconv.Itoa(forks), path)
-	cmd.Env = append(b.env, "RICHT_BENCH_OUT="+out)
+	cmd.Env = append(append(append([]string(nil), b.env...), extraEnv...), "RICHT_BENCH_OUT="+out)
 	start := time.Now()
 	res, err := cmd.CombinedOutput()
 	if err != nil {
@@ -475,10 +476,8 @@ func (b *bench) builtinPayloads(ctx context.Context, root string) (map[string]st
 	if out, err := t.Exec(ctx, "rm", "-rf", "/root/.ansible/tmp"); err != nil || out.ExitCode != 0 {
 		return nil, fmt.Errorf("empty the remote temporary directory: %v %s", err, out.Stderr)
 	}
-	env := b.env
-	b.env = append(append([]string(nil), env...), "ANSIBLE_KEEP_REMOTE_FILES=1", "ANSIBLE_PIPELINING=0")
-	_, err := b.play("payloads", "one", 1, []map[string]any{play(root, []task{ignore(), builtinPackage(nevraV1), builtinService()})})
-	b.env = env
+	_, err := b.play("payloads", "one", 1, []map[string]any{play(root, []task{ignore(), builtinPackage(nevraV1), builtinService()})},
+		"ANSIBLE_KEEP_REMOTE_FILES=1", "ANSIBLE_PIPELINING=0")
 	if err != nil {
 		return nil, err
 	}
