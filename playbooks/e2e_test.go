@@ -164,6 +164,24 @@ func TestDemoScenario(t *testing.T) {
 		r = play(t, "removal.yml", tg).RunOK(t)
 		assert.Zero(t, r.Changed(), "removal is idempotent: %v", r.ChangedTasks)
 	})
+
+	// The state the bench's converge from clean starts from: the package and the drop-in
+	// directory gone, the unit still enabled (rpm -e keeps the wants link), so systemd holds
+	// it as not-found. Started without a manager reload, systemd loads the reinstalled unit
+	// file but not the new drop-in directory (systemd 252 does not even flag
+	// NeedDaemonReload); the role's one sync before the start is what brings them in.
+	t.Run("a reinstall under a kept wants link starts with its new drop-ins", func(t *testing.T) {
+		tg.Shell(t, "rm -rf /etc/systemd/system/demo.service.d && "+
+			"ln -sf /usr/lib/systemd/system/demo.service /etc/systemd/system/multi-user.target.wants/demo.service && "+
+			"systemctl daemon-reload")
+		require.Contains(t, tg.MustExec(t, "systemctl", "show", "-p", "LoadState", "demo.service"), "not-found")
+		demo.RunOK(t)
+		show := tg.MustExec(t, "systemctl", "show", "-p", "ActiveState", "-p", "Environment", "-p", "NeedDaemonReload", "-p", "DropInPaths", "demo.service")
+		assert.Contains(t, show, "ActiveState=active")
+		assert.Contains(t, show, "Environment=DEMO_LEVEL=info")
+		assert.Contains(t, show, "NeedDaemonReload=no")
+		assert.Contains(t, show, "/etc/systemd/system/demo.service.d/10-reload.conf")
+	})
 }
 
 func TestSecretsStayOutOfAllOutput(t *testing.T) {
