@@ -15,6 +15,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -179,23 +180,41 @@ func run(c config) error {
 // pauseOthers pauses (or resumes) every target but the first with docker pause, which
 // freezes their processes.
 func (b *bench) pauseOthers(ctx context.Context, pause bool) error {
+	if pause == b.paused {
+		return nil
+	}
+	var ids []string
+	for _, t := range b.targets[min(1, len(b.targets)):] {
+		if t != nil {
+			ids = append(ids, t.ID())
+		}
+	}
+	b.paused = pause
+	return setPaused(ids, pause, func(verb, id string) error {
+		out, err := exec.CommandContext(ctx, "docker", verb, id).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	})
+}
+
+// setPaused runs docker pause (or unpause) for every container, going on past a failure:
+// a pause that fails part-way has still frozen some containers, and the way out must
+// then resume each of them (a paused container cannot be stopped), so the caller counts
+// the targets as paused as soon as it asked.
+func setPaused(ids []string, pause bool, docker func(verb, id string) error) error {
 	verb := "unpause"
 	if pause {
 		verb = "pause"
 	}
-	if pause == b.paused {
-		return nil
-	}
-	for _, t := range b.targets[1:] {
-		if t == nil {
-			continue
-		}
-		if out, err := exec.CommandContext(ctx, "docker", verb, t.ID()).CombinedOutput(); err != nil {
-			return fmt.Errorf("docker %s %s: %w: %s", verb, t.Name(), err, strings.TrimSpace(string(out)))
+	var errs []error
+	for _, id := range ids {
+		if err := docker(verb, id); err != nil {
+			errs = append(errs, fmt.Errorf("docker %s %s: %w", verb, id, err))
 		}
 	}
-	b.paused = pause
-	return nil
+	return errors.Join(errs...)
 }
 
 func repoRoot() (string, error) {
