@@ -146,7 +146,12 @@ func testRunAndBootState(t *testing.T, e *env) {
 		dropIn := "/etc/systemd/system/" + u + ".d/10-env.conf"
 		e.t.MustExec(t, "mkdir", "-p", "/etc/systemd/system/"+u+".d")
 		require.NoError(t, e.t.WriteFile(context.Background(), dropIn, []byte("[Service]\nEnvironment=A7=synced\n"), 0o644))
-		r := e.run(t, map[string]any{"unit": u, "enabled": true, "restart_on": []any{map[string]any{"changed": true, "daemon_reload": "needed"}}})
+		// The subject is the order of the steps, not the deadline (see "a start slower than
+		// timeout fails on time"): with the whole suite on two cores, the systemctl backend's
+		// two manager reloads just before the start once let the start's verification pass
+		// the 5s default (the fresh-clone run at ae2dee7).
+		r := e.run(t, map[string]any{"unit": u, "enabled": true, "timeout": "20s",
+			"restart_on": []any{map[string]any{"changed": true, "daemon_reload": "needed"}}})
 		ok(t, r)
 		want := []string{"enable", "daemon-reload", "start"} // D-Bus: the sync's reload serves the enable
 		if e.backend == "systemctl" {
