@@ -122,6 +122,9 @@ func (p *peer) call(ctx context.Context, path dbus.ObjectPath, method string, ar
 		return nil, fmt.Errorf("send %s: %w", method, err)
 	}
 	for {
+		// systemd writes in its host's byte order (big-endian on s390x) whatever order the
+		// call came in; DecodeMessage takes the order from each message's first byte, so the
+		// reply serial below is read correctly in either.
 		reply, err := dbus.DecodeMessage(p.in)
 		if err != nil {
 			return nil, fmt.Errorf("read reply to %s: %w", method, deadlineErr(err))
