@@ -6,7 +6,11 @@ export PATH := /usr/local/go/bin:$(PATH)
 export TESTCONTAINERS_RYUK_DISABLED := true
 
 GO      ?= go
-MODULES := $(sort $(patsubst modules/%/main.go,%,$(wildcard modules/*/main.go)))
+MODULES := $(sort $(patsubst modules/%/module.go,%,$(wildcard modules/*/module.go)))
+# Every architecture EL ships, as GOARCH=`uname -m` (the name a target reports, which names
+# the build in bin/).
+ARCHES  := amd64=x86_64 arm64=aarch64 ppc64le=ppc64le s390x=s390x
+MULTICALL := richt-modules
 BUILD   := build
 STAGE   := $(BUILD)/ansible_collections/richt/services
 VERSION := $(shell awk '/^version:/{print $$2}' galaxy.yml)
@@ -20,11 +24,18 @@ all: build
 setup:
 	@bash .ci/setup-host
 
-# Static module binaries, staged into a collection tree: binaries in bin/, each
-# plugins/modules/NAME a relative link to its binary beside the NAME.py documentation stub
-# (the layout ansible-doc and ansible-galaxy handle on ansible-core 2.14 and later).
-# bin/SHA256SUMS holds the content hashes the fast path (plugins/action) caches binaries
-# under on targets: computed here once, never per task.
+# The modules, staged into a collection tree: one multi-call binary per architecture
+# (cmd/richt-modules holds every module; four architectures of one binary fit Galaxy's size
+# limit where four of each module would not, docs/fastpath.md), bin/richt-modules-ARCH with
+# ARCH as `uname -m` names it, and bin/ARCH/NAME a relative link to it for each module (the
+# binary picks its module by its file name, which Ansible's upload keeps). Each
+# plugins/modules/NAME is a relative link to the x86_64 build beside the NAME.py
+# documentation stub (the layout ansible-doc and ansible-galaxy handle on ansible-core 2.14
+# and later); the action plugin sends the target's own build.
+# Builds are static and reproducible: -trimpath, no build ID, no VCS stamp, so two builds
+# of one commit are byte for byte the same. bin/SHA256SUMS holds the content hashes the
+# fast path (plugins/action) caches binaries under on targets: computed here once, never
+# per task.
 build:
 	rm -rf $(STAGE)
 	mkdir -p $(STAGE)/bin
@@ -35,16 +46,20 @@ build:
 	find $(STAGE) -name '*.go' -delete
 	rm -rf $(STAGE)/playbooks/testdata
 	printf 'module richt.invalid/staged\n' > $(BUILD)/go.mod
-	for m in $(MODULES); do \
-	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w -X $(VERSION_VAR)=$(VERSION)' -o $(STAGE)/bin/$$m ./modules/$$m || exit 1; \
-	  ln -sfn ../../bin/$$m $(STAGE)/plugins/modules/$$m; \
+	for pair in $(ARCHES); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$${pair%=*} $(GO) build -trimpath -buildvcs=false \
+	    -ldflags='-s -w -buildid= -X $(VERSION_VAR)=$(VERSION)' -o $(STAGE)/bin/$(MULTICALL)-$${pair#*=} ./cmd/$(MULTICALL) || exit 1; \
 	done
-	cd $(STAGE)/bin && sha256sum $(MODULES) > SHA256SUMS
+	for pair in $(ARCHES); do a=$${pair#*=}; mkdir -p $(STAGE)/bin/$$a; \
+	  for m in $(MODULES); do ln -sfn ../$(MULTICALL)-$$a $(STAGE)/bin/$$a/$$m; done; \
+	done
+	for m in $(MODULES); do ln -sfn ../../bin/x86_64/$$m $(STAGE)/plugins/modules/$$m; done
+	cd $(STAGE)/bin && sha256sum $(MULTICALL)-* > SHA256SUMS
 	# ansible-test's ignores for each module's Go binary and stub come from one template, so
 	# a new module adds no line here.
 	ign=$(STAGE)/tests/sanity/ignore-2.14.txt; \
 	  { cat $$ign; for m in $(MODULES); do sed "s/@MODULE@/$$m/g" .ci/sanity-module-ignores.txt; done; } | LC_ALL=C sort > $$ign.new && mv $$ign.new $$ign
-	@cd $(STAGE)/bin && for m in $(MODULES); do printf 'built %s (%d bytes)\n' $$m $$(stat -c %s $$m); done
+	@cd $(STAGE)/bin && for f in $(MULTICALL)-*; do printf 'built %s (%d bytes)\n' $$f $$(stat -c %s $$f); done
 
 collection: build
 	cd $(STAGE) && ansible-galaxy collection build --force --output-path $(abspath $(BUILD))

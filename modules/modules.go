@@ -1,6 +1,8 @@
-// Package modules names the collection's module commands: every directory here with a
-// main.go is one module, built into a binary of the same name (the Makefile's MODULES is
-// the same list, from the same directories). Nothing else lists the modules.
+// Package modules names the collection's modules: every directory here with a module.go is
+// one module, a package whose Main runs it (the Makefile's MODULES is the same list, from
+// the same directories). Nothing else lists the modules by hand: `go run ./cmd/gendoc`
+// generates the multi-call binary's table (cmd/richt-modules/modules.go), the doc stubs'
+// options and the plugin routing from this list.
 package modules
 
 import (
@@ -9,15 +11,15 @@ import (
 	"path"
 )
 
-// The main.go files are embedded only to list their directories at build time, so Names
+// The module.go files are embedded only to list their directories at build time, so Names
 // is right in any working directory, in tests, tools and other binaries alike.
 //
-//go:embed */main.go
+//go:embed */module.go
 var mains embed.FS
 
 // Names returns the module names (their directories under modules/), sorted.
 func Names() []string {
-	files, _ := fs.Glob(mains, "*/main.go") // the only error is a malformed pattern
+	files, _ := fs.Glob(mains, "*/module.go") // the only error is a malformed pattern
 	names := make([]string, len(files))
 	for i, f := range files {
 		names[i] = path.Dir(f)
@@ -25,6 +27,13 @@ func Names() []string {
 	return names
 }
 
-// Package returns a module's package path relative to the repository root, as `go build`
-// and testenv.BuildModule take it: "./modules/NAME".
-func Package(name string) string { return "./modules/" + name }
+// Command is the multi-call binary that holds every module, as `go build` and
+// testenv.BuildModule take it (relative to the repository root). Which module it runs
+// comes from its file name or its first argument (ansible.Dispatch).
+const Command = "./cmd/richt-modules"
+
+// MultiCallTable is the generated file that lists the modules for Command.
+const MultiCallTable = "cmd/richt-modules/modules.go"
+
+// ImportPath is a module's Go package.
+func ImportPath(name string) string { return "github.com/richt/services/modules/" + name }

@@ -57,12 +57,16 @@
 // runs it the way Ansible does (binary, arguments file, working directory /), and returns
 // its JSON [Result]. Ansible's check and diff switches are keys of the arguments.
 //
-//	module := testenv.BuildModule(t, "./modules/systemd_lifecycle")
+//	module := testenv.BuildModule(t, "./cmd/my_module")
 //	check := tg.RunModule(t, module, map[string]any{"unit": "app.service", "state": "running", "_ansible_check_mode": true})
 //	r := tg.RunModule(t, module, map[string]any{"unit": "app.service", "state": "running"})
 //	if r.Failed() {
 //		t.Fatalf("module failed: %s", r.Msg())
 //	}
+//
+// Options build for another architecture ([Arch]: the binary then runs under QEMU's
+// user-mode emulator) or under another file name ([Named]: a multi-call binary, such as this
+// collection's cmd/richt-modules, picks its module by its name).
 //
 // [Result.Changed], [Result.Msg], [Result.String] and friends read the result. To run the
 // binary some other way (as another user, in the background), [Target.InstallModule]

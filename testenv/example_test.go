@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/richt/services/modules"
 	"github.com/richt/services/testenv"
 	"github.com/richt/services/testenv/fixtures"
 )
@@ -27,7 +28,7 @@ func Example() {
 	}
 	tg := testenv.Start(t)
 	tg.MustExec(t, "systemctl", "is-system-running") // fails the test unless it exits 0
-	module := testenv.BuildModule(t, "./modules/systemd_lifecycle")
+	module := testenv.BuildModule(t, modules.Command, testenv.Named("systemd_lifecycle"))
 	args := map[string]any{"unit": "dbus.service", "state": "running"}
 
 	before := tg.Snapshot(t, "dbus.service")
@@ -89,7 +90,7 @@ func ExampleTarget_RunModule() {
 	var t *testing.T // the test's own t
 	unit := "[Service]\nExecStart=/bin/sleep infinity\n"
 	tg := testenv.Start(t, testenv.WithFile("/etc/systemd/system/app.service", []byte(unit), 0o644))
-	module := testenv.BuildModule(t, "./modules/systemd_lifecycle")
+	module := testenv.BuildModule(t, modules.Command, testenv.Named("systemd_lifecycle"))
 	check := tg.RunModule(t, module, map[string]any{"unit": "app.service", "state": "running", "_ansible_check_mode": true})
 	r := tg.RunModule(t, module, map[string]any{"unit": "app.service", "state": "running"})
 	fmt.Println(check.Changed(), r.Changed(), r.Failed(), tg.Snapshot(t, "app.service").ActiveState) // true true false active

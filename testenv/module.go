@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,9 @@ import (
 // moduleDir is where InstallModule puts module binaries in a target.
 const moduleDir = "/usr/local/libexec/richt"
 
-var builds sync.Map // package path -> *buildOnce
+var builds sync.Map // buildKey -> *buildOnce
+
+type buildKey struct{ pkg, goarch, name string }
 
 type buildOnce struct {
 	once sync.Once
@@ -23,22 +26,43 @@ type buildOnce struct {
 	err  error
 }
 
+// builtArch remembers the GOARCH of every binary BuildModule made for another
+// architecture than the host's (path -> GOARCH), so RunModule runs it under QEMU.
+var builtArch sync.Map
+
+// BuildOption changes what BuildModule builds.
+type BuildOption func(*buildKey)
+
+// Arch cross-compiles for GOARCH goarch (arm64, ppc64le, s390x, ...). RunModule runs such
+// a binary in the target under QEMU's user-mode emulator (qemu-ARCH-static, from Debian's
+// qemu-user-static on the host, copied into the target); its child processes (rpm, dnf,
+// systemctl) run natively.
+func Arch(goarch string) BuildOption { return func(k *buildKey) { k.goarch = goarch } }
+
+// Named gives the binary the file name name: a multi-call binary (one program holding
+// several modules) picks the module to run by its file name.
+func Named(name string) BuildOption { return func(k *buildKey) { k.name = name } }
+
 // BuildModule builds the Go package pkg as a static Linux binary (CGO_ENABLED=0,
-// GOOS=linux), once per test process, and returns its path on the host. pkg is what go
-// build takes, resolved in the main module's root: a relative path such as
-// "./modules/rpm_exact" or an import path. A failed build fails the test.
-func BuildModule(tb testing.TB, pkg string) string {
+// GOOS=linux), once per test process and options, and returns its path on the host. pkg
+// is what go build takes, resolved in the main module's root: a relative path such as
+// "./cmd/my_module" or an import path. A failed build fails the test.
+func BuildModule(tb testing.TB, pkg string, opts ...BuildOption) string {
 	tb.Helper()
-	v, _ := builds.LoadOrStore(pkg, &buildOnce{})
+	key := buildKey{pkg: pkg, goarch: runtime.GOARCH}
+	for _, o := range opts {
+		o(&key)
+	}
+	v, _ := builds.LoadOrStore(key, &buildOnce{})
 	b := v.(*buildOnce)
-	b.once.Do(func() { b.path, b.err = buildModule(pkg) })
+	b.once.Do(func() { b.path, b.err = buildModule(key) })
 	if b.err != nil {
 		tb.Fatalf("%v", b.err)
 	}
 	return b.path
 }
 
-func buildModule(pkg string) (string, error) {
+func buildModule(k buildKey) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
@@ -47,14 +71,31 @@ func buildModule(pkg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	name := k.name
+	if name == "" {
+		name = filepath.Base(k.pkg)
+	}
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, k.pkg)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+k.goarch)
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build module %s: %w\n%s", pkg, err, msg)
+		return "", fmt.Errorf("build module %s for %s: %w\n%s", k.pkg, k.goarch, err, msg)
+	}
+	if k.goarch != runtime.GOARCH {
+		builtArch.Store(out, k.goarch)
 	}
 	return out, nil
+}
+
+// Emulator is the file name of QEMU's user-mode emulator for GOARCH goarch, as Debian's
+// qemu-user-static installs it under /usr/bin.
+func Emulator(goarch string) string {
+	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64", "386": "i386", "arm": "arm"}[goarch]
+	if arch == "" {
+		arch = goarch // ppc64le, s390x, riscv64: the same names
+	}
+	return "qemu-" + arch + "-static"
 }
 
 func moduleRoot() (string, error) {
@@ -106,6 +147,9 @@ func (t *Target) InstallModule(ctx context.Context, binary string) (string, erro
 	// The lock is not held during the copy (CopyFile takes it for its staging name); two
 	// first runs at once both copy, harmlessly.
 	dest := moduleDir + "/" + filepath.Base(binary)
+	if goarch, ok := builtArch.Load(binary); ok {
+		dest = moduleDir + "/" + goarch.(string) + "/" + filepath.Base(binary)
+	}
 	t.mu.Lock()
 	done := t.installed[binary]
 	t.mu.Unlock()
@@ -121,8 +165,21 @@ func (t *Target) InstallModule(ctx context.Context, binary string) (string, erro
 	return dest, nil
 }
 
+// installEmulator copies the host's QEMU user-mode emulator for goarch into the target,
+// once per target, and returns its path there. It is a static binary, so it runs in any
+// target; without binfmt_misc it runs only the program it is given, and that program's
+// children run natively.
+func (t *Target) installEmulator(ctx context.Context, goarch string) (string, error) {
+	host := "/usr/bin/" + Emulator(goarch)
+	if _, err := os.Stat(host); err != nil {
+		return "", fmt.Errorf("run a %s build: %w (Debian's qemu-user-static provides it)", goarch, err)
+	}
+	return t.InstallModule(ctx, host)
+}
+
 // RunModuleRaw runs a module binary in the target the way Ansible does (MODULE ARGS_FILE,
-// working directory /) and returns its raw stdout.
+// working directory /) and returns its raw stdout. A binary built for another architecture
+// ([Arch]) runs under QEMU (EMULATOR MODULE ARGS_FILE).
 func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[string]any, env ...string) (string, error) {
 	dest, err := t.InstallModule(ctx, binary)
 	if err != nil {
@@ -138,7 +195,15 @@ func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[strin
 	if err := t.container.CopyToContainer(ctx, data, argsFile, 0o600); err != nil {
 		return "", fmt.Errorf("write module args: %w", err)
 	}
-	res, err := t.ExecEnv(ctx, env, "/bin/sh", "-c", `"$0" "$1"; rc=$?; rm -f "$1"; exit $rc`, dest, argsFile)
+	argv := []string{"/bin/sh", "-c", `"$0" "$1"; rc=$?; rm -f "$1"; exit $rc`, dest, argsFile}
+	if goarch, ok := builtArch.Load(binary); ok {
+		emu, err := t.installEmulator(ctx, goarch.(string))
+		if err != nil {
+			return "", err
+		}
+		argv = []string{"/bin/sh", "-c", `"$2" "$0" "$1"; rc=$?; rm -f "$1"; exit $rc`, dest, argsFile, emu}
+	}
+	res, err := t.ExecEnv(ctx, env, argv...)
 	if err != nil {
 		return "", err
 	}

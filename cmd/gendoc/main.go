@@ -1,13 +1,14 @@
-// Command gendoc writes the collection files that restate the Go modules: the options of
-// each module's DOCUMENTATION (collection/plugins/modules/NAME.py) from its Spec, and the
-// plugin routing in collection/meta/runtime.yml that sends every module through the fast
-// path's action plugin. The modules are those of modules/*/main.go (package modules).
+// Command gendoc writes the files that restate the list of modules: the multi-call binary's
+// table (cmd/richt-modules/modules.go), the options of each module's DOCUMENTATION
+// (collection/plugins/modules/NAME.py) from its Spec, and the plugin routing in
+// collection/meta/runtime.yml that sends every module through the fast path's action
+// plugin. The modules are those of modules/*/module.go (package modules).
 //
 //	go run ./cmd/gendoc          rewrite what is out of date, and name it
 //	go run ./cmd/gendoc -check   change nothing; exit 1 when something is out of date
 //
-// A module's Spec comes from its own binary (`NAME --doc`), built here, so the documented
-// parameters are those of the code that runs.
+// A module's Spec comes from the multi-call binary (`richt-modules NAME --doc`), built here
+// with the table as rendered, so the documented parameters are those of the code that runs.
 package main
 
 import (
@@ -68,7 +69,7 @@ func Generate(root string, write bool) (stale []string, err error) {
 	for _, f := range files {
 		path := filepath.Join(root, f.Path)
 		old, err := os.ReadFile(path)
-		if err != nil {
+		if err != nil && !(errors.Is(err, os.ErrNotExist) && f.Path == modules.MultiCallTable) {
 			return nil, err
 		}
 		if string(old) == f.Content {
@@ -96,11 +97,12 @@ type File struct {
 // Render computes the generated files from the checked-in ones and the modules' Specs.
 func Render(root string) ([]File, error) {
 	names := modules.Names()
-	specs, err := Specs(root, names)
+	table := File{Path: modules.MultiCallTable, Content: docgen.MultiCall(names, modules.ImportPath)}
+	specs, err := Specs(root, names, table.Content)
 	if err != nil {
 		return nil, err
 	}
-	var out []File
+	out := []File{table}
 	for i, name := range names {
 		rel := filepath.Join(StubDir, name+".py")
 		stub, err := os.ReadFile(filepath.Join(root, rel))
@@ -128,18 +130,28 @@ func Render(root string) ([]File, error) {
 	return out, nil
 }
 
-// Specs builds the modules and asks each binary for its documented parameters.
-func Specs(root string, names []string) ([]ansible.SpecDoc, error) {
+// Specs builds the multi-call binary with table as its list of modules (a go build
+// overlay, so a new module is documented before its table is written) and asks it for each
+// module's documented parameters.
+func Specs(root string, names []string, table string) ([]ansible.SpecDoc, error) {
 	dir, err := os.MkdirTemp("", "richt-gendoc-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	args := []string{"build", "-trimpath", "-o", dir + string(filepath.Separator)}
-	for _, n := range names {
-		args = append(args, modules.Package(n))
+	tablePath := filepath.Join(dir, "modules.go")
+	overlay, err := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(root, modules.MultiCallTable): tablePath}})
+	if err == nil {
+		err = os.WriteFile(tablePath, []byte(table), 0o644)
 	}
-	build := exec.Command("go", args...)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "overlay.json"), overlay, 0o644)
+	}
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(dir, "richt-modules")
+	build := exec.Command("go", "build", "-trimpath", "-overlay", filepath.Join(dir, "overlay.json"), "-o", bin, modules.Command)
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -147,7 +159,7 @@ func Specs(root string, names []string) ([]ansible.SpecDoc, error) {
 	}
 	specs := make([]ansible.SpecDoc, len(names))
 	for i, n := range names {
-		out, err := exec.Command(filepath.Join(dir, n), "--doc").Output()
+		out, err := exec.Command(bin, n, "--doc").Output()
 		if err != nil {
 			return nil, fmt.Errorf("%s --doc: %w", n, err)
 		}

@@ -1,4 +1,4 @@
-package main_test
+package rpm_exact_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/modules"
 	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/testenv"
 	"github.com/richt/services/testenv/fixtures"
@@ -31,7 +32,7 @@ func newFixture(t *testing.T, withRepo bool) *fixture {
 		t.Skip("end-to-end: needs Docker")
 	}
 	dir := demoRepo(t)
-	f := &fixture{target: testenv.Start(t), module: testenv.BuildModule(t, "./modules/rpm_exact")}
+	f := &fixture{target: testenv.Start(t), module: testenv.BuildModule(t, modules.Command, testenv.Named("rpm_exact"))}
 	if withRepo {
 		require.NoError(t, f.target.AddRepo(context.Background(), "fixtures", dir))
 	}

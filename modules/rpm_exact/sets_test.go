@@ -1,4 +1,4 @@
-package main_test
+package rpm_exact_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/modules"
 	"github.com/richt/services/testenv"
 	"github.com/richt/services/testenv/fixtures"
 )
@@ -35,7 +36,7 @@ func newAccFixture(t *testing.T) *fixture {
 		t.Skip("end-to-end: needs Docker")
 	}
 	dir := accRepo(t)
-	f := &fixture{target: testenv.Start(t), module: testenv.BuildModule(t, "./modules/rpm_exact")}
+	f := &fixture{target: testenv.Start(t), module: testenv.BuildModule(t, modules.Command, testenv.Named("rpm_exact"))}
 	require.NoError(t, f.target.AddRepo(context.Background(), "acc", dir))
 	return f
 }

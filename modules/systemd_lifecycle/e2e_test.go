@@ -1,4 +1,4 @@
-package main_test
+package systemd_lifecycle_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/modules"
 	"github.com/richt/services/testenv"
 	"github.com/richt/services/testenv/fixtures"
 )
@@ -40,7 +41,7 @@ func newEnv(t *testing.T, backend string) *env {
 	if testing.Short() {
 		t.Skip("end-to-end: needs Docker")
 	}
-	e := &env{t: testenv.Start(t), module: testenv.BuildModule(t, "./modules/systemd_lifecycle"), backend: backend}
+	e := &env{t: testenv.Start(t), module: testenv.BuildModule(t, modules.Command, testenv.Named("systemd_lifecycle")), backend: backend}
 	fixtures.InstallTestDaemon(t, e.t)
 	return e
 }

@@ -1,4 +1,4 @@
-package main_test
+package systemd_lifecycle_test
 
 import "encoding/json"
 

@@ -1,4 +1,4 @@
-package main_test
+package unit_override_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/modules"
 	"github.com/richt/services/testenv"
 	"github.com/richt/services/testenv/fixtures"
 )
@@ -34,9 +35,9 @@ func newEnv(t *testing.T) *env {
 	repo := testenv.Repo(t, fixtures.DemoPackage("1.0"))
 	e := &env{
 		t:         testenv.Start(t),
-		override:  testenv.BuildModule(t, "./modules/unit_override"),
-		lifecycle: testenv.BuildModule(t, "./modules/systemd_lifecycle"),
-		rpm:       testenv.BuildModule(t, "./modules/rpm_exact"),
+		override:  testenv.BuildModule(t, modules.Command, testenv.Named("unit_override")),
+		lifecycle: testenv.BuildModule(t, modules.Command, testenv.Named("systemd_lifecycle")),
+		rpm:       testenv.BuildModule(t, modules.Command, testenv.Named("rpm_exact")),
 	}
 	ctx := context.Background()
 	require.NoError(t, e.t.AddRepo(ctx, "fixtures", repo))

@@ -1,4 +1,4 @@
-package main_test
+package unit_override_test
 
 // Faults: unit_override killed at random moments, a full filesystem under the write, and
 // parameters that must be refused before anything is written, each on its own target.
@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/modules"
 	"github.com/richt/services/testenv"
 )
 
@@ -32,7 +33,7 @@ func newFaultTarget(t *testing.T) *faultTarget {
 	if testing.Short() {
 		t.Skip("end-to-end: needs Docker")
 	}
-	return &faultTarget{t: testenv.Start(t), module: testenv.BuildModule(t, "./modules/unit_override")}
+	return &faultTarget{t: testenv.Start(t), module: testenv.BuildModule(t, modules.Command, testenv.Named("unit_override"))}
 }
 
 func (f *faultTarget) run(t *testing.T, args map[string]any) testenv.Result {

@@ -1,4 +1,4 @@
-package main_test
+package unit_override_test
 
 import (
 	"context"

@@ -62,6 +62,9 @@ type Detached struct {
 	// Self is the executable started as the supervisor: /proc/self/exe, which works
 	// even after Ansible has removed the module file.
 	Self string
+	// Name is the supervisor's argv[0]: the module's name, which is how the collection's
+	// multi-call binary (one program for every module) knows that rpm_exact runs.
+	Name string
 	Sync SyncRecorder
 
 	held *lock.Lock
@@ -69,7 +72,7 @@ type Detached struct {
 
 // DefaultDetached is the transactor of the rpm_exact binary.
 func DefaultDetached(sync SyncRecorder) *Detached {
-	return &Detached{Dir: DefaultTransactionDir, LockDir: lock.Dir(), Self: "/proc/self/exe", Sync: sync}
+	return &Detached{Dir: DefaultTransactionDir, LockDir: lock.Dir(), Self: "/proc/self/exe", Name: moduleName, Sync: sync}
 }
 
 type request struct {
@@ -242,6 +245,9 @@ func (d *Detached) Run(ctx context.Context, t Transaction) (out Outcome, err err
 	}
 
 	cmd := exec.Command(d.Self)
+	if d.Name != "" {
+		cmd.Args[0] = d.Name
+	}
 	cmd.Env = append(os.Environ(), SuperviseEnv+"="+dir)
 	// Its own session: no signal sent to the module's process group or terminal (Ansible's
 	// timeout, a closed SSH connection) reaches it. No stdio: Ansible waits for the

@@ -126,10 +126,13 @@ type Package struct {
 	State   string  `ansible:"state"`
 }
 
+// moduleName is the module's name: its Spec's, and the supervisor's argv[0].
+const moduleName = "rpm_exact"
+
 // Spec is rpm_exact's parameter contract.
 func Spec() *ansible.Spec {
 	s := &ansible.Spec{
-		Name: "rpm_exact",
+		Name: moduleName,
 		Params: []ansible.Param{
 			{
 				Name: "name", Kind: ansible.Str,

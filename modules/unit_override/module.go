@@ -1,6 +1,6 @@
-// Command unit_override is the richt.services.unit_override Ansible module: an owned
+// Package unit_override is the richt.services.unit_override Ansible module: an owned
 // systemd unit file or drop-in, written atomically, with systemd's manager kept in sync.
-package main
+package unit_override
 
 import (
 	"github.com/richt/services/pkg/ansible"
@@ -10,7 +10,9 @@ import (
 	"github.com/richt/services/pkg/runner"
 )
 
-func main() {
+// Main runs the module as a process (see ansible.Main); the collection's multi-call binary
+// (cmd/richt-modules) calls it with os.Args set to this module's command line.
+func Main() {
 	ansible.Main(override.Spec(), override.Handler(override.Deps{
 		Runner: runner.Exec{},
 		Sync:   durable.Default(),

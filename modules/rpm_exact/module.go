@@ -1,6 +1,6 @@
-// Command rpm_exact is the richt.services.rpm_exact Ansible module: one RPM package at an
+// Package rpm_exact is the richt.services.rpm_exact Ansible module: one RPM package at an
 // exact version, present or absent, through DNF 4.
-package main
+package rpm_exact
 
 import (
 	"os"
@@ -11,7 +11,9 @@ import (
 	"github.com/richt/services/pkg/runner"
 )
 
-func main() {
+// Main runs the module as a process (see ansible.Main); the collection's multi-call binary
+// (cmd/richt-modules) calls it with os.Args set to this module's command line.
+func Main() {
 	store := durable.Default()
 	// Started again as a transaction's supervisor (package rpmexact, detached.go).
 	if dir := os.Getenv(rpmexact.SuperviseEnv); dir != "" {

@@ -1,6 +1,6 @@
-// Command systemd_lifecycle is the richt.services.systemd_lifecycle Ansible module: one
+// Package systemd_lifecycle is the richt.services.systemd_lifecycle Ansible module: one
 // unit's run state and boot state, with restart/reload reactions to other tasks' changes.
-package main
+package systemd_lifecycle
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 	"github.com/richt/services/pkg/runner"
 )
 
-func main() {
+// Main runs the module as a process (see ansible.Main); the collection's multi-call binary
+// (cmd/richt-modules) calls it with os.Args set to this module's command line.
+func Main() {
 	// systemd is reached only once the arguments are valid: --version and bad input never
 	// open a connection.
 	ansible.Main(lifecycle.Spec(), func(ctx context.Context, req *ansible.Request) (any, error) {
