@@ -244,10 +244,9 @@ func (d *Detached) Run(ctx context.Context, t Transaction) (out Outcome, err err
 		return out, err
 	}
 
-	cmd := exec.Command(d.Self)
-	if d.Name != "" {
-		cmd.Args[0] = d.Name
-	}
+	path, argv := osSelfArgv(d.Self, d.Name)
+	cmd := exec.Command(path)
+	cmd.Args = argv
 	cmd.Env = append(os.Environ(), SuperviseEnv+"="+dir)
 	// Its own session: no signal sent to the module's process group or terminal (Ansible's
 	// timeout, a closed SSH connection) reaches it. No stdio: Ansible waits for the

@@ -1,0 +1,43 @@
+package rpmexact
+
+import (
+	"fmt"
+	"os"
+)
+
+// selfArgv is the command line that starts this program again as the transaction's
+// supervisor: path is what to execute and argv its arguments (argv[0] included).
+//
+// Natively that is /proc/self/exe, which works even after Ansible has removed the module
+// file. Under a user-mode emulator (QEMU running an aarch64, ppc64le or s390x build on
+// another host, as the end-to-end tests do) /proc/self/exe is answered by the emulator with
+// the emulated program, which the kernel cannot execute without binfmt_misc ("exec format
+// error"). The emulator answers only /proc/self/exe and /proc/PID/exe that way, not the
+// same link under /proc/self/task/PID, which names the program the kernel really runs:
+// when the two differ, the supervisor is started through that same emulator. name is the
+// module's name (the multi-call binary runs the module its argv[0] names).
+func selfArgv(readlink func(string) (string, error), pid int, self, name string) (path string, argv []string) {
+	if self != "/proc/self/exe" {
+		return self, []string{nameOr(name, self)}
+	}
+	emulated, err1 := readlink("/proc/self/exe")
+	real, err2 := readlink(fmt.Sprintf("/proc/self/task/%d/exe", pid))
+	if err1 != nil || err2 != nil || emulated == real {
+		return self, []string{nameOr(name, self)}
+	}
+	// EMULATOR PROGRAM NAME: the program's argv[0] is its path, so the module's name goes
+	// first among its arguments, where the multi-call binary also looks.
+	return real, []string{real, emulated, name}
+}
+
+func nameOr(name, self string) string {
+	if name != "" {
+		return name
+	}
+	return self
+}
+
+// osSelfArgv is selfArgv on this process.
+func osSelfArgv(self, name string) (string, []string) {
+	return selfArgv(os.Readlink, os.Getpid(), self, name)
+}
