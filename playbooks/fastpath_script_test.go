@@ -23,15 +23,26 @@ import (
 
 const scriptNonce = "0123456789abcdef"
 
-// renderScripts asks fastpath.py for its install and run scripts for module "fake".
+// hostArch is this machine's `uname -m`: the build the scripts pick here.
+func hostArch(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("uname", "-m").Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
+}
+
+// renderScripts asks fastpath.py for its install and run scripts for module "fake", with
+// one build (this machine's architecture) whose sha256 is digest.
 func renderScripts(t *testing.T, digest string) (install, run string) {
 	t.Helper()
 	coll, err := collection()
 	require.NoError(t, err)
+	arch := hostArch(t)
 	code := fmt.Sprintf(`import json
 from ansible_collections.richt.services.plugins.plugin_utils import fastpath as f
-print(json.dumps([f._script(f._INSTALL, "fake", %q, %q), f._script(f._RUN, "fake", %q, %q, "FAKE_ENV=1")]))`,
-		digest, scriptNonce, digest, scriptNonce)
+h = {%q: %q}
+print(json.dumps([f._script(f._INSTALL, "fake", h, %q, arch=%q), f._script(f._RUN, "fake", h, %q, "FAKE_ENV=1")]))`,
+		arch, digest, scriptNonce, arch, scriptNonce)
 	cmd := exec.Command("/usr/bin/python3", "-c", code)
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+coll)
 	out, err := cmd.CombinedOutput()
@@ -70,9 +81,12 @@ func runScriptPath(t *testing.T, home, path, script string, stdin []byte) shResu
 	return shResult{rc, string(out)}
 }
 
+// marker is what the scripts print when they stop: the status and the architecture.
 func marker(status string) shResult {
-	return shResult{97, "RICHT_FASTPATH " + scriptNonce + " " + status + "\n"}
+	return shResult{97, "RICHT_FASTPATH " + scriptNonce + " " + status + " " + markerArch + "\n"}
 }
+
+var markerArch string
 
 func TestFastPathScripts(t *testing.T) {
 	if testing.Short() {
@@ -80,12 +94,15 @@ func TestFastPathScripts(t *testing.T) {
 	}
 	sum := sha256.Sum256([]byte(fakeModule))
 	digest := hex.EncodeToString(sum[:])
+	markerArch = hostArch(t)
 	install, run := renderScripts(t, digest)
 	for _, s := range []string{install, run} {
 		assert.False(t, strings.HasSuffix(s, "\n"), "no trailing newline")
 		assert.NotContains(t, s, "@", "every placeholder filled")
 	}
-	cached := func(home string) string { return filepath.Join(home, ".cache/richt.services/fake-"+digest) }
+	cached := func(home string) string {
+		return filepath.Join(home, ".cache/richt.services/richt-modules-"+markerArch+"-"+digest)
+	}
 
 	t.Run("miss, install, run with arguments on stdin and the task environment", func(t *testing.T) {
 		home := t.TempDir()
@@ -99,7 +116,7 @@ func TestFastPathScripts(t *testing.T) {
 		fi, err := os.Stat(cached(home))
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
-		assert.Equal(t, shResult{0, "args=- env=1\n{\"a\":1}"}, runScript(t, home, run, []byte(`{"a":1}`)))
+		assert.Equal(t, shResult{0, "args=fake - env=1\n{\"a\":1}"}, runScript(t, home, run, []byte(`{"a":1}`)))
 	})
 
 	t.Run("a truncated transfer never lands under the hash", func(t *testing.T) {
@@ -129,7 +146,7 @@ func TestFastPathScripts(t *testing.T) {
 			_ = os.Remove(calls)
 			return strings.Count(string(data), "\n")
 		}
-		ok := shResult{0, "args=- env=1\n"}
+		ok := shResult{0, "args=fake - env=1\n"}
 
 		require.Equal(t, marker("installed"), runScriptPath(t, home, path, install, []byte(fakeModule)))
 		assert.Equal(t, 1, hashed(), "the install verifies the transfer")
@@ -212,7 +229,7 @@ func TestFastPathScripts(t *testing.T) {
 		assert.Equal(t, fakeModule, string(data))
 		// A stamp written by an installer whose file was replaced a moment later does not
 		// match; the run then hashes the file and stamps it again.
-		assert.Equal(t, shResult{0, "args=- env=1\n"}, runScript(t, home, run, nil))
+		assert.Equal(t, shResult{0, "args=fake - env=1\n"}, runScript(t, home, run, nil))
 	})
 
 	t.Run("a noexec cache is found before anything is renamed", func(t *testing.T) {

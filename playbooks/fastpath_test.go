@@ -14,8 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/richt/services/modules"
-
 	"github.com/richt/services/testenv"
 )
 
@@ -39,13 +37,21 @@ func fastLog(out string) []string {
 	return lines
 }
 
-// moduleHash is the content hash make build wrote for a module.
-func moduleHash(t *testing.T, coll, module string) string {
+// targetArch is the architecture of the test targets (the host's: containers share its
+// kernel), as `uname -m` names it and the collection names its builds.
+const targetArch = "x86_64"
+
+// buildFile is the collection's build for the targets (bin/richt-modules-ARCH), and the
+// name the fast path caches it under with its hash.
+const buildFile = "richt-modules-" + targetArch
+
+// buildHash is the content hash make build wrote for the targets' build.
+func buildHash(t *testing.T, coll string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(coll, "ansible_collections/richt/services/bin/SHA256SUMS"))
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^([0-9a-f]{64})  ` + module + `$`).FindStringSubmatch(string(data))
-	require.NotNil(t, m, "SHA256SUMS names %s", module)
+	m := regexp.MustCompile(`(?m)^([0-9a-f]{64})  ` + buildFile + `$`).FindStringSubmatch(string(data))
+	require.NotNil(t, m, "SHA256SUMS names %s", buildFile)
 	return m[1]
 }
 
@@ -68,8 +74,8 @@ func TestFastPath(t *testing.T) {
 			tg := target(t)
 			coll, err := collection()
 			require.NoError(t, err)
-			hash := moduleHash(t, coll, "systemd_lifecycle")
-			cached := cache + "/systemd_lifecycle-" + hash
+			hash := buildHash(t, coll)
+			cached := cache + "/" + buildFile + "-" + hash
 			run := func(t *testing.T, p testenv.Playbook) testenv.PlaybookResult {
 				t.Helper()
 				p.Args = append(p.Args, "-vvv")
@@ -88,9 +94,9 @@ func TestFastPath(t *testing.T) {
 			t.Run("first run installs into the effective user's home, 0700", func(t *testing.T) {
 				r := run(t, fast())
 				assert.Equal(t, []string{
-					"installed systemd_lifecycle-" + hash[:12],
-					"ran cached systemd_lifecycle-" + hash[:12],
-					"ran cached systemd_lifecycle-" + hash[:12],
+					"installed " + buildFile + "-" + hash[:12],
+					"ran cached systemd_lifecycle",
+					"ran cached systemd_lifecycle",
 				}, fastLog(r.Output))
 				assert.Equal(t, "directory 700 root", strings.Join(strings.Fields(stat(t, cache))[:3], " "))
 				assert.Regexp(t, `^regular file 700 root \d+$`, stat(t, cached))
@@ -102,7 +108,7 @@ func TestFastPath(t *testing.T) {
 			t.Run("second run reuses the cached binary", func(t *testing.T) {
 				before := stat(t, cached)
 				r := run(t, fast())
-				assert.Equal(t, []string{"ran cached systemd_lifecycle-" + hash[:12], "ran cached systemd_lifecycle-" + hash[:12]}, fastLog(r.Output))
+				assert.Equal(t, []string{"ran cached systemd_lifecycle", "ran cached systemd_lifecycle"}, fastLog(r.Output))
 				assert.Equal(t, before, stat(t, cached), "same file, same inode")
 				// The install stamped the verified file; warm runs compare the stamp
 				// instead of hashing (fastpath_script_test.go counts the hashing).
@@ -115,27 +121,27 @@ func TestFastPath(t *testing.T) {
 				out, err := exec.Command("cp", "-a", coll+"/.", changed).CombinedOutput()
 				require.NoError(t, err, string(out))
 				bin := filepath.Join(changed, "ansible_collections/richt/services/bin")
-				f, err := os.OpenFile(filepath.Join(bin, "systemd_lifecycle"), os.O_APPEND|os.O_WRONLY, 0)
+				f, err := os.OpenFile(filepath.Join(bin, buildFile), os.O_APPEND|os.O_WRONLY, 0)
 				require.NoError(t, err)
 				_, err = f.WriteString("another build\n") // still a valid ELF executable
 				require.NoError(t, f.Close())
 				require.NoError(t, err)
-				cmd := exec.Command("sh", "-c", "sha256sum "+strings.Join(modules.Names(), " ")+" > SHA256SUMS")
+				cmd := exec.Command("sh", "-c", "sha256sum richt-modules-* > SHA256SUMS")
 				cmd.Dir = bin
 				out, err = cmd.CombinedOutput()
 				require.NoError(t, err, string(out))
-				newHash := moduleHash(t, changed, "systemd_lifecycle")
+				newHash := buildHash(t, changed)
 				require.NotEqual(t, hash, newHash)
 
 				p := fast()
 				p.CollectionsPath = changed
 				r := run(t, p)
-				assert.Equal(t, "installed systemd_lifecycle-"+newHash[:12], fastLog(r.Output)[0])
-				assert.Equal(t, "systemd_lifecycle-"+newHash+"\nsystemd_lifecycle-"+newHash+".ok\n", tg.MustExec(t, "sh", "-c", "cd "+cache+" && ls -A | grep systemd_lifecycle"))
+				assert.Equal(t, "installed "+buildFile+"-"+newHash[:12], fastLog(r.Output)[0])
+				assert.Equal(t, buildFile+"-"+newHash+"\n"+buildFile+"-"+newHash+".ok\n", tg.MustExec(t, "sh", "-c", "cd "+cache+" && ls -A | grep "+buildFile))
 
 				r = run(t, fast()) // back to the original build
-				assert.Equal(t, "installed systemd_lifecycle-"+hash[:12], fastLog(r.Output)[0])
-				assert.Equal(t, "systemd_lifecycle-"+hash+"\nsystemd_lifecycle-"+hash+".ok\n", tg.MustExec(t, "sh", "-c", "cd "+cache+" && ls -A | grep systemd_lifecycle"))
+				assert.Equal(t, "installed "+buildFile+"-"+hash[:12], fastLog(r.Output)[0])
+				assert.Equal(t, buildFile+"-"+hash+"\n"+buildFile+"-"+hash+".ok\n", tg.MustExec(t, "sh", "-c", "cd "+cache+" && ls -A | grep "+buildFile))
 			})
 
 			t.Run("a tampered cache file is refused and replaced; stale files are cleaned", func(t *testing.T) {
@@ -144,9 +150,9 @@ func TestFastPath(t *testing.T) {
 				r := run(t, fast())
 				assert.Contains(t, r.Output, "did not match its sha256 and was not run")
 				assert.Equal(t, []string{
-					"installed systemd_lifecycle-" + hash[:12],
-					"ran cached systemd_lifecycle-" + hash[:12],
-					"ran cached systemd_lifecycle-" + hash[:12],
+					"installed " + buildFile + "-" + hash[:12],
+					"ran cached systemd_lifecycle",
+					"ran cached systemd_lifecycle",
 				}, fastLog(r.Output))
 				assert.Equal(t, hash, strings.Fields(tg.MustExec(t, "sha256sum", cached))[0])
 				res, err := tg.Exec(t.Context(), "test", "-e", "/root/tampered-ran")
@@ -174,8 +180,8 @@ func TestFastPath(t *testing.T) {
 				p.Args = []string{"-i", path, "--forks", "6"}
 				r := run(t, p)
 				require.Len(t, r.Recap, 6)
-				assert.GreaterOrEqual(t, strings.Count(r.Output, "installed systemd_lifecycle-"), 1)
-				assert.Equal(t, "systemd_lifecycle-"+hash+"\nsystemd_lifecycle-"+hash+".ok\n", tg.MustExec(t, "ls", "-A", cache), "one file and its stamp, no temporary leftovers")
+				assert.GreaterOrEqual(t, strings.Count(r.Output, "installed "+buildFile+"-"), 1)
+				assert.Equal(t, buildFile+"-"+hash+"\n"+buildFile+"-"+hash+".ok\n", tg.MustExec(t, "ls", "-A", cache), "one file and its stamp, no temporary leftovers")
 				assert.Equal(t, hash, strings.Fields(tg.MustExec(t, "sha256sum", cached))[0])
 			})
 
@@ -221,7 +227,7 @@ func TestFastPath(t *testing.T) {
 				p := fast()
 				p.Args = []string{"-e", "ansible_user=deploy", "-e", "ansible_become=true", "-e", "ansible_become_method=sudo"}
 				r := run(t, p)
-				assert.Equal(t, "installed systemd_lifecycle-"+hash[:12], fastLog(r.Output)[0])
+				assert.Equal(t, "installed "+buildFile+"-"+hash[:12], fastLog(r.Output)[0])
 				assert.Regexp(t, `^regular file 700 root \d+$`, stat(t, cached))
 				res, err := tg.Exec(t.Context(), "test", "-e", "/home/deploy/.cache/richt.services")
 				require.NoError(t, err)
