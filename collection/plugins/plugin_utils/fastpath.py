@@ -346,7 +346,7 @@ class FastPathAction(NormalAction):
         if not arch or not (_mitogen(self) or _mitogen(self._connection)):
             yield
             return
-        import ansible_mitogen.loaders as loaders  # pylint: disable=import-error,import-outside-toplevel
+        from ansible_mitogen import loaders  # pylint: disable=import-error,import-outside-toplevel
         real = loaders.module_loader
         path = self._build_path(name)
 

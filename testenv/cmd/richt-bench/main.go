@@ -444,11 +444,12 @@ func (b *bench) directRuns(ctx context.Context, root string) ([]direct, error) {
 	samples := map[string][]float64{}
 	cmds := map[string]string{}
 	for _, c := range directCases {
-		out, err := t.Exec(ctx, "bash", "-c", `ls /root/.cache/richt.services/`+c.ours+`-* | grep -v '\.ok$'`)
+		// One multi-call build holds every module: BINARY NAME - runs NAME, as the fast path does.
+		out, err := t.Exec(ctx, "bash", "-c", `ls /root/.cache/richt.services/richt-modules-"$(uname -m)"-* | grep -v '\.ok$'`)
 		if err != nil || out.ExitCode != 0 {
-			return nil, fmt.Errorf("cached binary of %s: %v %s", c.ours, err, out.Stderr)
+			return nil, fmt.Errorf("cached build for %s: %v %s", c.ours, err, out.Stderr)
 		}
-		cmds[c.ours] = strings.TrimSpace(out.Stdout) + " - < /root/bench-args-" + c.ours + ".json"
+		cmds[c.ours] = strings.TrimSpace(out.Stdout) + " " + c.ours + " - < /root/bench-args-" + c.ours + ".json"
 		if out, err := t.Exec(ctx, "bash", "-c", `printf '%s' "$1" > /root/bench-args-`+c.ours+`.json`, "bash", c.args); err != nil || out.ExitCode != 0 {
 			return nil, fmt.Errorf("arguments of %s: %v %s", c.ours, err, out.Stderr)
 		}

@@ -107,7 +107,9 @@ func (b *bench) report(ts []timing, dir []direct) error {
 		res.Sides[k[0]+"|"+k[1]] = v
 	}
 	for _, m := range modules.Names() {
-		if fi, err := os.Stat(filepath.Join(b.coll, "ansible_collections/richt/services/bin", m)); err == nil {
+		// bin/x86_64/NAME: the build the bench's targets (this host's kernel) run, one
+		// multi-call binary that every module's size names.
+		if fi, err := os.Stat(filepath.Join(b.coll, "ansible_collections/richt/services/bin/x86_64", m)); err == nil {
 			res.Sizes[m] = fi.Size()
 		}
 	}
