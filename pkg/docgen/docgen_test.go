@@ -117,7 +117,7 @@ func TestRoutingKeepsTheOtherKeys(t *testing.T) {
 	runtime := "---\nrequires_ansible: \">=2.14.0\"\n"
 	added := SpliceRouting(runtime, Routing([]string{"a_mod", "b_mod"}))
 	assert.Equal(t, runtime+`plugin_routing:
-  # Written by `+"`go run ./cmd/gendoc`"+` from modules/*/main.go: every module runs through
+  # Written by `+"`go run ./cmd/gendoc`"+` from modules/*/module.go: every module runs through
   # the fast path's one action plugin (plugins/action/fastpath.py).
   modules:
     a_mod:
@@ -127,7 +127,7 @@ func TestRoutingKeepsTheOtherKeys(t *testing.T) {
 `, added)
 	moved := SpliceRouting(added+"action_groups:\n  all: [a_mod]\n", Routing([]string{"a_mod"}))
 	assert.Equal(t, runtime+`plugin_routing:
-  # Written by `+"`go run ./cmd/gendoc`"+` from modules/*/main.go: every module runs through
+  # Written by `+"`go run ./cmd/gendoc`"+` from modules/*/module.go: every module runs through
   # the fast path's one action plugin (plugins/action/fastpath.py).
   modules:
     a_mod:
