@@ -4,6 +4,7 @@ package systemd_lifecycle
 
 import (
 	"context"
+	"github.com/richt/services/pkg/systemd"
 	"os"
 
 	"github.com/richt/services/pkg/ansible"
@@ -22,14 +23,14 @@ func Main() {
 		if err := req.Decode(&p); err != nil {
 			return nil, err
 		}
-		scope, err := lifecycle.ScopeOf(p.Scope)
+		scope, err := systemd.ScopeOf(p.Scope)
 		if err != nil {
 			return nil, err
 		}
 		for k, v := range scope.Env() {
 			os.Setenv(k, v)
 		}
-		sd, closeFn, err := lifecycle.NewSystemd(ctx, runner.Exec{}, os.Getenv(lifecycle.BackendEnv), scope)
+		sd, closeFn, err := systemd.NewSystemd(ctx, runner.Exec{}, os.Getenv(systemd.BackendEnv), scope)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/richt/services/pkg/systemd"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ type Store interface {
 
 // Deps are the module's side effects.
 type Deps struct {
-	Systemd Systemd
+	Systemd systemd.Systemd
 	Store   Store
 	// Root is the filesystem root unit files are read from ("" for /).
 	Root string
@@ -576,8 +577,8 @@ func (r *run) prepare(ctx context.Context) (Facts, error) {
 // and the task leaves the mask alone: every other case is left to the plan, which decides from what
 // the manager shows after the sync and enables or disables, with its own reload, if that is
 // still due. Not in check mode, which changes nothing.
-func (r *run) enableBeforeSync(ctx context.Context, obs Props) error {
-	e, ok := r.Systemd.(UnitFileEnabler)
+func (r *run) enableBeforeSync(ctx context.Context, obs systemd.Props) error {
+	e, ok := r.Systemd.(systemd.UnitFileEnabler)
 	if !ok || r.check() || r.want.Enabled == nil || r.want.Masked != nil || obs.LoadState == "masked" {
 		return nil
 	}
@@ -599,30 +600,27 @@ func (r *run) enableBeforeSync(ctx context.Context, obs Props) error {
 // sync reloads systemd's manager (a change, reported as the daemon-reload action) and
 // observes the unit again; in check mode it only reports the action, and obs stays what
 // it was.
-func (r *run) sync(ctx context.Context, obs Props, why []string) (Props, error) {
+func (r *run) sync(ctx context.Context, obs systemd.Props, why []string) (systemd.Props, error) {
 	r.res.SyncReasons = append(r.res.SyncReasons, why...)
 	r.res.Actions = append(r.res.Actions, "daemon-reload")
 	r.res.DaemonReload = contract.ReloadPerformed // in check mode, as the real run would report
 	if r.check() {
 		return obs, nil
 	}
-	if err := r.Systemd.DaemonReload(ctx); err != nil {
-		return Props{}, fmt.Errorf("daemon-reload: %w", err)
-	}
-	// Only the entries read before the reload are cleared: one recorded since stays due.
-	if err := r.Store.ClearManagerSync(ctx, r.synced); err != nil {
-		return Props{}, err
+	// The entries read when the run began are the ones this reload serves.
+	if err := systemd.ReloadManager(ctx, r.Systemd, r.Store, r.synced); err != nil {
+		return systemd.Props{}, err
 	}
 	r.synced = durable.Sync{}
 	obs, err := r.Systemd.Show(ctx, r.want.Unit)
 	if err != nil {
-		return Props{}, err
+		return systemd.Props{}, err
 	}
 	r.res.After = stateOf(obs)
 	return obs, nil
 }
 
-func (r *run) capability(obs Props, synced bool) (unitfile.Capability, error) {
+func (r *run) capability(obs systemd.Props, synced bool) (unitfile.Capability, error) {
 	var sources []unitfile.Source
 	var err error
 	if r.check() && synced {
@@ -702,7 +700,7 @@ func isRunStep(s Step) bool {
 }
 
 // configure carries out one configuration step (or the stop before a mask) and verifies it.
-func (r *run) configure(ctx context.Context, step Step) (Props, error) {
+func (r *run) configure(ctx context.Context, step Step) (systemd.Props, error) {
 	r.act(step)
 	unit := r.want.Unit
 	var err error
@@ -713,20 +711,20 @@ func (r *run) configure(ctx context.Context, step Step) (Props, error) {
 		err = r.Systemd.SetMasked(ctx, unit, step == StepMask)
 	case StepStop:
 		if err = r.Systemd.Job(ctx, string(StepStop), unit); err == nil {
-			var final Props
+			var final systemd.Props
 			if final, err = r.verify(ctx, reaction.Stop, 0); err == nil {
 				return final, nil
 			}
 			return final, r.failure(reaction.Stop, reaction.None, nil, err)
 		}
-		return Props{}, r.failure(reaction.Stop, reaction.None, err, nil)
+		return systemd.Props{}, r.failure(reaction.Stop, reaction.None, err, nil)
 	}
 	if err != nil {
 		hint := ""
 		if step == StepMask && strings.HasPrefix(r.res.Before.fragment, "/etc/systemd/system/") {
 			hint = fmt.Sprintf("; a mask is a link to /dev/null at /etc/systemd/system/%s, where this unit's own file %s is: a unit defined there cannot be masked, remove its file instead", unit, r.res.Before.fragment)
 		}
-		return Props{}, fmt.Errorf("%s %s: %w%s", step, unit, err, hint)
+		return systemd.Props{}, fmt.Errorf("%s %s: %w%s", step, unit, err, hint)
 	}
 	obs, err := r.Systemd.Show(ctx, unit)
 	if err != nil {
@@ -762,12 +760,12 @@ func (r *run) runState(ctx context.Context, p Plan, f Facts, step Step) error {
 		}
 	}
 	r.act(step) // only now is the job sent
-	var before Props
+	var before systemd.Props
 	if action == reaction.ReloadIt {
 		before = f.Unit
 	}
 	jobErr := r.Systemd.Job(ctx, string(action), r.want.Unit)
-	var final Props
+	var final systemd.Props
 	var err error
 	var probing *probeRun
 	if jobErr == nil {
@@ -793,7 +791,7 @@ func (r *run) runState(ctx context.Context, p Plan, f Facts, step Step) error {
 	// start or restart left running; a stop leaves none and a reload keeps the old one.
 	if action == reaction.Start || action == reaction.RestartIt {
 		r.res.MainPID = final.MainPID
-		if pr, ok := r.Systemd.(PIDReader); ok {
+		if pr, ok := r.Systemd.(systemd.PIDReader); ok {
 			if pid, err := pr.MainPID(ctx, r.want.Unit); err == nil {
 				r.res.MainPID = pid
 			}
@@ -885,7 +883,7 @@ func (r *run) health(p Plan, pr *probeRun) error {
 // happened after their change (package scriptlets restart their units in the
 // transaction), and says so in the result. A unit whose files systemd has not loaded yet
 // (NeedDaemonReload) was started with the old ones: its restart is still due.
-func (r *run) restartServed(obs Props) (bool, error) {
+func (r *run) restartServed(obs systemd.Props) (bool, error) {
 	if !r.want.Running || len(reaction.Changed(r.trig.Restart)) == 0 || !obs.Running() || obs.NeedDaemonReload {
 		return false, nil
 	}
@@ -946,11 +944,11 @@ func since(p *durable.Pending) time.Time {
 // verify polls the unit until the action's goal has held for settle, within the task's
 // deadline: active with one invocation for start, restart and reload; inactive or failed
 // for stop.
-func (r *run) verify(ctx context.Context, action reaction.Action, settle time.Duration) (Props, error) {
+func (r *run) verify(ctx context.Context, action reaction.Action, settle time.Duration) (systemd.Props, error) {
 	clk := r.clk()
 	var since time.Time
 	var invocation string
-	var last Props
+	var last systemd.Props
 	for {
 		p, err := r.Systemd.Show(ctx, r.want.Unit)
 		if err != nil {
@@ -1045,7 +1043,7 @@ func labels(t reaction.Triggers, p *durable.Pending) []string {
 	return out
 }
 
-func stateOf(p Props) *State {
+func stateOf(p systemd.Props) *State {
 	st := "stopped"
 	if p.Running() {
 		st = "running"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/richt/services/pkg/systemd"
 	"os"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ import (
 
 // fakeSystemd is a small in-memory systemd: enough state to exercise the decision flow.
 type fakeSystemd struct {
-	p       Props
+	p       systemd.Props
 	calls   []string
 	jobFail string // action that fails
 	// dieAfter: the unit fails on the Nth observation after a start or restart (a
@@ -39,7 +40,7 @@ type fakeSystemd struct {
 	started                     int
 }
 
-func (f *fakeSystemd) Show(context.Context, string) (Props, error) {
+func (f *fakeSystemd) Show(context.Context, string) (systemd.Props, error) {
 	f.calls = append(f.calls, "show")
 	f.shows++
 	if f.dieAfter > 0 && f.started > 0 && f.shows-f.started >= f.dieAfter {
@@ -123,9 +124,9 @@ func (m *memStore) GetPending(u string) (*durable.Pending, error) {
 func (m *memStore) SetPending(u string, p durable.Pending) error { m.pending[u] = &p; return nil }
 func (m *memStore) ClearPending(u string) error                  { delete(m.pending, u); return nil }
 
-func props(active, fileState string) Props {
+func props(active, fileState string) systemd.Props {
 	sub := map[string]string{"active": "running", "inactive": "dead"}[active]
-	return Props{ID: "demo.service", LoadState: "loaded", ActiveState: active, SubState: sub, UnitFileState: fileState, FragmentPath: ""}
+	return systemd.Props{ID: "demo.service", LoadState: "loaded", ActiveState: active, SubState: sub, UnitFileState: fileState, FragmentPath: ""}
 }
 
 func runModule(t *testing.T, sd *fakeSystemd, st *memStore, args map[string]any) map[string]any {
@@ -191,10 +192,10 @@ func TestFlow(t *testing.T) {
 		Change: contract.Change{UnitFilesChanged: true, DaemonReload: contract.ReloadPerformed, ChangedAt: "2025-03-04T05:06:07.000000000Z"}})
 	packageChanged := registered(t, rpmexact.Result{Report: rpmexact.Report{Changed: true, Change: contract.Change{PackageChanged: true, ChangedAt: "2025-03-04T05:06:07.000000000Z"}},
 		Name: "demo", Before: []string{}, After: []string{"demo-0:1.0-1.noarch"}, Operation: rpmexact.OpInstallN, Command: []string{"dnf", "-y", "install-n", "--", "demo"}})
-	notFound := Props{ID: "demo.service", LoadState: "not-found", ActiveState: "inactive", SubState: "dead"}
+	notFound := systemd.Props{ID: "demo.service", LoadState: "not-found", ActiveState: "inactive", SubState: "dead"}
 	cases := []struct {
 		name    string
-		p       Props
+		p       systemd.Props
 		syncDue bool
 		pending string
 		args    map[string]any
@@ -276,7 +277,7 @@ func TestMainPIDOnlyAfterStartOrRestart(t *testing.T) {
 	reloadable.CanReload = true
 	cases := []struct {
 		name string
-		p    Props
+		p    systemd.Props
 		args map[string]any
 		pid  bool
 	}{
@@ -322,7 +323,7 @@ func TestApplyFlows(t *testing.T) {
 	masked.LoadState = "masked"
 	cases := []struct {
 		name   string
-		p      Props
+		p      systemd.Props
 		args   map[string]any
 		sd     func(*fakeSystemd)
 		prober *fakeProber
@@ -464,7 +465,7 @@ func (s *settlingSystemd) Job(ctx context.Context, action, unit string) error {
 	return s.fakeSystemd.Job(ctx, action, unit)
 }
 
-func (s *settlingSystemd) Show(ctx context.Context, unit string) (Props, error) {
+func (s *settlingSystemd) Show(ctx context.Context, unit string) (systemd.Props, error) {
 	if s.started {
 		select {
 		case <-s.probed:

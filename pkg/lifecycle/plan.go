@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"github.com/richt/services/pkg/systemd"
 	"time"
 
 	"github.com/richt/services/pkg/health"
@@ -23,7 +24,7 @@ type Want struct {
 
 // Facts are what preparation observed and derived, after the manager sync.
 type Facts struct {
-	Unit Props
+	Unit systemd.Props
 	// Due is the reaction triggers and a pending record ask for (reaction.Due).
 	Due reaction.Kind
 	// Pending: a record of a reaction still due exists (and was not served since).

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"github.com/richt/services/pkg/systemd"
 	"testing"
 	"time"
 
@@ -12,8 +13,8 @@ import (
 	"github.com/richt/services/pkg/unitfile"
 )
 
-func unitIn(load, active, fileState string) Props {
-	return Props{ID: "demo.service", LoadState: load, ActiveState: active, UnitFileState: fileState}
+func unitIn(load, active, fileState string) systemd.Props {
+	return systemd.Props{ID: "demo.service", LoadState: load, ActiveState: active, UnitFileState: fileState}
 }
 
 // Every branch of Decide, without systemd.

@@ -24,6 +24,7 @@ import (
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/runner"
+	"github.com/richt/services/pkg/systemd"
 	"github.com/richt/services/pkg/timeout"
 	"github.com/richt/services/pkg/unitfile"
 	"github.com/richt/services/pkg/unitname"
@@ -526,12 +527,15 @@ func (d Deps) syncManager(ctx context.Context, res *Result, unit string) error {
 		_, err := d.Sync.MarkManagerSyncDue(ctx, "unit_override "+res.Path+" changed")
 		return err
 	}
-	// Whatever was recorded as due before this reload is served by it; what is recorded
-	// while it runs stays due.
+	// Whatever was recorded as due before this reload is served by it. An unreadable record
+	// was not served knowingly: it is left for systemd_lifecycle, which names it.
 	seen, serr := d.Sync.ManagerSync()
-	out, err := d.Runner.Run(ctx, "systemctl", "daemon-reload")
-	if err == nil && out.ExitCode != 0 {
-		err = fmt.Errorf("exit %d: %s", out.ExitCode, out.Output())
+	if serr != nil {
+		seen = durable.Sync{}
+	}
+	err := systemd.ReloadManager(ctx, systemd.Systemctl{Runner: d.Runner}, d.Sync, seen)
+	if err != nil && !errors.Is(err, systemd.ErrReload) {
+		return err // reloaded; settling the records failed
 	}
 	if err != nil {
 		// The file is written; make sure the next systemd_lifecycle run still syncs.
@@ -544,12 +548,7 @@ func (d Deps) syncManager(ctx context.Context, res *Result, unit string) error {
 		}
 		return fmt.Errorf("%s was written but systemctl daemon-reload failed (recorded as due for the next systemd_lifecycle run): %w", res.Path, err)
 	}
-	if serr != nil {
-		// An unreadable record was not served knowingly: leave it for systemd_lifecycle,
-		// which names it.
-		return nil
-	}
-	return d.Sync.ClearManagerSync(ctx, seen)
+	return nil
 }
 
 // capability is the merged unit's reload capability after the change (predicted in check
