@@ -271,6 +271,16 @@ func TestGalaxyBuildInstallAndDocs(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotZero(t, fi.Mode()&0o111, "%s is executable after install", m)
 	}
+	// Every module for every architecture EL ships, as a link the installed collection
+	// keeps to that architecture's build.
+	for _, arch := range []string{"x86_64", "aarch64", "ppc64le", "s390x"} {
+		for _, m := range modules.Names() {
+			link := filepath.Join(fresh, "ansible_collections/richt/services/bin", arch, m)
+			target, err := filepath.EvalSymlinks(link)
+			require.NoError(t, err, "%s build of %s", arch, m)
+			assert.Equal(t, "richt-modules-"+arch, filepath.Base(target))
+		}
+	}
 	for _, f := range []string{"bin/SHA256SUMS", "plugins/plugin_utils/fastpath.py", "plugins/action/fastpath.py", "meta/runtime.yml"} {
 		assert.FileExists(t, filepath.Join(fresh, "ansible_collections/richt/services", f))
 	}
