@@ -92,7 +92,7 @@ fuzz:
 # pipelining, also under Mitogen, and on 1/8/24 targets (docs/benchmarks.md): about 30
 # minutes; the report, raw figures and plot land in build/bench. BENCH_ARGS=-rounds 9 for more.
 bench: setup
-	$(GO) run ./testenv/cmd/richt-bench $(BENCH_ARGS)
+	$(GO) run ./cmd/richt-bench $(BENCH_ARGS)
 
 # testenv's benchmarks: median warm start-to-ready and median full demo scenario, 5 runs each.
 bench-testenv: setup

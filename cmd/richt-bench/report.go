@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/richt/services/cmd/richt-bench/plot"
 	"io"
 	"os"
 	"os/exec"
@@ -126,7 +127,7 @@ func (b *bench) report(ts []timing, dir []direct) error {
 		}
 	}
 	title := fmt.Sprintf("richt-bench %s: ours / built-in, median wall time (lower is better); %s; %s", res.Date, res.Ansible, res.Image)
-	if err := writePlot(filepath.Join(b.out, "benchmarks.png"), title, bars, points); err != nil {
+	if err := plot.Write(filepath.Join(b.out, "benchmarks.png"), title, bars, points); err != nil {
 		return err
 	}
 	b.log("report, figures and plot in %s", b.out)
@@ -168,11 +169,11 @@ func timeCell(s side) string {
 }
 
 // writeReport writes the Markdown tables and returns the plot's bars and points.
-func writeReport(w io.Writer, res results, scale []int) ([]plotBar, []plotPoint) {
+func writeReport(w io.Writer, res results, scale []int) ([]plot.Bar, []plot.Point) {
 	get := func(row, s string) side { return res.Sides[row+"|"+s] }
-	var bars []plotBar
+	var bars []plot.Bar
 	bar := func(group, label string, r, target float64, verdict string) {
-		b := plotBar{Group: group, Label: label, Ratio: r, Target: target}
+		b := plot.Bar{Group: group, Label: label, Ratio: r, Target: target}
 		if r < 0 {
 			b.Note = verdict
 		}
@@ -249,7 +250,7 @@ func writeReport(w io.Writer, res results, scale []int) ([]plotBar, []plotPoint)
 		}
 	}
 
-	var points []plotPoint
+	var points []plot.Point
 	if len(scale) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Scale: the demo role on N targets at once, forks = N (time per host = median run ÷ N):")
@@ -284,7 +285,7 @@ func writeReport(w io.Writer, res results, scale []int) ([]plotBar, []plotPoint)
 							perHost[series] = map[int]float64{}
 						}
 						perHost[series][n] = s.side.Median / float64(n)
-						points = append(points, plotPoint{Series: series, Hosts: n, SecondsPerHost: s.side.Median / float64(n)})
+						points = append(points, plot.Point{Series: series, Hosts: n, SecondsPerHost: s.side.Median / float64(n)})
 					}
 				}
 			}

@@ -1,4 +1,4 @@
-package main
+package plot
 
 import (
 	"fmt"
@@ -18,8 +18,8 @@ import (
 	"golang.org/x/image/math/fixed"
 )
 
-// plotBar is one bar of the ratio chart.
-type plotBar struct {
+// Bar is one bar of the ratio chart.
+type Bar struct {
 	Group  string  // comparison the bar belongs to, e.g. "default strategy", "ours vs built-ins under Mitogen"
 	Label  string  // row title, short (up to ~60 chars), e.g. "converged service"
 	Ratio  float64 // ours ÷ built-in; ignored when Note != ""
@@ -27,8 +27,8 @@ type plotBar struct {
 	Note   string  // when not empty the bar is not drawn and this text is shown instead (e.g. "built-in dnf fails under Mitogen")
 }
 
-// plotPoint is one point of the scaling chart.
-type plotPoint struct {
+// Point is one point of the scaling chart.
+type Point struct {
 	Series         string  // e.g. "ours no-op", "built-in no-op", "ours changed", "built-in changed"
 	Hosts          int     // 1, 8, 24 …
 	SecondsPerHost float64 // median wall time of the run ÷ hosts
@@ -97,8 +97,8 @@ var seriesPalette = []color.RGBA{
 	{0x44, 0x44, 0x44, 0xff}, // dark grey
 }
 
-// writePlot draws the figure (ratio bars on top, scaling curve below) as a PNG at path.
-func writePlot(path, title string, bars []plotBar, points []plotPoint) error {
+// Write draws the figure (ratio bars on top, scaling curve below) as a PNG at path.
+func Write(path, title string, bars []Bar, points []Point) error {
 	if err := writePNGFile(path, renderPlot(title, bars, points)); err != nil {
 		return fmt.Errorf("write plot %s: %w", path, err)
 	}
@@ -139,7 +139,7 @@ func writePNGFile(path string, img image.Image) (err error) {
 // renderPlot lays out and draws the whole figure. Each section renders into
 // its own image sized by its content, which keeps height computation next to
 // the drawing code instead of in a separate pass that could drift from it.
-func renderPlot(title string, bars []plotBar, points []plotPoint) *image.RGBA {
+func renderPlot(title string, bars []Bar, points []Point) *image.RGBA {
 	var sections []*image.RGBA
 	if len(bars) > 0 {
 		sections = append(sections, renderRatioSection(groupBars(bars)))
@@ -175,12 +175,12 @@ func renderPlot(title string, bars []plotBar, points []plotPoint) *image.RGBA {
 // barGroup is one comparison of the ratio chart with its bars in input order.
 type barGroup struct {
 	name string
-	bars []plotBar
+	bars []Bar
 }
 
 // groupBars groups bars by Group in the order groups first appear, so callers
 // control the figure's order simply by the order they report results in.
-func groupBars(bars []plotBar) []barGroup {
+func groupBars(bars []Bar) []barGroup {
 	index := map[string]int{}
 	var groups []barGroup
 	for _, b := range bars {
@@ -199,7 +199,7 @@ func groupBars(bars []plotBar) []barGroup {
 // normalizeBar turns values that cannot be placed on a 0-based linear axis
 // into a note, so a broken measurement shows up as "n/a" rather than as a bar
 // that is silently clipped or a panic deep in the drawing code.
-func normalizeBar(b plotBar) plotBar {
+func normalizeBar(b Bar) Bar {
 	if b.Note == "" && !isPlottable(b.Ratio) {
 		b.Note = "n/a"
 	}
@@ -279,7 +279,7 @@ func renderRatioSection(groups []barGroup) *image.RGBA {
 	type row struct {
 		y  int
 		bg color.RGBA
-		b  plotBar
+		b  Bar
 	}
 	var rows []row
 	for gi, g := range groups {
@@ -400,7 +400,7 @@ func drawRatioLegend(img *image.RGBA, y int, anyNoTarget bool) {
 }
 
 // renderScaleSection draws the time-per-host line chart with its legend.
-func renderScaleSection(points []plotPoint) *image.RGBA {
+func renderScaleSection(points []Point) *image.RGBA {
 	var hosts []int
 	var series []string
 	seen := map[string]bool{}

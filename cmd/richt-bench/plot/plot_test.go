@@ -1,4 +1,4 @@
-package main
+package plot
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 
 // samplePlotBars is a realistic set of about 20 bars in 3 groups, with one
 // bar meeting its target, one missing it, one without a target and one note.
-func samplePlotBars() []plotBar {
-	var bars []plotBar
+func samplePlotBars() []Bar {
+	var bars []Bar
 	defaults := []struct {
 		label         string
 		ratio, target float64
@@ -30,33 +30,33 @@ func samplePlotBars() []plotBar {
 		{"changed user + group", 1.124, 0},
 	}
 	for _, d := range defaults {
-		bars = append(bars, plotBar{Group: "default strategy", Label: d.label, Ratio: d.ratio, Target: d.target})
+		bars = append(bars, Bar{Group: "default strategy", Label: d.label, Ratio: d.ratio, Target: d.target})
 	}
 	for i, d := range defaults[:6] {
-		bars = append(bars, plotBar{Group: "free strategy", Label: d.label, Ratio: d.ratio * (0.9 + 0.05*float64(i)), Target: d.target})
+		bars = append(bars, Bar{Group: "free strategy", Label: d.label, Ratio: d.ratio * (0.9 + 0.05*float64(i)), Target: d.target})
 	}
 	bars = append(bars,
-		plotBar{Group: "ours vs built-ins under Mitogen", Label: "converged service", Ratio: 0.844, Target: 1},
-		plotBar{Group: "ours vs built-ins under Mitogen", Label: "changed service (start + enable)", Ratio: 1.312, Target: 1},
-		plotBar{Group: "ours vs built-ins under Mitogen", Label: "converged package (dnf)", Note: "built-in dnf fails under Mitogen"},
-		plotBar{Group: "ours vs built-ins under Mitogen", Label: "converged file + template", Ratio: 0.97, Target: 1},
-		plotBar{Group: "ours vs built-ins under Mitogen", Label: "a rather long label that goes well past the sixty characters the column is sized for", Ratio: 0.5},
-		plotBar{Group: "ours vs built-ins under Mitogen", Label: "zero ratio", Ratio: 0, Target: 0.5},
+		Bar{Group: "ours vs built-ins under Mitogen", Label: "converged service", Ratio: 0.844, Target: 1},
+		Bar{Group: "ours vs built-ins under Mitogen", Label: "changed service (start + enable)", Ratio: 1.312, Target: 1},
+		Bar{Group: "ours vs built-ins under Mitogen", Label: "converged package (dnf)", Note: "built-in dnf fails under Mitogen"},
+		Bar{Group: "ours vs built-ins under Mitogen", Label: "converged file + template", Ratio: 0.97, Target: 1},
+		Bar{Group: "ours vs built-ins under Mitogen", Label: "a rather long label that goes well past the sixty characters the column is sized for", Ratio: 0.5},
+		Bar{Group: "ours vs built-ins under Mitogen", Label: "zero ratio", Ratio: 0, Target: 0.5},
 	)
 	return bars
 }
 
 // samplePlotPoints is 4 series × 3 host counts, given out of host order to
 // check the chart sorts them.
-func samplePlotPoints() []plotPoint {
-	var pts []plotPoint
+func samplePlotPoints() []Point {
+	var pts []Point
 	for _, h := range []int{24, 1, 8} {
 		f := float64(h)
 		pts = append(pts,
-			plotPoint{Series: "ours no-op", Hosts: h, SecondsPerHost: 1.2 + 2.0/f},
-			plotPoint{Series: "built-in no-op", Hosts: h, SecondsPerHost: 2.9 + 4.0/f},
-			plotPoint{Series: "ours changed", Hosts: h, SecondsPerHost: 1.9 + 3.0/f},
-			plotPoint{Series: "built-in changed", Hosts: h, SecondsPerHost: 3.6 + 5.5/f},
+			Point{Series: "ours no-op", Hosts: h, SecondsPerHost: 1.2 + 2.0/f},
+			Point{Series: "built-in no-op", Hosts: h, SecondsPerHost: 2.9 + 4.0/f},
+			Point{Series: "ours changed", Hosts: h, SecondsPerHost: 1.9 + 3.0/f},
+			Point{Series: "built-in changed", Hosts: h, SecondsPerHost: 3.6 + 5.5/f},
 		)
 	}
 	return pts
@@ -97,8 +97,8 @@ func hasBarColor(img image.Image, c color.RGBA) bool {
 func TestWritePlot(t *testing.T) {
 	tests := []struct {
 		name               string
-		bars               []plotBar
-		points             []plotPoint
+		bars               []Bar
+		points             []Point
 		wantGreen, wantRed bool
 	}{
 		{name: "realistic", bars: samplePlotBars(), points: samplePlotPoints(), wantGreen: true, wantRed: true},
@@ -107,27 +107,27 @@ func TestWritePlot(t *testing.T) {
 		{name: "nothing"},
 		{
 			name: "unplottable ratios",
-			bars: []plotBar{
+			bars: []Bar{
 				{Group: "g", Label: "nan", Ratio: math.NaN(), Target: 0.9},
 				{Group: "g", Label: "+inf", Ratio: math.Inf(1), Target: 0.9},
 				{Group: "g", Label: "-inf", Ratio: math.Inf(-1)},
 				{Group: "g", Label: "negative", Ratio: -0.5, Target: 0.9},
 			},
-			points: []plotPoint{{Series: "s", Hosts: 1, SecondsPerHost: math.NaN()}},
+			points: []Point{{Series: "s", Hosts: 1, SecondsPerHost: math.NaN()}},
 		},
 		{
 			name:      "zero values and a single host",
-			bars:      []plotBar{{Label: "zero", Ratio: 0, Target: 0.5}, {Label: "tiny", Ratio: 0.01, Target: 0.5}, {Label: "bad target", Ratio: 0.7, Target: math.NaN()}},
-			points:    []plotPoint{{Series: "a", Hosts: 1}, {Series: "b", Hosts: 1}},
+			bars:      []Bar{{Label: "zero", Ratio: 0, Target: 0.5}, {Label: "tiny", Ratio: 0.01, Target: 0.5}, {Label: "bad target", Ratio: 0.7, Target: math.NaN()}},
+			points:    []Point{{Series: "a", Hosts: 1}, {Series: "b", Hosts: 1}},
 			wantGreen: true,
 		},
 		{
 			name: "huge ratio and many series",
-			bars: []plotBar{{Group: "g", Label: "slow", Ratio: 1e9, Target: 1}},
-			points: func() []plotPoint {
-				var pts []plotPoint
+			bars: []Bar{{Group: "g", Label: "slow", Ratio: 1e9, Target: 1}},
+			points: func() []Point {
+				var pts []Point
 				for i := range 12 {
-					pts = append(pts, plotPoint{Series: fmt.Sprintf("series number %d with a long name", i), Hosts: i, SecondsPerHost: 1e-4 * float64(i)})
+					pts = append(pts, Point{Series: fmt.Sprintf("series number %d with a long name", i), Hosts: i, SecondsPerHost: 1e-4 * float64(i)})
 				}
 				return pts
 			}(),
@@ -138,7 +138,7 @@ func TestWritePlot(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// A missing parent directory must be created.
 			path := filepath.Join(t.TempDir(), "out", "plot.png")
-			if err := writePlot(path, "richt-bench: ours ÷ built-in", tt.bars, tt.points); err != nil {
+			if err := Write(path, "richt-bench: ours ÷ built-in", tt.bars, tt.points); err != nil {
 				t.Fatal(err)
 			}
 			img := readPNG(t, path)
@@ -167,7 +167,7 @@ func TestWritePlotHeightGrowsWithBars(t *testing.T) {
 	prev := 0
 	for _, n := range []int{1, 5, 10, len(all)} {
 		path := filepath.Join(t.TempDir(), "plot.png")
-		if err := writePlot(path, "growth", all[:n], nil); err != nil {
+		if err := Write(path, "growth", all[:n], nil); err != nil {
 			t.Fatal(err)
 		}
 		h := readPNG(t, path).Bounds().Dy()
@@ -185,7 +185,7 @@ func TestWritePlotError(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(blocker, "plot.png")
-	err := writePlot(path, "t", samplePlotBars(), nil)
+	err := Write(path, "t", samplePlotBars(), nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "write plot "+path+": ") {
 		t.Fatalf("err = %v, want it prefixed with %q", err, "write plot "+path+": ")
 	}
@@ -226,15 +226,15 @@ func TestNiceAxis(t *testing.T) {
 func TestRatioAxisMax(t *testing.T) {
 	tests := []struct {
 		name string
-		bars []plotBar
+		bars []Bar
 		want float64
 	}{
-		{"floor", []plotBar{{Ratio: 0.3}}, 1.2},
-		{"exact multiple", []plotBar{{Ratio: 1.2}}, 1.2},
-		{"rounded up", []plotBar{{Ratio: 1.21}}, 1.4},
-		{"target counts", []plotBar{{Ratio: 0.3, Target: 1.5}}, 1.6},
-		{"notes ignored", []plotBar{{Ratio: 9, Note: "skipped"}}, 1.2},
-		{"nan ignored", []plotBar{{Ratio: math.NaN()}}, 1.2},
+		{"floor", []Bar{{Ratio: 0.3}}, 1.2},
+		{"exact multiple", []Bar{{Ratio: 1.2}}, 1.2},
+		{"rounded up", []Bar{{Ratio: 1.21}}, 1.4},
+		{"target counts", []Bar{{Ratio: 0.3, Target: 1.5}}, 1.6},
+		{"notes ignored", []Bar{{Ratio: 9, Note: "skipped"}}, 1.2},
+		{"nan ignored", []Bar{{Ratio: math.NaN()}}, 1.2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
