@@ -154,6 +154,10 @@ func run(c config) error {
 	if err := b.pauseOthers(ctx, false); err != nil {
 		return err
 	}
+	// Resumed after some 25 minutes frozen, the other targets run at once whatever came due
+	// meanwhile (timers): the first scale row (1 target) took 2-3x the same play's time in
+	// the role row while that load lasted. The scale rows start once it is gone.
+	b.settle("scale rows")
 	for _, n := range c.scale {
 		b.log("scale: the demo role no-op and changed on %d targets, forks %d", n, n)
 		rp := scalePlay(n, c.scaleRounds)
@@ -169,7 +173,7 @@ func run(c config) error {
 	if _, err := b.play("reconverge", "one", 1, setupPlay(root)); err != nil {
 		return err
 	}
-	b.settle()
+	b.settle("direct runs")
 	direct, err := b.directRuns(ctx, root)
 	if err != nil {
 		return err
@@ -575,10 +579,10 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)`
 	return int64(median(v)), nil
 }
 
-// settle waits until the machine is quiet after the other targets were removed: at least
-// 15 s, then until the 1-minute load average is below 1 (at most 2 more minutes), and says
-// what it was.
-func (b *bench) settle() {
+// settle waits until the machine is quiet (before the direct runs, after the other targets
+// were removed; before the scale rows, after they were resumed): at least 15 s, then until
+// the 1-minute load average is below 1 (at most 2 more minutes), and says what it was.
+func (b *bench) settle(before string) {
 	time.Sleep(15 * time.Second)
 	waited := 15 * time.Second
 	load := loadAverage()
@@ -587,7 +591,7 @@ func (b *bench) settle() {
 		waited += 5 * time.Second
 		load = loadAverage()
 	}
-	b.log("direct runs: 1-minute load average %.2f after %s", load, waited)
+	b.log("%s: 1-minute load average %.2f after %s", before, load, waited)
 }
 
 // loadAverage is the host's 1-minute load average, or -1 when it cannot be read.
