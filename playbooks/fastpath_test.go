@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -48,11 +47,7 @@ const buildFile = "richt-modules-" + targetArch
 // buildHash is the content hash make build wrote for the targets' build.
 func buildHash(t *testing.T, coll string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(coll, "ansible_collections/richt/services/bin/SHA256SUMS"))
-	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^([0-9a-f]{64})  ` + buildFile + `$`).FindStringSubmatch(string(data))
-	require.NotNil(t, m, "SHA256SUMS names %s", buildFile)
-	return m[1]
+	return archHash(t, coll, targetArch)
 }
 
 // sshSudoer makes a login user on tg (once) who reaches it over SSH with the test key and
