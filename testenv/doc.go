@@ -53,11 +53,13 @@
 // # Run a module
 //
 // A module is a Go program that speaks Ansible's module protocol. [BuildModule] builds it
-// as a static Linux binary once per test process; [Target.RunModule] copies it in and
-// runs it the way Ansible does (binary, arguments file, working directory /), and returns
-// its JSON [Result]. Ansible's check and diff switches are keys of the arguments.
+// as a static Linux binary once per test process (here this collection's multi-call
+// binary, named after the module it should run; a module of your own is
+// BuildModule(t, "./cmd/NAME")); [Target.RunModule] copies it in and runs it the way
+// Ansible does (binary, arguments file, working directory /), and returns its JSON
+// [Result]. Ansible's check and diff switches are keys of the arguments.
 //
-//	module := testenv.BuildModule(t, "./cmd/my_module")
+//	module := testenv.BuildModule(t, "./cmd/richt-modules", testenv.Named("systemd_lifecycle"))
 //	check := tg.RunModule(t, module, map[string]any{"unit": "app.service", "state": "running", "_ansible_check_mode": true})
 //	r := tg.RunModule(t, module, map[string]any{"unit": "app.service", "state": "running"})
 //	if r.Failed() {

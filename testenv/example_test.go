@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/richt/services/modules"
 	"github.com/richt/services/testenv"
 	"github.com/richt/services/testenv/fixtures"
 )
@@ -28,7 +27,7 @@ func Example() {
 	}
 	tg := testenv.Start(t)
 	tg.MustExec(t, "systemctl", "is-system-running") // fails the test unless it exits 0
-	module := testenv.BuildModule(t, modules.Command, testenv.Named("systemd_lifecycle"))
+	module := testenv.BuildModule(t, "./cmd/richt-modules", testenv.Named("systemd_lifecycle"))
 	args := map[string]any{"unit": "dbus.service", "state": "running"}
 
 	before := tg.Snapshot(t, "dbus.service")
@@ -90,7 +89,7 @@ func ExampleTarget_RunModule() {
 	var t *testing.T // the test's own t
 	unit := "[Service]\nExecStart=/bin/sleep infinity\n"
 	tg := testenv.Start(t, testenv.WithFile("/etc/systemd/system/app.service", []byte(unit), 0o644))
-	module := testenv.BuildModule(t, modules.Command, testenv.Named("systemd_lifecycle"))
+	module := testenv.BuildModule(t, "./cmd/richt-modules", testenv.Named("systemd_lifecycle"))
 	check := tg.RunModule(t, module, map[string]any{"unit": "app.service", "state": "running", "_ansible_check_mode": true})
 	r := tg.RunModule(t, module, map[string]any{"unit": "app.service", "state": "running"})
 	fmt.Println(check.Changed(), r.Changed(), r.Failed(), tg.Snapshot(t, "app.service").ActiveState) // true true false active
