@@ -19,6 +19,11 @@ type Options struct {
 	GID  int // -1 keeps the creating process's group
 }
 
+// ErrNotReplaced is in the chain of every Write error that left path as it was (the error
+// came before the rename): errors.Is tells it from an error after the rename, when path
+// holds the new content but the rename may not be durable yet.
+var ErrNotReplaced = errors.New("not replaced (unchanged)")
+
 // Write replaces path with data: temporary file in the same directory (created 0600, then
 // chowned and chmodded to the final attributes while still empty), written, synced,
 // renamed over path, and the directory synced so the rename itself is durable. An error
@@ -27,7 +32,7 @@ func Write(path string, data []byte, o Options) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
-		return fmt.Errorf("%s not replaced (unchanged): create temporary file in %s: %w", path, dir, err)
+		return fmt.Errorf("%s %w: create temporary file in %s: %w", path, ErrNotReplaced, dir, err)
 	}
 	tmpName := tmp.Name()
 	renamed := false
@@ -35,7 +40,7 @@ func Write(path string, data []byte, o Options) (err error) {
 		if err != nil && !renamed {
 			_ = tmp.Close()
 			_ = os.Remove(tmpName)
-			err = fmt.Errorf("%s not replaced (unchanged): %w", path, err)
+			err = fmt.Errorf("%s %w: %w", path, ErrNotReplaced, err)
 		}
 	}()
 	// The os errors below name the operation and the temporary file already
@@ -93,6 +98,16 @@ func isTemp(path, name string) bool {
 // followed. The caller must hold whatever serializes writers of path: a temporary file of
 // a Write still running would be taken for stale. A missing directory is fine.
 func RemoveStale(path string) ([]string, error) {
+	return removeStale(path, true)
+}
+
+// Stale names the temporary files of path that a killed Write left behind, and changes
+// nothing: what RemoveStale would remove.
+func Stale(path string) ([]string, error) {
+	return removeStale(path, false)
+}
+
+func removeStale(path string, remove bool) ([]string, error) {
 	dir := filepath.Dir(path)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -118,15 +133,19 @@ func RemoveStale(path string) ([]string, error) {
 		if !fi.Mode().IsRegular() {
 			continue
 		}
+		if !remove {
+			removed = append(removed, e.Name())
+			continue
+		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return removed, fmt.Errorf("remove stale temporary file %s: %w", p, err)
 		}
 		removed = append(removed, e.Name())
 	}
-	if len(removed) > 0 {
+	if len(removed) > 0 && remove {
 		return removed, SyncDir(dir)
 	}
-	return nil, nil
+	return removed, nil
 }
 
 // Remove deletes path (absent is fine) and syncs its directory.

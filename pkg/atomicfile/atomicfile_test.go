@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -105,3 +106,35 @@ func TestWriteFailureNamesPathAndKeepsOldContent(t *testing.T) {
 }
 
 func touch(p string) error { return os.WriteFile(p, nil, 0o644) }
+
+func TestStaleNamesWithoutRemoving(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "demo.conf")
+	stale := filepath.Join(dir, tempPrefix(path)+"123")
+	require.NoError(t, os.WriteFile(stale, []byte("half"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.conf"), []byte("x"), 0o644))
+
+	names, err := Stale(path)
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Base(stale)}, names)
+	assert.FileExists(t, stale, "Stale only names")
+
+	names, err = RemoveStale(path)
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Base(stale)}, names)
+	assert.NoFileExists(t, stale)
+	names, err = Stale(path)
+	require.NoError(t, err)
+	assert.Empty(t, names)
+}
+
+func TestWriteSaysWhetherItReplaced(t *testing.T) {
+	dir := t.TempDir()
+	// A directory that cannot hold the temporary file: nothing replaced.
+	err := Write(filepath.Join(dir, "missing", "demo.conf"), []byte("x"), Options{Mode: 0o644, UID: -1, GID: -1})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrNotReplaced)
+	assert.Contains(t, err.Error(), "demo.conf not replaced (unchanged): ")
+
+	require.NoError(t, Write(filepath.Join(dir, "demo.conf"), []byte("x"), Options{Mode: 0o644, UID: -1, GID: -1}))
+}

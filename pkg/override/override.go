@@ -2,10 +2,14 @@
 // final mode and owner from the start, parsed before it is written, never shown when it
 // is sensitive, and followed by exactly one daemon-reload when it changed (or a durable
 // record that one is due, for a later systemd_lifecycle task).
+//
+// A run is Observe (the file and a killed run's leftovers; reads only) → Decide (pure: the
+// operation and its steps, plan.go) → Apply (the steps in order). The reload a content
+// change owes is recorded durably before the file moves, so a failure after the move keeps
+// it due; a write that never happened withdraws it.
 package override
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +43,7 @@ type SyncRecorder interface {
 	MarkManagerSyncDue(ctx context.Context, reason string) (string, error)
 	ManagerSync() (durable.Sync, error)
 	ClearManagerSync(ctx context.Context, seen durable.Sync) error
+	RemoveManagerSyncEntry(ctx context.Context, id string) error
 }
 
 // Deps are the module's side effects.
@@ -61,6 +66,9 @@ type Result struct {
 	Operation     string               `json:"operation"`
 	ReloadCapable *unitfile.Capability `json:"reload_capable"`
 	Diff          *ansible.Diff        `json:"diff,omitempty"`
+	// Plan is the steps Decide chose, in order: carried out in a real run, only reported
+	// in check mode (the same steps either way).
+	Plan []Step `json:"plan"`
 
 	// package_changed, unit_files_changed, daemon_reload, changed_at: what later tasks
 	// read (package contract).
@@ -302,35 +310,33 @@ func validDropInName(n string) error {
 	return nil
 }
 
-// current is the file as it is on disk.
-type current struct {
-	exists   bool
-	content  []byte
-	mode     os.FileMode
-	uid, gid int
-}
-
-func observe(full string) (current, error) {
+// Observe reads the owned file at full and the temporary files a killed run left beside
+// it; it changes nothing.
+func Observe(full string) (File, error) {
+	stale, err := atomicfile.Stale(full)
+	if err != nil {
+		return File{}, err
+	}
 	fi, err := os.Lstat(full)
 	if errors.Is(err, os.ErrNotExist) {
-		return current{}, nil
+		return File{Stale: stale}, nil
 	}
 	if err != nil {
-		return current{}, fmt.Errorf("inspect %s: %w", full, err)
+		return File{}, fmt.Errorf("inspect %s: %w", full, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return current{}, fmt.Errorf("%s exists and is not a regular file (%s); remove it or choose another name", full, fi.Mode().Type())
+		return File{}, fmt.Errorf("%s exists and is not a regular file (%s); remove it or choose another name", full, fi.Mode().Type())
 	}
 	data, err := os.ReadFile(full)
 	if err != nil {
-		return current{}, fmt.Errorf("read %s: %w", full, err)
+		return File{}, fmt.Errorf("read %s: %w", full, err)
 	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
-	c := current{exists: true, content: data, mode: fi.Mode().Perm() | fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky)}
+	f := File{Exists: true, Content: data, Mode: fi.Mode().Perm() | fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky), Stale: stale}
 	if st != nil {
-		c.uid, c.gid = int(st.Uid), int(st.Gid)
+		f.UID, f.GID = int(st.Uid), int(st.Gid)
 	}
-	return c, nil
+	return f, nil
 }
 
 // lookupUID and lookupGID resolve owner and group on the target. A numeric id must
@@ -389,7 +395,9 @@ func (d Deps) full(p string) string {
 	return filepath.Join(d.Root, p)
 }
 
-// Handler returns unit_override's behaviour over the given side effects.
+// Handler returns unit_override's behaviour over the given side effects: resolve what the
+// task wants, Observe the file, Decide the plan, and Apply it (check mode reports the
+// plan and applies nothing).
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
 		var v Params
@@ -408,69 +416,31 @@ func Handler(d Deps) ansible.Handler {
 			defer release()
 		}
 		res := &Result{Unit: unit, Path: p, State: v.State, Operation: OpNone, Change: contract.Change{DaemonReload: contract.ReloadNone}}
-		present := v.State == "present"
-		content := []byte(v.content())
-		mode := v.Mode
+		w := Want{Unit: unit, Path: p, Present: v.State == "present", Content: []byte(v.content()), Mode: v.Mode,
+			Sensitive: v.Sensitive, DaemonReload: v.DaemonReload}
+		var err error
+		if w.UID, err = lookupUID(v.Owner); err != nil {
+			return res, err
+		}
+		if w.GID, err = lookupGID(v.Group); err != nil {
+			return res, err
+		}
+		if warn := ownerWriteWarning(v.Owner, w.UID, w.Mode, describeFile(v)); warn != "" && w.Present {
+			req.Warn("%s", warn)
+		}
 
-		uid, err := lookupUID(v.Owner)
+		f, err := Observe(d.full(p))
 		if err != nil {
 			return res, err
 		}
-		gid, err := lookupGID(v.Group)
-		if err != nil {
-			return res, err
-		}
-		if w := ownerWriteWarning(v.Owner, uid, mode, describeFile(v)); w != "" && present {
-			req.Warn("%s", w)
-		}
-
-		full := d.full(p)
-		cur, err := observe(full)
-		if err != nil {
-			return res, err
-		}
-		contentChanged := false
-		switch {
-		case present && !cur.exists:
-			res.Operation, contentChanged = OpCreate, true
-		case present && !bytes.Equal(cur.content, content):
-			res.Operation, contentChanged = OpUpdate, true
-		case present && (cur.mode != mode || cur.uid != uid || cur.gid != gid):
-			res.Operation = OpAttributes
-		case !present && cur.exists:
-			res.Operation, contentChanged = OpRemove, true
-		}
-		res.Changed = res.Operation != OpNone
-		if res.Changed {
-			res.Diff = diff(p, cur, content, present, mode, uid, gid, v.Sensitive)
-		}
-		if contentChanged {
-			res.UnitFilesChanged = true
-			res.DaemonReload = contract.ReloadNeeded
-			if v.DaemonReload {
-				res.DaemonReload = contract.ReloadPerformed
-			}
-		}
-
+		plan := Decide(w, f)
+		res.Operation, res.Changed, res.Change, res.Diff, res.Plan = plan.Operation, plan.Changed(), plan.Change, plan.Diff, plan.Steps
 		if !req.CheckMode {
-			if err := d.apply(res.Operation, full, content, mode, uid, gid, cur); err != nil {
-				if res.Operation == OpCreate || res.Operation == OpUpdate {
-					// The file is replaced by one rename or not at all: a failed write
-					// changed nothing, and nothing is due for systemd's manager.
-					res.Changed, res.UnitFilesChanged, res.DaemonReload = false, false, contract.ReloadNone
-				}
+			if err := d.Apply(ctx, w, f, plan, res); err != nil {
 				return res, err
 			}
-			if res.Changed {
-				res.Stamp(time.Now())
-			}
-			if contentChanged {
-				if err := d.syncManager(ctx, res, unit); err != nil {
-					return res, err
-				}
-			}
 		}
-		c, err := d.capability(unit, p, content, present, req.CheckMode)
+		c, err := d.capability(unit, p, w.Content, w.Present, req.CheckMode)
 		if err != nil {
 			req.Warn("reload capability of %s not determined: %v", unit, err)
 		} else {
@@ -480,75 +450,113 @@ func Handler(d Deps) ansible.Handler {
 	}
 }
 
-func (d Deps) apply(op, full string, content []byte, mode os.FileMode, uid, gid int, cur current) error {
-	// A run killed between creating its temporary file and renaming it left that file
-	// behind. Runs for one unit are serialized, so any temporary file of this path is
-	// stale: clear it on every run, a converged one included, before writing or removing.
-	if _, err := atomicfile.RemoveStale(full); err != nil {
-		return err
-	}
-	switch op {
-	case OpCreate, OpUpdate:
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", filepath.Dir(full), err)
-		}
-		return atomicfile.Write(full, content, atomicfile.Options{Mode: mode, UID: uid, GID: gid})
-	case OpAttributes:
-		// Tighten the mode before changing the owner, so no moment is looser than both.
-		if err := os.Chmod(full, mode&cur.mode); err != nil {
-			return fmt.Errorf("set mode of %s: %w", full, err)
-		}
-		if err := os.Lchown(full, uid, gid); err != nil {
-			return fmt.Errorf("set owner of %s: %w", full, err)
-		}
-		if err := os.Chmod(full, mode); err != nil {
-			return fmt.Errorf("set mode of %s: %w", full, err)
-		}
-		return nil
-	case OpRemove:
-		if err := atomicfile.Remove(full); err != nil {
-			return err
-		}
-		// A drop-in directory this module emptied goes too; the unit directory stays.
-		if dir := filepath.Dir(full); strings.HasSuffix(dir, ".d") {
-			if entries, err := os.ReadDir(dir); err == nil && len(entries) == 0 {
-				if err := os.Remove(dir); err != nil {
-					return fmt.Errorf("remove empty %s: %w", dir, err)
-				}
+// Apply carries out the plan's steps in order. res holds what the plan reports; when a
+// step fails, Apply corrects it to what happened: a file that was not replaced or removed
+// is no change (and the reload recorded for it is withdrawn), while a file that moved
+// stays a change whose reload stays due.
+func (d Deps) Apply(ctx context.Context, w Want, f File, plan Plan, res *Result) error {
+	full := d.full(w.Path)
+	recorded := ""
+	unchanged := func(err error) error {
+		res.Changed, res.UnitFilesChanged, res.DaemonReload = false, false, contract.ReloadNone
+		if recorded != "" {
+			// The deadline may have passed: withdrawing gets a short one of its own.
+			rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			if rerr := d.Sync.RemoveManagerSyncEntry(rctx, recorded); rerr != nil {
+				return fmt.Errorf("%w (and withdrawing the manager reload recorded for it failed: %v)", err, rerr)
 			}
 		}
+		return err
+	}
+	for _, step := range plan.Steps {
+		switch step {
+		case StepRemoveStale:
+			if _, err := atomicfile.RemoveStale(full); err != nil {
+				return unchanged(err)
+			}
+		case StepRecordReload:
+			id, err := d.Sync.MarkManagerSyncDue(ctx, "unit_override "+w.Path+" changed")
+			if err != nil {
+				return unchanged(fmt.Errorf("%s not changed: recording the manager reload it needs failed: %w", w.Path, err))
+			}
+			recorded = id
+		case StepWrite:
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				return unchanged(fmt.Errorf("create %s: %w", filepath.Dir(full), err))
+			}
+			if err := atomicfile.Write(full, w.Content, atomicfile.Options{Mode: w.Mode, UID: w.UID, GID: w.GID}); err != nil {
+				if errors.Is(err, atomicfile.ErrNotReplaced) {
+					return unchanged(err)
+				}
+				res.Stamp(time.Now())
+				return fmt.Errorf("%w (the manager reload stays due)", err)
+			}
+		case StepAttributes:
+			if err := setAttributes(full, w, f); err != nil {
+				return err
+			}
+		case StepRemove:
+			if err := atomicfile.Remove(full); err != nil {
+				if _, serr := os.Lstat(full); serr == nil {
+					return unchanged(err)
+				}
+				res.Stamp(time.Now())
+				return fmt.Errorf("%w (the manager reload stays due)", err)
+			}
+			// A drop-in directory this module emptied goes too; the unit directory stays.
+			if dir := filepath.Dir(full); strings.HasSuffix(dir, ".d") {
+				if entries, err := os.ReadDir(dir); err == nil && len(entries) == 0 {
+					if err := os.Remove(dir); err != nil {
+						res.Stamp(time.Now())
+						return fmt.Errorf("remove empty %s: %w (the manager reload stays due)", dir, err)
+					}
+				}
+			}
+		case StepDaemonReload:
+			res.Stamp(time.Now())
+			if err := d.reloadManager(ctx, w.Path); err != nil {
+				res.DaemonReload = contract.ReloadNeeded
+				return err
+			}
+		}
+	}
+	if res.Changed {
+		res.Stamp(time.Now())
 	}
 	return nil
 }
 
-// syncManager reloads systemd's manager once, or records that a reload is due.
-func (d Deps) syncManager(ctx context.Context, res *Result, unit string) error {
-	if res.DaemonReload == contract.ReloadNeeded {
-		_, err := d.Sync.MarkManagerSyncDue(ctx, "unit_override "+res.Path+" changed")
-		return err
+// setAttributes tightens the mode before changing the owner, so no moment is looser than
+// both, then sets the final mode.
+func setAttributes(full string, w Want, f File) error {
+	if err := os.Chmod(full, w.Mode&f.Mode); err != nil {
+		return fmt.Errorf("set mode of %s: %w", full, err)
 	}
-	// Whatever was recorded as due before this reload is served by it. An unreadable record
-	// was not served knowingly: it is left for systemd_lifecycle, which names it.
+	if err := os.Lchown(full, w.UID, w.GID); err != nil {
+		return fmt.Errorf("set owner of %s: %w", full, err)
+	}
+	if err := os.Chmod(full, w.Mode); err != nil {
+		return fmt.Errorf("set mode of %s: %w", full, err)
+	}
+	return nil
+}
+
+// reloadManager reloads systemd's manager through systemctl. The reload this change owes
+// was recorded before the file moved, so a failed reload leaves it due for the next
+// systemd_lifecycle run; a successful one settles every entry seen before it, that one
+// included. An unreadable record was not served knowingly: it is left for
+// systemd_lifecycle, which names it.
+func (d Deps) reloadManager(ctx context.Context, p string) error {
 	seen, serr := d.Sync.ManagerSync()
 	if serr != nil {
 		seen = durable.Sync{}
 	}
 	err := systemd.ReloadManager(ctx, systemd.Systemctl{Runner: d.Runner}, d.Sync, seen)
-	if err != nil && !errors.Is(err, systemd.ErrReload) {
-		return err // reloaded; settling the records failed
+	if err != nil && errors.Is(err, systemd.ErrReload) {
+		return fmt.Errorf("%s was written but systemctl daemon-reload failed (recorded as due for the next systemd_lifecycle run): %w", p, err)
 	}
-	if err != nil {
-		// The file is written; make sure the next systemd_lifecycle run still syncs.
-		// The deadline has usually passed: recording gets a short one of its own.
-		rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		res.DaemonReload = contract.ReloadNeeded
-		if _, merr := d.Sync.MarkManagerSyncDue(rctx, "unit_override "+res.Path+" changed; daemon-reload failed"); merr != nil {
-			return fmt.Errorf("%s was written but systemctl daemon-reload failed (%w), and recording it as due failed too (%v): run systemctl daemon-reload", res.Path, err, merr)
-		}
-		return fmt.Errorf("%s was written but systemctl daemon-reload failed (recorded as due for the next systemd_lifecycle run): %w", res.Path, err)
-	}
-	return nil
+	return err
 }
 
 // capability is the merged unit's reload capability after the change (predicted in check
@@ -563,31 +571,4 @@ func (d Deps) capability(unit, p string, content []byte, present, check bool) (u
 		sources = unitfile.Replace(sources, p, content, present, p == path.Join(UnitDir, unit))
 	}
 	return unitfile.Reloadable(sources)
-}
-
-func diff(p string, cur current, content []byte, present bool, mode os.FileMode, uid, gid int, sensitive bool) *ansible.Diff {
-	attrs := func(m os.FileMode, u, g int) string {
-		return fmt.Sprintf("# mode %04o, owner %d, group %d\n", ansible.UnixMode(m), u, g)
-	}
-	before, after := "", ""
-	if cur.exists {
-		before = attrs(cur.mode, cur.uid, cur.gid) + string(cur.content)
-	}
-	if present {
-		after = attrs(mode, uid, gid) + string(content)
-	}
-	if sensitive {
-		// No bytes of either version, not even a hash of them.
-		hidden := "# content hidden: sensitive\n"
-		if cur.exists {
-			before = attrs(cur.mode, cur.uid, cur.gid) + hidden
-		}
-		if present {
-			after = attrs(mode, uid, gid) + hidden
-			if cur.exists && !bytes.Equal(cur.content, content) {
-				after += "# (content changed)\n"
-			}
-		}
-	}
-	return &ansible.Diff{Before: before, After: after, BeforeHeader: p + " (before)", AfterHeader: p + " (after)"}
 }

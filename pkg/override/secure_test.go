@@ -97,10 +97,15 @@ func TestApplyRemovesStaleTemporaryFiles(t *testing.T) {
 	for _, p := range []string{stale, other} {
 		require.NoError(t, os.WriteFile(p, []byte("[Serv"), 0o600))
 	}
-	cur, err := observe(full)
+	f, err := Observe(full)
 	require.NoError(t, err)
-	// A converged run (nothing to do) clears them too.
-	require.NoError(t, Deps{Root: root}.apply(OpNone, full, content, 0o644, 0, 0, cur))
+	assert.Equal(t, []string{".10.conf.richt-4711"}, f.Stale)
+	// A converged run (nothing to do) clears them too: its only step.
+	w := Want{Unit: "demo.service", Path: filepath.Join(UnitDir, "demo.service.d", "10.conf"), Present: true, Content: content, Mode: 0o644}
+	plan := Decide(w, f)
+	assert.Equal(t, []Step{StepRemoveStale}, plan.Steps)
+	assert.False(t, plan.Changed())
+	require.NoError(t, Deps{Root: root}.Apply(context.Background(), w, f, plan, &Result{}))
 	_, err = os.Lstat(stale)
 	assert.True(t, os.IsNotExist(err), "stale temporary file removed")
 	_, err = os.Lstat(other)

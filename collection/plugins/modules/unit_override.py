@@ -172,6 +172,17 @@ operation:
   returned: always
   type: str
   choices: [create, update, attributes, remove, none]
+plan:
+  description:
+    - The steps of the run, in order, as the module decided them before acting; check mode
+      reports the same steps a real run then carries out.
+    - C(remove-stale) (temporary files a killed run left), C(record-reload-due) (the manager
+      reload the change owes, recorded on the target before the file moves),
+      C(write), C(set-attributes), C(remove), C(daemon-reload).
+  returned: always
+  type: list
+  elements: str
+  sample: [record-reload-due, write, daemon-reload]
 package_changed:
   description: Always false; this module changes no package. Present so that every module's result can be read the same way.
   returned: always

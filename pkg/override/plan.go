@@ -1,0 +1,141 @@
+package override
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/contract"
+)
+
+// Want is what a task asks for, resolved: the path the module manages and the owner and
+// group as ids.
+type Want struct {
+	Unit, Path   string
+	Present      bool
+	Content      []byte
+	Mode         os.FileMode
+	UID, GID     int
+	Sensitive    bool
+	DaemonReload bool
+}
+
+// File is the owned file as Observe found it; it reads, and changes nothing.
+type File struct {
+	Exists   bool
+	Content  []byte
+	Mode     os.FileMode
+	UID, GID int
+	// Stale are temporary files of this path that a killed run left behind.
+	Stale []string
+}
+
+// Step is one side effect of a plan. Apply carries the steps out in the plan's order;
+// check mode reports them and carries out none.
+type Step string
+
+// The steps, in the order a plan holds them.
+const (
+	// StepRemoveStale removes temporary files a killed run left (no change of the file).
+	StepRemoveStale Step = "remove-stale"
+	// StepRecordReload records durably that the manager must be reloaded, before the file
+	// moves: whatever fails after it, the reload stays due for a later run.
+	StepRecordReload Step = "record-reload-due"
+	// StepWrite replaces the file atomically (create or update).
+	StepWrite Step = "write"
+	// StepAttributes sets the mode and owner of a file whose content is right.
+	StepAttributes Step = "set-attributes"
+	// StepRemove removes the file, and its drop-in directory when that is left empty.
+	StepRemove Step = "remove"
+	// StepDaemonReload reloads the manager and settles the sync records it served.
+	StepDaemonReload Step = "daemon-reload"
+)
+
+// Plan is what Decide makes of a Want and a File: the operation, its steps, and what the
+// run reports when the steps succeed.
+type Plan struct {
+	Operation string
+	Steps     []Step
+	// Change is unit_files_changed and daemon_reload as the run reports them.
+	Change contract.Change
+	Diff   *ansible.Diff
+}
+
+// Changed is whether the plan changes the file (removing a stale temporary file is not a
+// change of it).
+func (p Plan) Changed() bool { return p.Operation != OpNone }
+
+// Has reports whether the plan holds step s.
+func (p Plan) Has(s Step) bool {
+	for _, x := range p.Steps {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Decide is unit_override's decision: pure, the same in check mode and in a real run.
+func Decide(w Want, f File) Plan {
+	p := Plan{Operation: OpNone, Change: contract.Change{DaemonReload: contract.ReloadNone}}
+	if len(f.Stale) > 0 {
+		p.Steps = append(p.Steps, StepRemoveStale)
+	}
+	var fileStep Step
+	switch {
+	case w.Present && !f.Exists:
+		p.Operation, fileStep = OpCreate, StepWrite
+	case w.Present && !bytes.Equal(f.Content, w.Content):
+		p.Operation, fileStep = OpUpdate, StepWrite
+	case w.Present && (f.Mode != w.Mode || f.UID != w.UID || f.GID != w.GID):
+		p.Operation, fileStep = OpAttributes, StepAttributes
+	case !w.Present && f.Exists:
+		p.Operation, fileStep = OpRemove, StepRemove
+	}
+	if !p.Changed() {
+		return p
+	}
+	// What systemd loads changes with the content, not with the attributes.
+	contentChanged := p.Operation != OpAttributes
+	if contentChanged {
+		p.Change.UnitFilesChanged = true
+		p.Change.DaemonReload = contract.ReloadNeeded
+		p.Steps = append(p.Steps, StepRecordReload)
+	}
+	p.Steps = append(p.Steps, fileStep)
+	if contentChanged && w.DaemonReload {
+		p.Steps = append(p.Steps, StepDaemonReload)
+		p.Change.DaemonReload = contract.ReloadPerformed
+	}
+	p.Diff = diff(w, f)
+	return p
+}
+
+// diff shows the file before and after, with its attributes; a sensitive file's content is
+// never shown, not even a hash of it.
+func diff(w Want, f File) *ansible.Diff {
+	attrs := func(m os.FileMode, u, g int) string {
+		return fmt.Sprintf("# mode %04o, owner %d, group %d\n", ansible.UnixMode(m), u, g)
+	}
+	before, after := "", ""
+	if f.Exists {
+		before = attrs(f.Mode, f.UID, f.GID) + string(f.Content)
+	}
+	if w.Present {
+		after = attrs(w.Mode, w.UID, w.GID) + string(w.Content)
+	}
+	if w.Sensitive {
+		hidden := "# content hidden: sensitive\n"
+		if f.Exists {
+			before = attrs(f.Mode, f.UID, f.GID) + hidden
+		}
+		if w.Present {
+			after = attrs(w.Mode, w.UID, w.GID) + hidden
+			if f.Exists && !bytes.Equal(f.Content, w.Content) {
+				after += "# (content changed)\n"
+			}
+		}
+	}
+	return &ansible.Diff{Before: before, After: after, BeforeHeader: w.Path + " (before)", AfterHeader: w.Path + " (after)"}
+}

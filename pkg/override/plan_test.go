@@ -1,0 +1,131 @@
+package override
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/runner/runnertest"
+)
+
+// decideCases are every way a file can stand against a request, with the plan each gets.
+var decideCases = []struct {
+	name   string
+	want   Want
+	file   File
+	op     string
+	steps  []Step
+	reload contract.Reload
+}{
+	{"absent file, present wanted", Want{Present: true, Content: []byte("[Unit]\n"), Mode: 0o644, DaemonReload: true}, File{},
+		OpCreate, []Step{StepRecordReload, StepWrite, StepDaemonReload}, contract.ReloadPerformed},
+	{"absent file, no reload by this task", Want{Present: true, Content: []byte("[Unit]\n"), Mode: 0o644}, File{},
+		OpCreate, []Step{StepRecordReload, StepWrite}, contract.ReloadNeeded},
+	{"other content", Want{Present: true, Content: []byte("[Service]\n"), Mode: 0o644, DaemonReload: true}, File{Exists: true, Content: []byte("[Unit]\n"), Mode: 0o644},
+		OpUpdate, []Step{StepRecordReload, StepWrite, StepDaemonReload}, contract.ReloadPerformed},
+	{"same content, other mode: no reload", Want{Present: true, Content: []byte("[Unit]\n"), Mode: 0o600, DaemonReload: true}, File{Exists: true, Content: []byte("[Unit]\n"), Mode: 0o644},
+		OpAttributes, []Step{StepAttributes}, contract.ReloadNone},
+	{"same content, other owner", Want{Present: true, Content: []byte("[Unit]\n"), Mode: 0o644, UID: 0}, File{Exists: true, Content: []byte("[Unit]\n"), Mode: 0o644, UID: 1000},
+		OpAttributes, []Step{StepAttributes}, contract.ReloadNone},
+	{"converged", Want{Present: true, Content: []byte("[Unit]\n"), Mode: 0o644, DaemonReload: true}, File{Exists: true, Content: []byte("[Unit]\n"), Mode: 0o644},
+		OpNone, nil, contract.ReloadNone},
+	{"converged with a killed run's leftovers", Want{Present: true, Content: []byte("[Unit]\n"), Mode: 0o644}, File{Exists: true, Content: []byte("[Unit]\n"), Mode: 0o644, Stale: []string{".a.richt-1"}},
+		OpNone, []Step{StepRemoveStale}, contract.ReloadNone},
+	{"remove", Want{DaemonReload: true}, File{Exists: true, Content: []byte("[Unit]\n"), Mode: 0o644, Stale: []string{".a.richt-1"}},
+		OpRemove, []Step{StepRemoveStale, StepRecordReload, StepRemove, StepDaemonReload}, contract.ReloadPerformed},
+	{"already absent", Want{DaemonReload: true}, File{}, OpNone, nil, contract.ReloadNone},
+}
+
+func TestDecide(t *testing.T) {
+	for _, tt := range decideCases {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Decide(tt.want, tt.file)
+			assert.Equal(t, tt.op, p.Operation)
+			assert.Equal(t, tt.steps, p.Steps)
+			assert.Equal(t, tt.reload, p.Change.DaemonReload)
+			assert.Equal(t, tt.op == OpCreate || tt.op == OpUpdate || tt.op == OpRemove, p.Change.UnitFilesChanged)
+			assert.Equal(t, tt.op != OpNone, p.Diff != nil, "a diff exactly when the file changes")
+			assert.Equal(t, p, Decide(tt.want, tt.file), "pure: the same answer twice")
+		})
+	}
+}
+
+// Check mode reports the plan a real run then carries out, step for step, for every row
+// of the table that can be laid out on disk.
+func TestCheckModePlanIsTheAppliedPlan(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("writes files owned by root")
+	}
+	reload := runnertest.Call{Argv: []string{"systemctl", "daemon-reload"}}
+	for _, tt := range decideCases {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			full := filepath.Join(root, UnitDir, "demo.service.d", "10.conf")
+			require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+			if tt.file.Exists {
+				require.NoError(t, os.WriteFile(full, tt.file.Content, tt.file.Mode))
+				require.NoError(t, os.Chown(full, tt.file.UID, tt.file.GID))
+			}
+			for _, s := range tt.file.Stale {
+				require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(full), ".10.conf.richt-"+s[len(s)-1:]), []byte("x"), 0o600))
+			}
+			args := func(check bool) map[string]any {
+				a := map[string]any{"unit": "demo", "name": "10.conf", "mode": "0" + modeString(tt.want.Mode),
+					"daemon_reload": tt.want.DaemonReload, "_ansible_check_mode": check}
+				if tt.want.Present {
+					a["content"] = string(tt.want.Content)
+				} else {
+					a["state"] = "absent"
+				}
+				return a
+			}
+			if tt.want.UID != 0 || tt.want.Mode == 0 {
+				t.Skip("the module's owner is root here; a mode of 0 is no request")
+			}
+			check := execute(t, Deps{Runner: runnertest.New(t), Sync: &rec{}, Root: root}, args(true))
+			require.Nil(t, check["failed"], check["msg"])
+			var calls []runnertest.Call
+			if tt.want.DaemonReload && (tt.op == OpCreate || tt.op == OpUpdate || tt.op == OpRemove) {
+				calls = append(calls, reload)
+			}
+			real := execute(t, Deps{Runner: runnertest.New(t, calls...), Sync: &rec{}, Root: root}, args(false))
+			require.Nil(t, real["failed"], real["msg"])
+			assert.Equal(t, check["plan"], real["plan"])
+			assert.Equal(t, check["operation"], real["operation"])
+			assert.Equal(t, check["daemon_reload"], real["daemon_reload"])
+		})
+	}
+}
+
+func modeString(m os.FileMode) string {
+	const digits = "01234567"
+	return string([]byte{digits[m>>6&7], digits[m>>3&7], digits[m&7]})
+}
+
+// A write that never replaced the file is no change: the reload recorded ahead of it is
+// withdrawn, so no later run reloads the manager for nothing.
+func TestAFailedWriteWithdrawsItsReload(t *testing.T) {
+	root := t.TempDir()
+	w := Want{Unit: "demo.service", Path: filepath.Join(UnitDir, "demo.service.d", "10.conf"), Present: true,
+		Content: []byte("[Service]\n"), Mode: 0o644, UID: -1, GID: -1, DaemonReload: true}
+	f, err := Observe(filepath.Join(root, w.Path))
+	require.NoError(t, err)
+	plan := Decide(w, f)
+	// Between the decision and the write, the drop-in directory's place is taken by a file.
+	require.NoError(t, os.MkdirAll(filepath.Join(root, UnitDir), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, UnitDir, "demo.service.d"), []byte("x"), 0o644))
+	r := &rec{}
+	res := &Result{Operation: plan.Operation, Changed: plan.Changed(), Change: plan.Change}
+	err = Deps{Runner: runnertest.New(t), Sync: r, Root: root}.Apply(context.Background(), w, f, plan, res)
+	require.Error(t, err)
+	assert.False(t, res.Changed)
+	assert.False(t, res.UnitFilesChanged)
+	assert.Equal(t, contract.ReloadNone, res.DaemonReload)
+	assert.Equal(t, 1, r.due, "recorded before the write")
+	assert.Equal(t, 1, r.removed, "withdrawn after it failed")
+}
