@@ -2,9 +2,16 @@
 // (enabled / disabled / left alone) into the requested state, independently, and reacts to
 // other tasks' changes with at most one restart or reload.
 //
-// The order of a run is fixed: parameters → manager sync (daemon-reload when systemd or the
-// durable store says the manager is stale, or a trigger changed a unit file) → observation
-// → reload capability → decision → enable/disable (verified) → run-state action (verified
-// under the same deadline). A reaction is recorded on the target before it is attempted and
-// cleared only after it was verified, so a failed run leaves it for the next one.
+// A run is Observe → Prepare → Decide → Apply. Observe (observe, prepare.go) reads the
+// durable records, the unit, systemd's clock when a reaction's timing matters, and the reload
+// capability of the unit's files, and changes nothing. Prepare (pure) decides what comes
+// before the run state, as steps: record-pending (the due reaction, on disk before anything
+// can fail), an enable or disable ahead of a manager sync (so one reload serves both), and
+// daemon-reload with its reasons (systemd or the durable store says the manager is stale, a
+// trigger changed a unit file, a package change left the unit not found, or the files' reload
+// capability is not the manager's). Decide (pure, plan.go) takes the facts after those steps
+// and plans the run state: mask, enable/disable (verified), the run-state action (verified
+// under the same deadline), settle and probe. Check mode reports the same steps in the same
+// order (result key plan) and carries out none. A reaction is cleared only after it was
+// verified, so a failed run leaves it for the next one.
 package lifecycle

@@ -117,11 +117,15 @@ func (s *State) text() string {
 
 // Result is the module's return value.
 type Result struct {
-	Changed       bool                 `json:"changed"`
-	Unit          string               `json:"unit"`
-	Before        *State               `json:"before,omitempty"`
-	After         *State               `json:"after,omitempty"`
-	Actions       []string             `json:"actions"`
+	Changed bool     `json:"changed"`
+	Unit    string   `json:"unit"`
+	Before  *State   `json:"before,omitempty"`
+	After   *State   `json:"after,omitempty"`
+	Actions []string `json:"actions"`
+	// Plan is every step the run decided, in order: those before the run state
+	// (record-pending, an enable ahead of the sync, daemon-reload) and the plan's. Check
+	// mode reports the steps a real run takes.
+	Plan          []string             `json:"plan"`
 	Reaction      reaction.Kind        `json:"reaction"`
 	Triggers      []string             `json:"triggers"`
 	Pending       string               `json:"pending_from_earlier_run,omitempty"`
@@ -361,7 +365,7 @@ func Handler(d Deps) ansible.Handler {
 		limit := p.Timeout
 		ctx, cancel := timeout.Deadline(ctx, limit)
 		defer cancel()
-		res := &Result{Unit: w.Unit, Actions: []string{}, Reaction: reaction.None, Triggers: []string{}}
+		res := &Result{Unit: w.Unit, Actions: []string{}, Plan: []string{}, Reaction: reaction.None, Triggers: []string{}}
 		// One run per unit at a time, from the first read of its records to the end of
 		// its verification: a run's reaction is never merged into a job another run
 		// started, and no run reads or clears another's pending reaction half-way.
@@ -427,14 +431,25 @@ func (r *run) check() bool { return r.req.CheckMode }
 
 func (r *run) act(s Step) { r.res.Actions = append(r.res.Actions, string(s)) }
 
+// do is one run: Observe (reads only), Prepare (pure: what comes before the run state),
+// carry out or, in check mode, report those steps, Decide (pure: the run state), and
+// Apply. Check mode reports the steps a real run takes, in the same order.
 func (r *run) do(ctx context.Context) error {
-	f, err := r.prepare(ctx)
+	o, err := r.observe(ctx)
+	if err != nil {
+		return err
+	}
+	prep := Prepare(r.want, r.trig, o)
+	f, err := r.prepare(ctx, o, prep)
 	if err != nil {
 		return err
 	}
 	p, err := Decide(r.want, f)
 	if err != nil {
 		return err
+	}
+	for _, s := range p.Steps {
+		r.res.Plan = append(r.res.Plan, string(s))
 	}
 	if r.check() {
 		r.report(p)
@@ -462,139 +477,105 @@ func (r *run) report(p Plan) {
 	}
 }
 
-// prepare reads the records, observes the unit, syncs the manager when due and derives
-// the facts the plan is decided from.
-func (r *run) prepare(ctx context.Context) (Facts, error) {
-	var f Facts
-	recorded, err := r.Store.ManagerSync()
-	if err != nil {
-		return f, err
+// observe reads what the run decides from: the manager-sync record, the unit's pending
+// reaction, the unit, systemd's clock when a reaction's timing matters, and the reload
+// capability of the unit's files as the manager names them. It changes nothing.
+func (r *run) observe(ctx context.Context) (Observation, error) {
+	var o Observation
+	var err error
+	if o.Synced, err = r.Store.ManagerSync(); err != nil {
+		return o, err
 	}
-	if r.pending, err = r.Store.GetPending(r.want.Unit); err != nil {
-		return f, err
+	if o.Pending, err = r.Store.GetPending(r.want.Unit); err != nil {
+		return o, err
 	}
-	obs, err := r.Systemd.Show(ctx, r.want.Unit)
-	if err != nil {
-		return f, err
+	if o.Unit, err = r.Systemd.Show(ctx, r.want.Unit); err != nil {
+		return o, err
 	}
-	r.synced = recorded
+	_, o.Enabler = r.Systemd.(systemd.UnitFileEnabler)
+	if needsClock(r.want, r.trig, o.Pending, o.Unit) {
+		if o.Now, err = r.clock(); err != nil {
+			return o, err
+		}
+	}
+	if r.want.ReloadOn && o.Unit.LoadState == "loaded" {
+		// Files the manager still names may be gone until a due sync: then the capability
+		// is read again after it, and this one is not needed.
+		if c, err := r.capability(o.Unit, false); err == nil {
+			o.Capability = &c
+		}
+	}
+	return o, nil
+}
+
+// prepare carries out the prep steps in order (check mode reports them and changes
+// nothing), fills in what the result says of them, and returns the facts the run state
+// is decided from: after a sync the unit as the manager then shows it; in check mode the
+// unit as observed, with the boot state an enable ahead of the sync would give it.
+func (r *run) prepare(ctx context.Context, o Observation, prep Prep) (Facts, error) {
+	obs := o.Unit
+	r.synced, r.pending, r.earlier = o.Synced, o.Pending, prep.Pending
 	r.res.Before, r.res.After = stateOf(obs), stateOf(obs)
-
-	pending := r.pending
-	if pending != nil {
-		r.res.Pending = fmt.Sprintf("%s due since %s", pending.Reaction, pending.Since.Format(time.RFC3339))
-		if r.now, err = r.clock(); err != nil {
-			return f, err
-		}
-		if pending.ServedBy(r.now, obs.Running(), obs.ActiveEnterMono) {
-			// The unit became active after the reaction was recorded (a run killed after
-			// sending its restart, a package scriptlet, an administrator): that start
-			// loaded everything the reaction was for. Do not do it twice.
+	if o.Pending != nil {
+		r.res.Pending = fmt.Sprintf("%s due since %s", o.Pending.Reaction, o.Pending.Since.Format(time.RFC3339))
+		if prep.Served {
 			r.res.Pending += "; already served: the unit became active after it was recorded"
-			f.Served = true
-			pending = nil
 		}
 	}
-	trig := r.trig
-	if served, err := r.restartServed(obs); err != nil {
-		return f, err
-	} else if served {
-		trig = trig.WithoutRestarts()
-		f.RestartServed = true
+	if prep.RestartServed != "" {
+		r.res.RestartServed = fmt.Sprintf("the restart %s asked for was already done: the unit became active after the change had put its files in place (a package transaction restarts its units in its scriptlets)", prep.RestartServed)
 	}
-	f.Due = reaction.Due(trig, pendingKind(pending))
-	// A due reaction is on disk before anything can fail (the daemon-reload, an enable,
-	// the deadline): its trigger will not report a change again. Only for a loaded unit: a
-	// unit that is missing or masked now has nothing to restart, and its first start later
-	// would absorb the reaction anyway.
-	r.earlier = pending
-	r.res.Triggers = labels(r.trig, pending)
-	if f.Due != reaction.None && r.want.Running && !r.check() && obs.LoadState == "loaded" {
-		if pending, err = r.recordPending(f.Due); err != nil {
-			return f, err
+	r.res.Triggers = labels(r.trig, prep.Pending)
+	f := Facts{Due: prep.Due, Served: prep.Served, RestartServed: prep.RestartServed != "", Pending: prep.Pending != nil}
+	for _, step := range prep.Steps {
+		r.res.Plan = append(r.res.Plan, string(step))
+		switch step {
+		case StepRecordPending:
+			f.Pending = true
+			if !r.check() {
+				if _, err := r.recordPending(prep.Due); err != nil {
+					return f, err
+				}
+			}
+		case StepEnable, StepDisable:
+			enable := step == StepEnable
+			if r.check() {
+				r.act(step)
+				obs.UnitFileState = map[bool]string{true: "enabled", false: "disabled"}[enable]
+				continue
+			}
+			changed, err := r.Systemd.(systemd.UnitFileEnabler).EnableFiles(ctx, r.want.Unit, enable)
+			if err != nil {
+				return f, fmt.Errorf("%s %s: %w", step, r.want.Unit, err)
+			}
+			if changed {
+				r.act(step)
+			}
+		case StepDaemonReload:
+			var err error
+			if obs, err = r.sync(ctx, obs, prep.SyncReasons); err != nil {
+				return f, err
+			}
 		}
 	}
-	f.Pending = pending != nil
-
-	// Manager sync. NeedDaemonReload alone misses changes (rpm restores old mtimes on a
-	// downgrade; systemd 252 misses a first drop-in in a new directory), hence the
-	// durable record and the triggers.
-	var why []string
-	if obs.NeedDaemonReload {
-		why = append(why, "systemd reports NeedDaemonReload=yes")
-	}
-	for _, reason := range recorded.Reasons() {
-		why = append(why, "recorded on the target: "+reason)
-	}
-	if r.trig.UnitFilesChanged() {
-		why = append(why, "a trigger changed a unit file")
-	}
-	if obs.LoadState == "not-found" && r.trig.PackageChanged() {
-		why = append(why, "unit not found after a package change")
-	}
-	synced := len(why) > 0
-	if synced {
-		if err := r.enableBeforeSync(ctx, obs); err != nil {
-			return f, err
-		}
-		if obs, err = r.sync(ctx, obs, why); err != nil {
-			return f, err
-		}
-	}
-
+	synced := len(prep.SyncReasons) > 0
 	f.SyncPredicted = r.check() && synced
-
 	// Reload capability, whenever reload_on is declared, also when no trigger changed, so
 	// a unit that cannot reload fails before it ever needs to.
 	if r.want.ReloadOn && obs.LoadState == "loaded" {
-		c, err := r.capability(obs, synced)
-		if err != nil {
-			return f, err
-		}
-		// The files say one thing and the manager another: the manager has not loaded a
-		// change that NeedDaemonReload did not flag (rpm restores old mtimes). Sync it
-		// now, before deciding, rather than send a reload it cannot run.
-		if c.Capable != obs.CanReload && !synced {
-			if obs, err = r.sync(ctx, obs, []string{fmt.Sprintf("unit files on disk say reload-capable=%v, the manager says CanReload=%v", c.Capable, obs.CanReload)}); err != nil {
+		c := o.Capability
+		if synced || c == nil {
+			read, err := r.capability(obs, synced)
+			if err != nil {
 				return f, err
 			}
-			synced = true
-			f.SyncPredicted = r.check()
-			if c, err = r.capability(obs, synced); err != nil {
-				return f, err
-			}
+			c = &read
 		}
-		r.res.ReloadCapable = &c
-		f.Capability = &c
+		r.res.ReloadCapable = c
+		f.Capability = c
 	}
 	f.Unit = obs
 	return f, nil
-}
-
-// enableBeforeSync changes the boot state ahead of a manager sync, so that the sync's
-// reload also serves the enable (systemd wants one after it; each costs about 0.3 s on a
-// small host). Only when the observed file state is plainly the opposite of the wanted one
-// and the task leaves the mask alone: every other case is left to the plan, which decides from what
-// the manager shows after the sync and enables or disables, with its own reload, if that is
-// still due. Not in check mode, which changes nothing.
-func (r *run) enableBeforeSync(ctx context.Context, obs systemd.Props) error {
-	e, ok := r.Systemd.(systemd.UnitFileEnabler)
-	if !ok || r.check() || r.want.Enabled == nil || r.want.Masked != nil || obs.LoadState == "masked" {
-		return nil
-	}
-	enable := *r.want.Enabled
-	if from := map[bool]string{true: "disabled", false: "enabled"}[enable]; obs.UnitFileState != from {
-		return nil
-	}
-	step := enableStep(enable)
-	changed, err := e.EnableFiles(ctx, r.want.Unit, enable)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", step, r.want.Unit, err)
-	}
-	if changed {
-		r.act(step)
-	}
-	return nil
 }
 
 // sync reloads systemd's manager (a change, reported as the daemon-reload action) and
@@ -877,29 +858,6 @@ func (r *run) health(p Plan, pr *probeRun) error {
 		b.WriteString("; last journal lines:\n" + strings.Join(r.res.Journal, "\n"))
 	}
 	return errors.New(b.String())
-}
-
-// restartServed reports whether the restart the restart_on triggers ask for already
-// happened after their change (package scriptlets restart their units in the
-// transaction), and says so in the result. A unit whose files systemd has not loaded yet
-// (NeedDaemonReload) was started with the old ones: its restart is still due.
-func (r *run) restartServed(obs systemd.Props) (bool, error) {
-	if !r.want.Running || len(reaction.Changed(r.trig.Restart)) == 0 || !obs.Running() || obs.NeedDaemonReload {
-		return false, nil
-	}
-	now, err := r.clock()
-	if err != nil {
-		return false, err
-	}
-	if !reaction.RestartServed(r.trig, now, obs.ActiveEnterMono) {
-		return false, nil
-	}
-	var by []string
-	for _, tr := range reaction.Changed(r.trig.Restart) {
-		by = append(by, tr.Label())
-	}
-	r.res.RestartServed = fmt.Sprintf("the restart %s asked for was already done: the unit became active after the change had put its files in place (a package transaction restarts its units in its scriptlets)", strings.Join(by, ", "))
-	return true, nil
 }
 
 // clock reads systemd's clock once per run.

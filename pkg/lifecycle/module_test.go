@@ -217,7 +217,8 @@ func TestFlow(t *testing.T) {
 		{name: "sync, already enabled: no enable", p: props("inactive", "enabled"), syncDue: true, args: map[string]any{"unit": "demo", "enabled": true}, calls: []string{"daemon-reload", "start"}, actions: []string{"daemon-reload", "start"}},
 		{name: "sync, a static unit: left to the plan", p: props("inactive", "static"), syncDue: true, args: map[string]any{"unit": "demo", "enabled": true}, calls: []string{"daemon-reload", "start"}},
 		{name: "sync and enable with the mask named: in plan order", p: props("inactive", "disabled"), syncDue: true, args: map[string]any{"unit": "demo", "enabled": true, "masked": false}, calls: []string{"daemon-reload", "enable", "start"}},
-		{name: "sync and enable in check mode: nothing done", p: props("inactive", "disabled"), syncDue: true, args: map[string]any{"unit": "demo", "enabled": true, "_ansible_check_mode": true}, actions: []string{"daemon-reload", "enable", "start"}},
+		// Check mode reports what the real run ("sync and enable: one reload") does, in its order.
+		{name: "sync and enable in check mode: nothing done", p: props("inactive", "disabled"), syncDue: true, args: map[string]any{"unit": "demo", "enabled": true, "_ansible_check_mode": true}, actions: []string{"enable", "daemon-reload", "start"}},
 		{name: "pending restart without trigger", p: props("active", "enabled"), pending: "restart", args: map[string]any{"unit": "demo"}, calls: []string{"restart"}},
 		{name: "pending restart served by a later activation: nothing more, cleared", p: props("active", "enabled"), enter: 2_000, pending: "restart", args: map[string]any{"unit": "demo"}},
 		{name: "pending reload served by a later activation", p: props("active", "enabled"), enter: 2_000, pending: "reload", args: map[string]any{"unit": "demo"}},
@@ -257,6 +258,27 @@ func TestFlow(t *testing.T) {
 				assert.Equal(t, c.actions, strs(res["actions"]))
 			}
 			assert.Equal(t, c.pendAft, st.pending["demo.service"] != nil, "pending after the run")
+
+			// The same case in check mode, from the same state: the same plan and the same
+			// actions as the real run, nothing done. A failing job is the real run's only.
+			if c.failed != "" || c.args["_ansible_check_mode"] == true {
+				return
+			}
+			csd := &fakeSystemd{p: c.p}
+			csd.p.ActiveEnterMono = c.enter
+			cst := &memStore{syncDue: c.syncDue, pending: map[string]*durable.Pending{}}
+			if c.pending != "" {
+				cst.pending["demo.service"] = &durable.Pending{Reaction: c.pending, At: testRecorded}
+			}
+			args := map[string]any{"_ansible_check_mode": true}
+			for k, v := range c.args {
+				args[k] = v
+			}
+			check := runModule(t, csd, cst, args)
+			assert.Nil(t, check["failed"], check["msg"])
+			assert.Equal(t, res["plan"], check["plan"], "check mode's plan is the real run's")
+			assert.Equal(t, res["actions"], check["actions"], "check mode's actions are the real run's")
+			assert.Empty(t, nonShow(csd.calls), "check mode calls nothing that changes")
 		})
 	}
 }

@@ -383,6 +383,18 @@ after:
   returned: when the unit was observed
   type: dict
   sample: {state: running, enabled: true, unit_file_state: enabled, load_state: loaded}
+plan:
+  description:
+    - Every step the run decided, in order; check mode reports the steps a real run takes.
+    - Before the run state, as they apply, C(record-pending) (the due reaction, recorded on
+      the target before anything can fail), C(enable) or C(disable) ahead of a manager
+      reload, C(daemon-reload); then the run state's steps (C(stop), C(mask), C(unmask),
+      C(enable), C(disable), C(start), C(restart), C(reload)).
+    - Unlike I(actions), it also names steps that change no unit (C(record-pending)).
+  returned: always
+  type: list
+  elements: str
+  sample: [record-pending, daemon-reload, restart]
 actions:
   description:
     - What the task did or would do, in order. The steps are C(daemon-reload), C(stop),
