@@ -351,3 +351,36 @@ func BenchmarkDemoScenario(b *testing.B) {
 	}
 	b.ReportMetric(fixtures.Median(d).Seconds(), "s-median-scenario")
 }
+
+// `ansible-playbook --check` of the role for a service that is not installed yet: the
+// packages task predicts the install, and the processes task plans for the unit that
+// install brings instead of failing on a missing unit. Nothing on the host changes.
+func TestRoleCheckModeOnACleanHost(t *testing.T) {
+	t.Parallel()
+	tg := target(t)
+	// Its repositories are configured, as on any host a service is planned for (rpm_exact's
+	// check mode asks DNF whether the transaction could run).
+	withRepoFile(t, tg)
+	p := play(t, "demo.yml", tg)
+	p.Args = []string{"--check", "--diff"}
+	r := p.RunOK(t)
+	assert.Positive(t, r.Changed(), "check mode predicts the whole service")
+	// Ansible wraps a warning at the terminal's width.
+	assert.Contains(t, strings.Join(strings.Fields(r.Output), " "), "not installed yet; check mode plans for the unit the predicted package change installs")
+
+	res, err := tg.Exec(t.Context(), "rpm", "-q", "demo")
+	require.NoError(t, err)
+	assert.NotZero(t, res.ExitCode, "no package installed")
+	res, err = tg.Exec(t.Context(), "test", "-e", "/etc/systemd/system/demo.service.d")
+	require.NoError(t, err)
+	assert.NotZero(t, res.ExitCode, "no drop-in written")
+	assert.Equal(t, "not-found", strings.TrimSpace(tg.MustExec(t, "systemctl", "show", "--value", "-p", "LoadState", "demo.service")))
+
+	// The real run then does what check mode said, and check mode on the converged host
+	// predicts nothing.
+	p.Args = nil
+	assert.Positive(t, p.RunOK(t).Changed())
+	assert.Equal(t, "active", tg.Snapshot(t, "demo.service").ActiveState)
+	p.Args = []string{"--check"}
+	assert.Zero(t, p.RunOK(t).Changed())
+}

@@ -477,6 +477,13 @@ func (r *run) report(p Plan) {
 	}
 }
 
+// predictedUnit is a unit as a package installing it leaves it: loaded, inactive and
+// disabled (EL's default preset).
+func predictedUnit(obs systemd.Props) systemd.Props {
+	obs.LoadState, obs.ActiveState, obs.SubState, obs.UnitFileState = "loaded", "inactive", "dead", "disabled"
+	return obs
+}
+
 // observe reads what the run decides from: the manager-sync record, the unit's pending
 // reaction, the unit, systemd's clock when a reaction's timing matters, and the reload
 // capability of the unit's files as the manager names them. It changes nothing.
@@ -560,6 +567,19 @@ func (r *run) prepare(ctx context.Context, o Observation, prep Prep) (Facts, err
 	}
 	synced := len(prep.SyncReasons) > 0
 	f.SyncPredicted = r.check() && synced
+	if r.check() && obs.LoadState == "not-found" && r.trig.PackageChanged() {
+		// A trigger says a package change comes first, which check mode did not carry out:
+		// the unit it installs is what the plan is for, not a missing unit. A new unit is
+		// loaded, stopped and, by EL's presets, disabled; its reload capability is not known
+		// until its files are there.
+		obs = predictedUnit(obs)
+		r.req.Warn("%s: not installed yet; check mode plans for the unit the predicted package change installs (loaded, stopped, disabled)", r.want.Unit)
+		if r.want.ReloadOn {
+			f.Capability = &unitfile.Capability{Capable: true, Reason: "not known in check mode: the unit's package is not installed yet"}
+		}
+		f.Unit = obs
+		return f, nil
+	}
 	// Reload capability, whenever reload_on is declared, also when no trigger changed, so
 	// a unit that cannot reload fails before it ever needs to.
 	if r.want.ReloadOn && obs.LoadState == "loaded" {

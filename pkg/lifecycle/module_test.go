@@ -518,3 +518,39 @@ func TestProbeRunsDuringSettle(t *testing.T) {
 	assert.False(t, sd.waited, "the settle's observations waited for a probe that had not begun")
 	assert.Equal(t, true, res["health"].(map[string]any)["healthy"])
 }
+
+// In check mode a unit that a predicted package change installs is planned for, not a
+// failure: the packages task's own check mode said it would install it.
+func TestCheckModePlansForTheUnitAPackageInstalls(t *testing.T) {
+	packageChanged := registered(t, rpmexact.Result{Report: rpmexact.Report{Changed: true, Change: contract.Change{PackageChanged: true}},
+		Name: "demo", Before: []string{}, After: []string{"demo-0:1.0-1.noarch"}, Operation: rpmexact.OpInstallN, Command: []string{"dnf", "-y", "install-n", "--", "demo"}})
+	notFound := systemd.Props{ID: "demo.service", LoadState: "not-found", ActiveState: "inactive", SubState: "dead"}
+	cases := []struct {
+		name    string
+		args    map[string]any
+		actions []string
+		failed  string
+	}{
+		{"running and enabled", map[string]any{"enabled": true}, []string{"daemon-reload", "enable", "start"}, ""},
+		{"running, reload_on too: capability not known yet", map[string]any{"reload_on": []any{packageChanged}}, []string{"daemon-reload", "start"}, ""},
+		{"stopped", map[string]any{"state": "stopped"}, []string{"daemon-reload"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sd := &fakeSystemd{p: notFound}
+			args := map[string]any{"unit": "demo", "restart_on": []any{packageChanged}, "_ansible_check_mode": true}
+			for k, v := range c.args {
+				args[k] = v
+			}
+			res := runModule(t, sd, &memStore{pending: map[string]*durable.Pending{}}, args)
+			require.Nil(t, res["failed"], res["msg"])
+			assert.Equal(t, c.actions, strs(res["actions"]))
+			assert.Contains(t, fmt.Sprint(res["warnings"]), "not installed yet")
+			assert.Empty(t, nonShow(sd.calls))
+		})
+	}
+	// Without a package change predicted, a missing unit still fails in check mode.
+	res := runModule(t, &fakeSystemd{p: notFound}, &memStore{pending: map[string]*durable.Pending{}},
+		map[string]any{"unit": "demo", "_ansible_check_mode": true})
+	assert.Contains(t, res["msg"], "unit demo.service not found")
+}
