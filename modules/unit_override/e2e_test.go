@@ -197,6 +197,9 @@ func TestFullUnitAndSync(t *testing.T) {
 			{"unit": "demo", "name": "60-secret.conf", "content": "[Service]\nEnvironment=" + secret + "-2\n", "sensitive": "yes", "mode": "0600", "_ansible_diff": true},
 			{"unit": "demo", "name": "60-secret.conf", "content": "[Service]\nEnvironment=" + secret + "\n[Bad\n", "sensitive": true, "_ansible_diff": true},
 			{"unit": "demo", "name": "60-secret.conf", "content": "[Service]\nEnvironment=" + secret + "\n", "sensitive": true, "bogus": 1},
+			// A value validation refuses still hides the content in the refusal.
+			{"unit": "demo", "name": "60-secret.conf", "content": "[Service]\nEnvironment=" + secret + "\n", "sensitive": " yes"},
+			{"unit": "demo", "name": "60-secret.conf", "content": "[Service]\nEnvironment=" + secret + "\n", "sensitive": "maybe"},
 		} {
 			out, err := e.t.RunModuleRaw(context.Background(), e.override, args)
 			require.NoError(t, err)

@@ -194,22 +194,11 @@ func Spec() *ansible.Spec {
 		},
 		RequiredIf: []ansible.RequiredIf{{Param: "state", Value: "present", Requires: []string{"content"}}},
 		NoLogWhen: func(raw map[string]any) []string {
-			// Any spelling Ansible accepts as true hides the content, also when the
-			// parameters turn out to be invalid.
-			switch v := raw["sensitive"].(type) {
-			case bool:
-				if v {
-					return []string{"content"}
-				}
-			case string:
-				switch strings.ToLower(v) {
-				case "yes", "true", "on", "1", "y", "t":
-					return []string{"content"}
-				}
-			case float64:
-				if v == 1 {
-					return []string{"content"}
-				}
+			// Hidden unless sensitive is plainly false: a value validation will refuse
+			// (" yes", "maybe", a list) still hides the content in that refusal, since
+			// whoever wrote it meant something other than false.
+			if v, ok := raw["sensitive"]; ok && v != nil && !plainlyFalse(v) {
+				return []string{"content"}
 			}
 			return nil
 		},
@@ -235,6 +224,22 @@ func Spec() *ansible.Spec {
 		return nil
 	}
 	return s
+}
+
+// plainlyFalse reports whether a raw sensitive value is one of Ansible's spellings of false.
+func plainlyFalse(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return !x
+	case float64:
+		return x == 0
+	case string:
+		switch strings.ToLower(x) {
+		case "no", "false", "off", "0", "n", "f":
+			return true
+		}
+	}
+	return false
 }
 
 // target returns the normalised unit and the file's path.

@@ -111,3 +111,23 @@ func TestApplyRemovesStaleTemporaryFiles(t *testing.T) {
 	_, err = os.Lstat(other)
 	assert.NoError(t, err, "another file's temporary file stays (its own run clears it)")
 }
+
+// A sensitive value that is not plainly false hides the content, also in the refusal of
+// that value.
+func TestSensitiveHidesUnlessPlainlyFalse(t *testing.T) {
+	for _, v := range []any{true, "yes", " yes", "True", "maybe", 1.0, 2.0, []any{"x"}, map[string]any{}} {
+		out := ansible.Execute(context.Background(), Spec(), []string{"-"}, strings.NewReader(mustJSON(t, map[string]any{
+			"unit": "demo", "name": "10.conf", "content": "[Service]\nEnvironment=K=s3cr3t\n", "sensitive": v, "_ansible_check_mode": true})), Handler(Deps{}))
+		assert.NotContains(t, string(out), "s3cr3t", "sensitive=%#v", v)
+	}
+	for _, v := range []any{false, "no", "false", "off", "0", "n", "F", 0.0} {
+		assert.True(t, plainlyFalse(v), "%#v", v)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(data)
+}
