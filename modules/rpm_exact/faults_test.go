@@ -139,3 +139,26 @@ func TestFailingScriptlet(t *testing.T) {
 	assert.Equal(t, "breaks-1.0", f.rpmQ(t, "breaks"), "still exactly the old version")
 	assert.NotEmpty(t, r.String("transaction_log"))
 }
+
+// A repository whose URL carries a password (a private mirror, user:password@host): DNF
+// names the URL in its error, and the result must not carry the password on, in check
+// mode or in a real run.
+func TestRepositoryPasswordNeverInTheResult(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end: needs Docker")
+	}
+	tg := testenv.Start(t)
+	module := testenv.BuildModule(t, modules.Command, testenv.Named("rpm_exact"))
+	const password = "s3cr3t-mirror-pw"
+	// Port 9 (discard) on the target's loopback: nothing listens, the download fails at once.
+	repo := "[private]\nname=private mirror\nbaseurl=http://deploy:" + password + "@127.0.0.1:9/el/\ngpgcheck=0\nskip_if_unavailable=0\n"
+	require.NoError(t, tg.WriteFile(context.Background(), "/etc/yum.repos.d/private.repo", []byte(repo), 0o644))
+	for _, check := range []bool{true, false} {
+		out, err := tg.RunModuleRaw(context.Background(), module, map[string]any{"name": "demo", "version": "0:1.0-1.noarch", "_ansible_check_mode": check})
+		require.NoError(t, err)
+		assert.Contains(t, out, `"failed":true`, "the mirror cannot be reached")
+		assert.Contains(t, out, "deploy:********@127.0.0.1:9", "the URL is still named, its password masked")
+		assert.NotContains(t, out, password, "check=%v", check)
+	}
+}

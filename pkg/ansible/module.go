@@ -109,7 +109,7 @@ func run(ctx context.Context, h Handler, req *Request) (result any, err error) {
 }
 
 func encode(res map[string]any, hidden []string) []byte {
-	masked := mask(res, hidden)
+	masked := maskURLPasswords(mask(res, hidden))
 	data, err := json.Marshal(masked)
 	if err != nil {
 		data, _ = json.Marshal(map[string]any{"failed": true, "changed": false,

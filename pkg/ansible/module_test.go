@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -222,4 +223,21 @@ func FuzzReadInput(f *testing.F) {
 			t.Fatalf("no changed in %s", out)
 		}
 	})
+}
+
+func TestURLPasswordsAreMasked(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"Curl error (7): Couldn't connect to server for http://deploy:s3cret@repo.example/el9/repodata/repomd.xml",
+			"Curl error (7): Couldn't connect to server for http://deploy:********@repo.example/el9/repodata/repomd.xml"},
+		{"https://:token@host/x", "https://:********@host/x"},
+		{"two: ftp://a:b@h1/ and https://c:d@h2", "two: ftp://a:********@h1/ and https://c:********@h2"},
+		{"no password: https://user@host/x", "no password: https://user@host/x"},
+		{"not a URL: user:pass@host", "not a URL: user:pass@host"},
+		{"an address: root@localhost", "an address: root@localhost"},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, maskURLPasswords(c.in), c.in)
+	}
+	out := maskURLPasswords(map[string]any{"stderr": []any{"http://u:p4ss@h/"}, "http://u:p4ss@h/": 1})
+	assert.NotContains(t, fmt.Sprint(out), "p4ss")
 }

@@ -2,6 +2,7 @@ package ansible
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -141,4 +142,37 @@ func moduleArgs(spec *Spec, raw map[string]any, vals Values) map[string]any {
 		out[p.Name] = displayValue(v)
 	}
 	return out
+}
+
+// urlPassword is the password of a URL's user information (scheme://user:password@host):
+// commands the modules run print URLs as they are configured (DNF names a repository's
+// baseurl in its errors), and a result must not carry the password on.
+var urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+@`)
+
+// URLPasswordMask is what stands for a URL's password in module output.
+const URLPasswordMask = "********"
+
+// maskURLPasswords replaces the password of every URL in v's strings (keys and values),
+// as Ansible's own output sanitizing does.
+func maskURLPasswords(v any) any {
+	switch x := v.(type) {
+	case string:
+		if !strings.Contains(x, "@") {
+			return x
+		}
+		return urlPassword.ReplaceAllString(x, "${1}"+URLPasswordMask+"@")
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = maskURLPasswords(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[maskURLPasswords(k).(string)] = maskURLPasswords(e)
+		}
+		return out
+	}
+	return v
 }
