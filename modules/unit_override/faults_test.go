@@ -306,3 +306,54 @@ func TestFaultRefusedParametersWriteNothing(t *testing.T) {
 		assert.Empty(t, r.Strings("warnings"), "read-only for its owner: nothing to warn about")
 	})
 }
+
+// The directories a drop-in is written into are checked like the file: a UNIT.d anyone can
+// write is made root's 0755 first (and the run says so); a UNIT.d that is a link out of
+// /etc/systemd/system, or a unit directory anyone can write, is refused, naming it, and
+// nothing is written.
+func TestFaultInsecureDirectories(t *testing.T) {
+	t.Parallel()
+	f := newFaultTarget(t)
+	const conf = "[Service]\nEnvironment=A=1\n"
+
+	t.Run("a drop-in directory writable by others is secured, then written", func(t *testing.T) {
+		f.t.MustExec(t, "install", "-d", "-m", "0777", "-o", "nobody", "/etc/systemd/system/acc-plain.service.d")
+		check := f.run(t, map[string]any{"unit": "acc-plain", "name": "10.conf", "content": conf, "_ansible_check_mode": true})
+		require.False(t, check.Failed(), check.Msg())
+		assert.Equal(t, []string{"secure-directory", "record-reload-due", "write", "daemon-reload"}, check.Strings("plan"))
+		assert.Equal(t, "777 nobody", strings.TrimSpace(f.t.MustExec(t, "stat", "-c", "%a %U", "/etc/systemd/system/acc-plain.service.d")), "check mode repairs nothing")
+
+		r := f.run(t, map[string]any{"unit": "acc-plain", "name": "10.conf", "content": conf})
+		require.False(t, r.Failed(), r.Msg())
+		assert.Equal(t, check.Strings("plan"), r.Strings("plan"))
+		assert.Equal(t, "755 root", strings.TrimSpace(f.t.MustExec(t, "stat", "-c", "%a %U", "/etc/systemd/system/acc-plain.service.d")))
+
+		// Loosened again under a converged drop-in: the repair alone is the change.
+		f.t.MustExec(t, "chmod", "0777", "/etc/systemd/system/acc-plain.service.d")
+		r = f.run(t, map[string]any{"unit": "acc-plain", "name": "10.conf", "content": conf})
+		require.False(t, r.Failed(), r.Msg())
+		assert.True(t, r.Changed())
+		assert.Equal(t, []string{"secure-directory"}, r.Strings("plan"))
+		assert.Equal(t, "none", r.String("operation"))
+		assert.Equal(t, "755", strings.TrimSpace(f.t.MustExec(t, "stat", "-c", "%a", "/etc/systemd/system/acc-plain.service.d")))
+	})
+
+	t.Run("a drop-in directory linked out of /etc/systemd/system is refused", func(t *testing.T) {
+		f.t.MustExec(t, "mkdir", "-p", "/var/tmp/elsewhere")
+		f.t.MustExec(t, "ln", "-s", "/var/tmp/elsewhere", "/etc/systemd/system/acc-link.service.d")
+		r := f.run(t, map[string]any{"unit": "acc-link", "name": "10.conf", "content": conf})
+		assert.True(t, r.Failed())
+		assert.Contains(t, r.Msg(), "/etc/systemd/system/acc-link.service.d is a symbolic link to /var/tmp/elsewhere")
+		assert.Empty(t, strings.TrimSpace(f.t.MustExec(t, "ls", "-A", "/var/tmp/elsewhere")), "nothing written through the link")
+	})
+
+	t.Run("a unit directory writable by others is refused", func(t *testing.T) {
+		f.t.MustExec(t, "chmod", "0777", "/etc/systemd/system")
+		defer f.t.MustExec(t, "chmod", "0755", "/etc/systemd/system")
+		before := f.snapshot(t, "/etc/systemd/system/acc-dir.service.d")
+		r := f.run(t, map[string]any{"unit": "acc-dir", "name": "10.conf", "content": conf})
+		assert.True(t, r.Failed())
+		assert.Contains(t, r.Msg(), "/etc/systemd/system is writable by group or others (mode 0777)")
+		assert.Equal(t, before, f.snapshot(t, "/etc/systemd/system/acc-dir.service.d"), "nothing written")
+	})
+}

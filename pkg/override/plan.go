@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/contract"
@@ -29,6 +30,37 @@ type File struct {
 	UID, GID int
 	// Stale are temporary files of this path that a killed run left behind.
 	Stale []string
+	// Dirs are the directories the file lives in, outermost first: the unit directory,
+	// then a drop-in's UNIT.d.
+	Dirs []Dir
+}
+
+// Dir is one directory the module writes into, as Observe found it.
+type Dir struct {
+	// Path is the directory as the module names it (/etc/systemd/system/UNIT.d).
+	Path   string
+	Exists bool
+	// Outside is set when Path is a symbolic link that leads out of the unit directory:
+	// what it resolves to.
+	Outside string
+	// Mode and UID are those of the directory a link leads to, or of Path itself.
+	Mode os.FileMode
+	UID  int
+	// DropIn: the directory is a unit's UNIT.d, which the module owns and repairs; the
+	// unit directory itself is only checked.
+	DropIn bool
+}
+
+// insecure says why a directory lets someone other than root change what it holds, or "".
+func (d Dir) insecure() string {
+	var why []string
+	if d.UID != 0 {
+		why = append(why, fmt.Sprintf("owned by uid %d", d.UID))
+	}
+	if d.Mode&0o022 != 0 {
+		why = append(why, fmt.Sprintf("writable by group or others (mode %04o)", ansible.UnixMode(d.Mode)))
+	}
+	return strings.Join(why, " and ")
 }
 
 // Step is one side effect of a plan. Apply carries the steps out in the plan's order;
@@ -37,6 +69,9 @@ type Step string
 
 // The steps, in the order a plan holds them.
 const (
+	// StepSecureDir makes a drop-in directory root's and not writable by group or others:
+	// a drop-in in a directory anyone can write is a drop-in anyone can replace.
+	StepSecureDir Step = "secure-directory"
 	// StepRemoveStale removes temporary files a killed run left (no change of the file).
 	StepRemoveStale Step = "remove-stale"
 	// StepRecordReload records durably that the manager must be reloaded, before the file
@@ -62,9 +97,9 @@ type Plan struct {
 	Diff   *ansible.Diff
 }
 
-// Changed is whether the plan changes the file (removing a stale temporary file is not a
-// change of it).
-func (p Plan) Changed() bool { return p.Operation != OpNone }
+// Changed is whether the plan changes the file or its directory (removing a stale
+// temporary file is not a change).
+func (p Plan) Changed() bool { return p.Operation != OpNone || p.Has(StepSecureDir) }
 
 // Has reports whether the plan holds step s.
 func (p Plan) Has(s Step) bool {
@@ -76,9 +111,25 @@ func (p Plan) Has(s Step) bool {
 	return false
 }
 
-// Decide is unit_override's decision: pure, the same in check mode and in a real run.
-func Decide(w Want, f File) Plan {
+// Decide is unit_override's decision: pure, the same in check mode and in a real run. A
+// directory that leads out of the unit directory, or a unit directory that someone other
+// than root can write, is refused: nothing is written there. A drop-in directory that
+// someone other than root can write is repaired first.
+func Decide(w Want, f File) (Plan, error) {
 	p := Plan{Operation: OpNone, Change: contract.Change{DaemonReload: contract.ReloadNone}}
+	for _, d := range f.Dirs {
+		if d.Outside != "" {
+			return p, fmt.Errorf("%s is a symbolic link to %s, outside %s: systemd would load files from there; replace it with a directory; nothing was written", d.Path, d.Outside, UnitDir)
+		}
+		if why := d.insecure(); d.Exists && why != "" {
+			if !d.DropIn {
+				return p, fmt.Errorf("%s is %s: anyone who can write it can replace the units root's manager loads; make it root's and not writable by group or others (chown root:root %s; chmod go-w %s); nothing was written", d.Path, why, d.Path, d.Path)
+			}
+			if w.Present || f.Exists {
+				p.Steps = append(p.Steps, StepSecureDir)
+			}
+		}
+	}
 	if len(f.Stale) > 0 {
 		p.Steps = append(p.Steps, StepRemoveStale)
 	}
@@ -93,8 +144,8 @@ func Decide(w Want, f File) Plan {
 	case !w.Present && f.Exists:
 		p.Operation, fileStep = OpRemove, StepRemove
 	}
-	if !p.Changed() {
-		return p
+	if p.Operation == OpNone {
+		return p, nil
 	}
 	// What systemd loads changes with the content, not with the attributes.
 	contentChanged := p.Operation != OpAttributes
@@ -109,7 +160,7 @@ func Decide(w Want, f File) Plan {
 		p.Change.DaemonReload = contract.ReloadPerformed
 	}
 	p.Diff = diff(w, f)
-	return p
+	return p, nil
 }
 
 // diff shows the file before and after, with its attributes; a sensitive file's content is

@@ -44,13 +44,15 @@ var decideCases = []struct {
 func TestDecide(t *testing.T) {
 	for _, tt := range decideCases {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Decide(tt.want, tt.file)
+			p, err := Decide(tt.want, tt.file)
+			require.NoError(t, err)
 			assert.Equal(t, tt.op, p.Operation)
 			assert.Equal(t, tt.steps, p.Steps)
 			assert.Equal(t, tt.reload, p.Change.DaemonReload)
 			assert.Equal(t, tt.op == OpCreate || tt.op == OpUpdate || tt.op == OpRemove, p.Change.UnitFilesChanged)
 			assert.Equal(t, tt.op != OpNone, p.Diff != nil, "a diff exactly when the file changes")
-			assert.Equal(t, p, Decide(tt.want, tt.file), "pure: the same answer twice")
+			again, _ := Decide(tt.want, tt.file)
+			assert.Equal(t, p, again, "pure: the same answer twice")
 		})
 	}
 }
@@ -113,9 +115,10 @@ func TestAFailedWriteWithdrawsItsReload(t *testing.T) {
 	root := t.TempDir()
 	w := Want{Unit: "demo.service", Path: filepath.Join(UnitDir, "demo.service.d", "10.conf"), Present: true,
 		Content: []byte("[Service]\n"), Mode: 0o644, UID: -1, GID: -1, DaemonReload: true}
-	f, err := Observe(filepath.Join(root, w.Path))
+	f, err := Observe(root, w.Path)
 	require.NoError(t, err)
-	plan := Decide(w, f)
+	plan, err := Decide(w, f)
+	require.NoError(t, err)
 	// Between the decision and the write, the drop-in directory's place is taken by a file.
 	require.NoError(t, os.MkdirAll(filepath.Join(root, UnitDir), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, UnitDir, "demo.service.d"), []byte("x"), 0o644))
@@ -128,4 +131,46 @@ func TestAFailedWriteWithdrawsItsReload(t *testing.T) {
 	assert.Equal(t, contract.ReloadNone, res.DaemonReload)
 	assert.Equal(t, 1, r.due, "recorded before the write")
 	assert.Equal(t, 1, r.removed, "withdrawn after it failed")
+}
+
+func TestDecideChecksTheDirectories(t *testing.T) {
+	unitDir := Dir{Path: UnitDir, Exists: true, Mode: os.ModeDir | 0o755}
+	dropIn := func(mode os.FileMode, uid int) Dir {
+		return Dir{Path: UnitDir + "/demo.service.d", Exists: true, Mode: mode, UID: uid, DropIn: true}
+	}
+	want := Want{Present: true, Content: []byte("[Service]\n"), Mode: 0o644, DaemonReload: true}
+	cases := []struct {
+		name  string
+		dirs  []Dir
+		steps []Step
+		err   string
+	}{
+		{"root's 0755 drop-in directory: nothing extra", []Dir{unitDir, dropIn(0o755, 0)}, []Step{StepRecordReload, StepWrite, StepDaemonReload}, ""},
+		{"0777 drop-in directory: secured first", []Dir{unitDir, dropIn(0o777, 0)}, []Step{StepSecureDir, StepRecordReload, StepWrite, StepDaemonReload}, ""},
+		{"drop-in directory of another user: secured first", []Dir{unitDir, dropIn(0o755, 1000)}, []Step{StepSecureDir, StepRecordReload, StepWrite, StepDaemonReload}, ""},
+		{"drop-in directory linked out of the unit directory: refused", []Dir{unitDir, {Path: UnitDir + "/demo.service.d", Outside: "/tmp/elsewhere", DropIn: true}}, nil,
+			"/etc/systemd/system/demo.service.d is a symbolic link to /tmp/elsewhere, outside /etc/systemd/system"},
+		{"unit directory writable by others: refused", []Dir{{Path: UnitDir, Exists: true, Mode: 0o777}}, nil,
+			"/etc/systemd/system is writable by group or others (mode 0777)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Decide(want, File{Dirs: c.dirs})
+			if c.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.err)
+				assert.Contains(t, err.Error(), "nothing was written")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.steps, p.Steps)
+			assert.True(t, p.Changed())
+		})
+	}
+	// A converged drop-in in a directory others can write is still a change: the repair.
+	p, err := Decide(want, File{Exists: true, Content: want.Content, Mode: 0o644, Dirs: []Dir{unitDir, dropIn(0o777, 0)}})
+	require.NoError(t, err)
+	assert.Equal(t, []Step{StepSecureDir}, p.Steps)
+	assert.True(t, p.Changed())
+	assert.Equal(t, OpNone, p.Operation)
 }

@@ -97,12 +97,13 @@ func TestApplyRemovesStaleTemporaryFiles(t *testing.T) {
 	for _, p := range []string{stale, other} {
 		require.NoError(t, os.WriteFile(p, []byte("[Serv"), 0o600))
 	}
-	f, err := Observe(full)
+	w := Want{Unit: "demo.service", Path: filepath.Join(UnitDir, "demo.service.d", "10.conf"), Present: true, Content: content, Mode: 0o644}
+	f, err := Observe(root, w.Path)
 	require.NoError(t, err)
 	assert.Equal(t, []string{".10.conf.richt-4711"}, f.Stale)
 	// A converged run (nothing to do) clears them too: its only step.
-	w := Want{Unit: "demo.service", Path: filepath.Join(UnitDir, "demo.service.d", "10.conf"), Present: true, Content: content, Mode: 0o644}
-	plan := Decide(w, f)
+	plan, err := Decide(w, f)
+	require.NoError(t, err)
 	assert.Equal(t, []Step{StepRemoveStale}, plan.Steps)
 	assert.False(t, plan.Changed())
 	require.NoError(t, Deps{Root: root}.Apply(context.Background(), w, f, plan, &Result{}))

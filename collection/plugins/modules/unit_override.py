@@ -176,9 +176,12 @@ plan:
   description:
     - The steps of the run, in order, as the module decided them before acting; check mode
       reports the same steps a real run then carries out.
-    - C(remove-stale) (temporary files a killed run left), C(record-reload-due) (the manager
-      reload the change owes, recorded on the target before the file moves),
-      C(write), C(set-attributes), C(remove), C(daemon-reload).
+    - C(secure-directory) (a drop-in directory that someone other than root owns or can
+      write is made root's and not writable by group or others first; a drop-in directory
+      that links out of /etc/systemd/system, or a unit directory others can write, fails
+      the task and nothing is written), C(remove-stale) (temporary files a killed run left),
+      C(record-reload-due) (the manager reload the change owes, recorded on the target
+      before the file moves), C(write), C(set-attributes), C(remove), C(daemon-reload).
   returned: always
   type: list
   elements: str
