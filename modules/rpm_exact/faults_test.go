@@ -162,3 +162,38 @@ func TestRepositoryPasswordNeverInTheResult(t *testing.T) {
 		assert.NotContains(t, out, password, "check=%v", check)
 	}
 }
+
+// Two builds of one package in the RPM database (what an interrupted rpm -U or a killed
+// transaction leaves) are never reported converged: the pin to either build fails, naming
+// both builds and the command that repairs them, in check mode too, and changes nothing;
+// after that repair the pin holds (a downgrade when it named the older build).
+func TestTwoBuildsOfOnePackageAreNeverConverged(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true)
+	r := f.run(t, map[string]any{"name": "demo", "version": v1})
+	require.False(t, r.Failed(), r.Msg())
+	f.target.Shell(t, "rpm -i --justdb --nodeps --replacefiles $(find /srv/richt-repos/fixtures -name 'demo-2.0-1.noarch.rpm' | head -1)")
+	both := strings.TrimSpace(f.target.MustExec(t, "rpm", "-q", "demo"))
+	require.Equal(t, "demo-1.0-1.noarch\ndemo-2.0-1.noarch", both)
+
+	for _, args := range []map[string]any{
+		{"name": "demo", "version": v2},
+		{"name": "demo", "version": v1, "_ansible_check_mode": true},
+		{"name": "demo"},
+		{"packages": []any{map[string]any{"name": "demo", "version": v2}}},
+	} {
+		r := f.run(t, args)
+		assert.True(t, r.Failed(), "%v", args)
+		assert.False(t, r.Changed())
+		assert.Contains(t, r.Msg(), "demo has 2 builds of noarch installed (demo-0:1.0-1.noarch, demo-0:2.0-1.noarch)")
+		assert.Contains(t, r.Msg(), "dnf remove --duplicates demo")
+		assert.Equal(t, both, strings.TrimSpace(f.target.MustExec(t, "rpm", "-q", "demo")), "nothing changed")
+	}
+
+	f.target.MustExec(t, "dnf", "-y", "-q", "remove", "--duplicates", "demo")
+	assert.Equal(t, "demo-2.0-1.noarch", strings.TrimSpace(f.target.MustExec(t, "rpm", "-q", "demo")), "DNF kept the newest")
+	r = f.run(t, map[string]any{"name": "demo", "version": v1})
+	require.False(t, r.Failed(), r.Msg())
+	assert.True(t, r.Changed())
+	assert.Equal(t, "demo-"+v1, f.installed(t))
+}

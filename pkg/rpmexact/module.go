@@ -347,7 +347,9 @@ func (r *run) run(ctx context.Context) error {
 		r.before[n] = nonNil(obs.have[n].NEVRAs)
 		r.after[n] = r.before[n]
 	}
-	r.plan = Decide(r.want, obs.have)
+	if r.plan, err = Decide(r.want, obs.have); err != nil {
+		return err
+	}
 	if !r.plan.Changes() {
 		if !r.req.CheckMode { // check mode writes nothing
 			r.remember(obs)

@@ -230,6 +230,7 @@ func FuzzParseQuery(f *testing.F) {
 	f.Add("@@demo\t\n", 0)
 	f.Add("package demo is not installed\n", 1)
 	f.Add("@@rpmdb\t\n", 1)
+	f.Add("@@demo\t0:1.0-1.noarch\tdemo\vinstallonlypkg(kernel)\v\n", 0)
 	f.Fuzz(func(t *testing.T, out string, rc int) {
 		all, db, err := parseAnswer([]string{"demo"}, runner.Result{Stdout: out, ExitCode: rc})
 		inst := all["demo"]

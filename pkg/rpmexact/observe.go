@@ -13,13 +13,20 @@ import (
 type Installed struct {
 	// NEVRAs are the installed builds, NAME-EPOCH:VERSION-RELEASE.ARCH, sorted.
 	NEVRAs []string
+	// InstallOnly: a build is kernel-like (DNF's default installonlypkgs: the names
+	// kernel and kernel-PAE, or a provide installonlypkg(...) or multiversion(kernel)),
+	// so several builds side by side are what DNF keeps on purpose.
+	InstallOnly bool `json:"installonly,omitempty"`
 }
 
 // queryFormat prints one line per installed build. A name that looks like NAME-VERSION
 // would also match by version in rpm -q, so NAME is printed and compared. What a
 // transaction changes in unit files is read from the unit directories (snapshot.go), so
 // no file list is needed here: the query reads headers only.
-const queryFormat = "@@%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n"
+//
+// The provides follow the build: only the installonly ones among them matter
+// (installOnly), and only for names with several builds.
+const queryFormat = "@@%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\t[%{PROVIDENAME}\v]\n"
 
 // dbLine asks rpm, in the same process as the query, where its database is and which
 // backend reads it; the query memo needs both. rpm prints --eval results while it parses
@@ -92,12 +99,14 @@ func parseQuery(names []string, res runner.Result) (map[string]Installed, error)
 		}
 		if rest, ok := strings.CutPrefix(line, "@@"); ok {
 			n, evra, ok := strings.Cut(rest, "\t")
+			evra, provides, _ := strings.Cut(evra, "\t")
 			if !ok || evra == "" {
 				return nil, fmt.Errorf("query rpm database for %s: malformed answer %q", what, line)
 			}
 			// rpm -q NAME-VERSION also matches package NAME at VERSION: only exact names count.
 			if inst, asked := all[n]; asked {
 				inst.NEVRAs = append(inst.NEVRAs, n+"-"+evra)
+				inst.InstallOnly = inst.InstallOnly || installOnly(n, strings.Split(provides, "\v"))
 				all[n] = inst
 			}
 			continue
@@ -115,6 +124,20 @@ func parseQuery(names []string, res runner.Result) (map[string]Installed, error)
 		sort.Strings(inst.NEVRAs)
 	}
 	return all, nil
+}
+
+// installOnly reports whether a build is one DNF keeps several of side by side, by DNF 4's
+// default installonlypkgs. A list changed in dnf.conf is not read (a documented decision).
+func installOnly(name string, provides []string) bool {
+	if name == "kernel" || name == "kernel-PAE" {
+		return true
+	}
+	for _, p := range provides {
+		if strings.HasPrefix(p, "installonlypkg(") || p == "multiversion(kernel)" {
+			return true
+		}
+	}
+	return false
 }
 
 // notInstalled reads rpm's "package NAME is not installed" line.

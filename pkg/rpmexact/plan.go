@@ -2,7 +2,9 @@ package rpmexact
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/richt/services/pkg/nevra"
 )
@@ -74,10 +76,15 @@ func (p Plan) Commands() [][]string {
 }
 
 // Decide is pure: the same request and observation always give the same plan.
-func Decide(w Want, have map[string]Installed) Plan {
+func Decide(w Want, have map[string]Installed) (Plan, error) {
 	var p Plan
 	var pins, names, removals []string
 	for _, e := range w.Entries {
+		if !e.Absent {
+			if err := duplicates(e.Name, have[e.Name]); err != nil {
+				return Plan{}, err
+			}
+		}
 		ep := decideEntry(e, have[e.Name])
 		p.Entries = append(p.Entries, ep)
 		switch ep.Operation {
@@ -104,7 +111,30 @@ func Decide(w Want, have map[string]Installed) Plan {
 	if len(removals) > 0 {
 		p.Remove = argv(w.Manager, OpRemove, removals)
 	}
-	return p
+	return p, nil
+}
+
+// duplicates refuses a name with more than one build of one architecture that is not
+// installonly: what an interrupted rpm -U or a killed transaction leaves. Such a name is
+// never converged, whatever the pin, and rpm_exact does not pick a build to remove on its
+// own: DNF's duplicate removal keeps the newest, after which a pin to an older build is an
+// ordinary downgrade. Removing the package (state absent) removes every build, and goes on.
+func duplicates(name string, have Installed) error {
+	if have.InstallOnly || len(have.NEVRAs) < 2 {
+		return nil
+	}
+	byArch := map[string][]string{}
+	for _, n := range have.NEVRAs {
+		arch := n[strings.LastIndexByte(n, '.')+1:]
+		byArch[arch] = append(byArch[arch], n)
+	}
+	for _, arch := range slices.Sorted(maps.Keys(byArch)) {
+		if builds := byArch[arch]; len(builds) > 1 {
+			return fmt.Errorf("%s has %d builds of %s installed (%s), which an interrupted transaction leaves; it is not kernel-like (installonly), so this is never converged. Repair: dnf remove --duplicates %s (keeps the newest build; a pin to another is then a downgrade); nothing was changed",
+				name, len(builds), arch, strings.Join(builds, ", "), name)
+		}
+	}
+	return nil
 }
 
 func argv(manager, op string, specs []string) []string {

@@ -52,10 +52,16 @@ func DefaultQueryMemo() *QueryMemo {
 
 // queryRecord is one remembered answer.
 type queryRecord struct {
-	Database Database `json:"database"`
-	Key      string   `json:"key"`
-	NEVRAs   []string `json:"nevras"`
+	// Version is queryVersion: a record another format wrote is not an answer.
+	Version     int      `json:"version"`
+	Database    Database `json:"database"`
+	Key         string   `json:"key"`
+	NEVRAs      []string `json:"nevras"`
+	InstallOnly bool     `json:"installonly,omitempty"`
 }
+
+// queryVersion is the record format: 2 remembers whether the builds are installonly.
+const queryVersion = 2
 
 // Lookup returns the remembered answer for name when every file in its key is unchanged.
 // Anything else (no record, a record not owned by root or this user, a changed file, an
@@ -66,14 +72,14 @@ func (m *QueryMemo) Lookup(name string) (Installed, bool) {
 		return Installed{}, false
 	}
 	var rec queryRecord
-	if err := json.Unmarshal(data, &rec); err != nil || rec.Key == "" {
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Key == "" || rec.Version != queryVersion {
 		return Installed{}, false
 	}
 	key, _, err := m.key(rec.Database)
 	if err != nil || key != rec.Key {
 		return Installed{}, false
 	}
-	return Installed{NEVRAs: rec.NEVRAs}, true
+	return Installed{NEVRAs: rec.NEVRAs, InstallOnly: rec.InstallOnly}, true
 }
 
 // Record remembers an answer that rpm gave from db in a query started at queried. It does
@@ -90,7 +96,7 @@ func (m *QueryMemo) Record(name string, inst Installed, db Database, queried tim
 	if !newest.Before(queried.Add(-Settle)) {
 		return fmt.Errorf("not remembered: a file of the key changed at %s, less than %s before the query", newest.Format(time.RFC3339Nano), Settle)
 	}
-	data, err := json.Marshal(queryRecord{Database: db, Key: key, NEVRAs: inst.NEVRAs})
+	data, err := json.Marshal(queryRecord{Version: queryVersion, Database: db, Key: key, NEVRAs: inst.NEVRAs, InstallOnly: inst.InstallOnly})
 	if err != nil {
 		return fmt.Errorf("encode rpm query record: %w", err)
 	}

@@ -53,7 +53,8 @@ func TestDecideSets(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := Decide(Want{Entries: c.entries, Manager: "dnf"}, have)
+			p, err := Decide(Want{Entries: c.entries, Manager: "dnf"}, have)
+			require.NoError(t, err)
 			assert.Equal(t, c.install, p.Install)
 			assert.Equal(t, c.remove, p.Remove)
 			var ops []string
@@ -69,9 +70,39 @@ func TestDecideSets(t *testing.T) {
 func TestInstallonlyPinKeepsOtherBuilds(t *testing.T) {
 	// A kernel-like package has several builds installed; a pin holds when its build is one
 	// of them, and installing it leaves the others (DNF's installonly_limit decides those).
-	have := map[string]Installed{"kmod": installed("kmod-0:1.0-1.noarch", "kmod-0:2.0-1.noarch")}
-	assert.False(t, Decide(Want{Entries: []Entry{pin("kmod", "0:1.0-1.noarch")}, Manager: "dnf"}, have).Changes())
+	have := map[string]Installed{"kmod": {NEVRAs: []string{"kmod-0:1.0-1.noarch", "kmod-0:2.0-1.noarch"}, InstallOnly: true}}
+	p, err := Decide(Want{Entries: []Entry{pin("kmod", "0:1.0-1.noarch")}, Manager: "dnf"}, have)
+	require.NoError(t, err)
+	assert.False(t, p.Changes())
 	assert.NoError(t, Holds(pin("kmod", "0:2.0-1.noarch"), have["kmod"].NEVRAs))
+}
+
+// Two builds of one architecture of a package that is not installonly are never
+// converged, whatever is asked but its removal; builds of two architectures (multilib) are
+// fine.
+func TestDuplicateBuildsAreNeverConverged(t *testing.T) {
+	dup := map[string]Installed{"demo": installed("demo-0:1.0-1.noarch", "demo-0:2.0-1.noarch")}
+	for _, e := range []Entry{pin("demo", "0:2.0-1.noarch"), pin("demo", "0:1.0-1.noarch"), pin("demo", "0:3.0-1.noarch"), {Name: "demo"}} {
+		_, err := Decide(Want{Entries: []Entry{e}, Manager: "dnf"}, dup)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "demo has 2 builds of noarch installed (demo-0:1.0-1.noarch, demo-0:2.0-1.noarch)")
+		assert.Contains(t, err.Error(), "dnf remove --duplicates demo")
+	}
+	p, err := Decide(Want{Entries: []Entry{{Name: "demo", Absent: true}}, Manager: "dnf"}, dup)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"dnf", "-y", "remove", "--", "demo"}, p.Remove)
+
+	multilib := map[string]Installed{"lib": installed("lib-0:1.0-1.i686", "lib-0:1.0-1.x86_64")}
+	_, err = Decide(Want{Entries: []Entry{pin("lib", "0:1.0-1.x86_64")}, Manager: "dnf"}, multilib)
+	assert.NoError(t, err)
+}
+
+func TestInstallOnlyByDNFsDefaults(t *testing.T) {
+	assert.True(t, installOnly("kernel", nil))
+	assert.True(t, installOnly("kernel-core", []string{"kernel-core", "installonlypkg(kernel)"}))
+	assert.True(t, installOnly("kmod-x", []string{"installonlypkg(kernel-module)"}))
+	assert.True(t, installOnly("k", []string{"multiversion(kernel)"}))
+	assert.False(t, installOnly("demo", []string{"demo", "demo(x86-64)", "config(demo)"}))
 }
 
 func TestSetParameters(t *testing.T) {

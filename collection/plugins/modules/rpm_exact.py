@@ -66,6 +66,14 @@ description:
     remove the oldest builds beyond C(installonly_limit) (3 by default on EL; DNF never
     removes the running kernel); such a removal shows in I(moved) and in I(after).
     C(state=absent) asks DNF to remove every installed build."
+  - "Any other package with more than one build of one architecture in the RPM database
+    (what an interrupted C(rpm -U) or a killed transaction leaves) is never converged: the
+    task fails, in check mode too, naming the builds and the repair (C(dnf remove
+    --duplicates NAME), which keeps the newest; a pin to another build is then an ordinary
+    downgrade), and changes nothing. Installonly is told by DNF's default
+    C(installonlypkgs) (the names kernel and kernel-PAE, a provide installonlypkg(...) or
+    multiversion(kernel)); a list changed in C(dnf.conf) is not read. C(state=absent)
+    removes every build and goes on."
   - DNF runs under a supervisor, a second copy of the module binary started in a session of
     its own. It is not stopped when the module's wait ends (I(timeout), Ansible's own timeout,
     a closed connection, a killed module); it lets DNF finish, takes the snapshot after it,
