@@ -357,3 +357,29 @@ func TestFaultInsecureDirectories(t *testing.T) {
 		assert.Equal(t, before, f.snapshot(t, "/etc/systemd/system/acc-dir.service.d"), "nothing written")
 	})
 }
+
+// An owner and a group that only another NSS source knows (SSSD or LDAP on EL; here
+// Debian's libnss-extrausers): the module, built without cgo, resolves them through
+// getent and writes the file with their ids.
+func TestOwnerFromAnotherNSSSource(t *testing.T) {
+	t.Parallel()
+	f := newFaultTarget(t)
+	f.t.Shell(t, `sed -i -e 's/^passwd:.*/& extrausers/' -e 's/^group:.*/& extrausers/' /etc/nsswitch.conf &&
+		mkdir -p /var/lib/extrausers &&
+		echo 'ldapuser:x:4242:4343:LDAP user:/nonexistent:/usr/sbin/nologin' > /var/lib/extrausers/passwd &&
+		echo 'ldapgroup:x:4343:' > /var/lib/extrausers/group &&
+		touch /var/lib/extrausers/shadow`)
+	require.Equal(t, "ldapuser:x:4242:4343:LDAP user:/nonexistent:/usr/sbin/nologin", strings.TrimSpace(f.t.MustExec(t, "getent", "passwd", "ldapuser")))
+	f.t.MustExec(t, "sh", "-c", "! grep -q ldapuser /etc/passwd")
+
+	r := f.run(t, map[string]any{"unit": "acc-nss", "name": "10.conf", "content": "[Service]\nEnvironment=A=1\n", "owner": "ldapuser", "group": "ldapgroup", "mode": "0444"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, "4242 4343 444", strings.TrimSpace(f.t.MustExec(t, "stat", "-c", "%u %g %a", "/etc/systemd/system/acc-nss.service.d/10.conf")))
+	// Numeric ids of that source count as existing ones too; unknown ones stay refused.
+	r = f.run(t, map[string]any{"unit": "acc-nss", "name": "10.conf", "content": "[Service]\nEnvironment=A=1\n", "owner": "4242", "group": "4343", "mode": "0444"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.False(t, r.Changed())
+	r = f.run(t, map[string]any{"unit": "acc-nss", "name": "10.conf", "content": "[Service]\n", "owner": "ghost"})
+	assert.True(t, r.Failed())
+	assert.Contains(t, r.Msg(), `owner: "ghost" is not a known name`)
+}

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lock"
+	"github.com/richt/services/pkg/nss"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/systemd"
 	"github.com/richt/services/pkg/timeout"
@@ -413,41 +413,27 @@ func observeDirs(under func(string) string, p string) ([]Dir, error) {
 	return dirs, nil
 }
 
-// lookupUID and lookupGID resolve owner and group on the target. A numeric id must
-// exist as well as a name: chown accepts any number, and a file owned by an id nobody has
-// today belongs to whoever is given that id tomorrow.
-func lookupUID(v string) (int, error) {
-	return lookupID("owner", "user", v, func(s string) (string, error) {
-		u, err := user.Lookup(s)
-		if err != nil {
-			return "", err
-		}
-		return u.Uid, nil
-	}, func(s string) error { _, err := user.LookupId(s); return err })
+// lookupUID and lookupGID resolve owner and group on the target, through NSS (package
+// nss: the files, then getent). A numeric id must exist as well as a name: chown accepts
+// any number, and a file owned by an id nobody has today belongs to whoever is given that
+// id tomorrow.
+func (d Deps) lookupUID(ctx context.Context, v string) (int, error) {
+	return lookupID("owner", "user", v, func() (int, error) { return nss.Resolver{Runner: d.Runner}.User(ctx, v) })
 }
 
-func lookupGID(v string) (int, error) {
-	return lookupID("group", "group", v, func(s string) (string, error) {
-		g, err := user.LookupGroup(s)
-		if err != nil {
-			return "", err
-		}
-		return g.Gid, nil
-	}, func(s string) error { _, err := user.LookupGroupId(s); return err })
+func (d Deps) lookupGID(ctx context.Context, v string) (int, error) {
+	return lookupID("group", "group", v, func() (int, error) { return nss.Resolver{Runner: d.Runner}.Group(ctx, v) })
 }
 
-func lookupID(param, kind, v string, byName func(string) (string, error), byID func(string) error) (int, error) {
-	if n, err := strconv.ParseUint(v, 10, 32); err == nil {
-		if err := byID(strconv.FormatUint(n, 10)); err != nil {
-			return 0, fmt.Errorf("%s: %q is a numeric id no %s on the target has (%v); create the %s first or use an existing one", param, v, kind, err, kind)
-		}
-		return int(n), nil
+func lookupID(param, kind, v string, resolve func() (int, error)) (int, error) {
+	id, err := resolve()
+	if err == nil {
+		return id, nil
 	}
-	id, err := byName(v)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a known name or a numeric id on the target (%v); create the %s first or use an existing one", param, v, err, kind)
+	if _, numErr := strconv.ParseUint(v, 10, 32); numErr == nil {
+		return 0, fmt.Errorf("%s: %q is a numeric id no %s on the target has (%v); create the %s first or use an existing one", param, v, kind, err, kind)
 	}
-	return strconv.Atoi(id)
+	return 0, fmt.Errorf("%s: %q is not a known name or a numeric id on the target (%v); create the %s first or use an existing one", param, v, err, kind)
 }
 
 // ownerWriteWarning is the decision on a non-root owner with the owner-write bit: it is
@@ -493,10 +479,10 @@ func Handler(d Deps) ansible.Handler {
 		w := Want{Unit: unit, Path: p, Present: v.State == "present", Content: []byte(v.content()), Mode: v.Mode,
 			Sensitive: v.Sensitive, DaemonReload: v.DaemonReload}
 		var err error
-		if w.UID, err = lookupUID(v.Owner); err != nil {
+		if w.UID, err = d.lookupUID(ctx, v.Owner); err != nil {
 			return res, err
 		}
-		if w.GID, err = lookupGID(v.Group); err != nil {
+		if w.GID, err = d.lookupGID(ctx, v.Group); err != nil {
 			return res, err
 		}
 		if warn := ownerWriteWarning(v.Owner, w.UID, w.Mode, describeFile(v)); warn != "" && w.Present {

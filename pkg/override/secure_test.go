@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/pkg/runner"
+
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/runner/runnertest"
 )
@@ -49,29 +51,31 @@ func TestInsecureModesRefusedBeforeAnything(t *testing.T) {
 }
 
 func TestOwnerAndGroupMustExist(t *testing.T) {
-	uid, err := lookupUID("0")
+	// The host's own NSS answers what its files lack (getent).
+	d, ctx := Deps{Runner: runner.Exec{}}, context.Background()
+	uid, err := d.lookupUID(ctx, "0")
 	require.NoError(t, err)
 	assert.Equal(t, 0, uid)
-	uid, err = lookupUID("root")
+	uid, err = d.lookupUID(ctx, "root")
 	require.NoError(t, err)
 	assert.Equal(t, 0, uid)
-	gid, err := lookupGID("0")
+	gid, err := d.lookupGID(ctx, "0")
 	require.NoError(t, err)
 	assert.Equal(t, 0, gid)
 
 	for _, c := range []struct {
-		lookup func(string) (int, error)
+		lookup func(context.Context, string) (int, error)
 		value  string
 		msg    string
 	}{
-		{lookupUID, "3987654321", `owner: "3987654321" is a numeric id no user on the target has`},
-		{lookupUID, "no-such-user-here", `owner: "no-such-user-here" is not a known name or a numeric id on the target`},
-		{lookupUID, "-1", `owner: "-1" is not a known name`},
-		{lookupGID, "3987654321", `group: "3987654321" is a numeric id no group on the target has`},
-		{lookupGID, "no-such-group-here", `group: "no-such-group-here" is not a known name`},
-		{lookupUID, "99999999999", `owner: "99999999999" is not a known name`}, // beyond uid_t
+		{d.lookupUID, "3987654321", `owner: "3987654321" is a numeric id no user on the target has`},
+		{d.lookupUID, "no-such-user-here", `owner: "no-such-user-here" is not a known name or a numeric id on the target`},
+		{d.lookupUID, "-1", `owner: "-1" is not a known name`},
+		{d.lookupGID, "3987654321", `group: "3987654321" is a numeric id no group on the target has`},
+		{d.lookupGID, "no-such-group-here", `group: "no-such-group-here" is not a known name`},
+		{d.lookupUID, "99999999999", `owner: "99999999999" is not a known name`}, // beyond uid_t
 	} {
-		_, err := c.lookup(c.value)
+		_, err := c.lookup(ctx, c.value)
 		assert.ErrorContains(t, err, c.msg, c.value)
 	}
 }

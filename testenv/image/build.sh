@@ -135,12 +135,14 @@ rpmbuild -bb --quiet --define "_topdir $el" --define "_rpmdir $el/rpms" \
 
 # Packages: systemd as PID 1 and its bus; libpam-systemd so user managers (user@UID.service,
 # lingering) start; DNF 4 and rpm; procps for /bin/kill (ExecReload
-# lines use it); sudo for become tests; openssh-server for SSH-connection tests.
+# lines use it); sudo for become tests; openssh-server for SSH-connection tests;
+# libnss-extrausers, an NSS source besides the files (not enabled in nsswitch.conf), for
+# tests of owners that only SSSD or LDAP know on EL.
 # EL's settings: a preset policy that disables every unit no earlier preset enables (Debian
 # enables them all), and EL's dnf.conf, whose best and skip_if_unavailable differ from
 # Debian's.
 mmdebstrap --quiet --variant=essential \
-  --include=systemd,systemd-sysv,dbus,libpam-systemd,dnf,rpm,procps,sudo,openssh-server${extra:+,$extra} \
+  --include=systemd,systemd-sysv,dbus,libpam-systemd,dnf,rpm,procps,sudo,openssh-server,libnss-extrausers${extra:+,$extra} \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/doc/*' \
