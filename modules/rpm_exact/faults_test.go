@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/modules"
+	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/testenv"
 	"github.com/richt/services/testenv/fixtures"
 )
@@ -196,4 +197,45 @@ func TestTwoBuildsOfOnePackageAreNeverConverged(t *testing.T) {
 	require.False(t, r.Failed(), r.Msg())
 	assert.True(t, r.Changed())
 	assert.Equal(t, "demo-"+v1, f.installed(t))
+}
+
+// The supervisor's entry (an environment variable naming a transaction directory) is no
+// way to make rpm_exact run a command: a task's environment that sets it leaves a module
+// run a module run, and a supervisor started on a directory or request someone else could
+// have written refuses it before reading it.
+func TestSupervisorEntryRunsNothingPlanted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true)
+	planted := `{"argv":["/bin/sh","-c","touch /root/planted-ran"],"transaction":"x"}`
+	f.target.Shell(t, `mkdir -p /var/tmp/evil/tx && printf '%s' '`+planted+`' > /var/tmp/evil/tx/request.json &&
+		chown -R nobody /var/tmp/evil && chmod -R 0777 /var/tmp/evil`)
+	ran := func() bool {
+		res, err := f.target.Exec(context.Background(), "test", "-e", "/root/planted-ran")
+		require.NoError(t, err)
+		return res.ExitCode == 0
+	}
+
+	// A module run with the variable set: the module's own work, nothing planted.
+	r := f.target.RunModuleEnv(t, f.module, map[string]any{"name": "demo", "version": v1}, rpmexact.SuperviseEnv+"=/var/tmp/evil/tx")
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, "demo-"+v1, f.installed(t))
+	assert.False(t, ran(), "the planted request never ran")
+
+	// The binary started as a supervisor on that directory: refused, nothing written there.
+	bin, err := f.target.InstallModule(context.Background(), f.module)
+	require.NoError(t, err)
+	res, err := f.target.ExecEnv(context.Background(), []string{rpmexact.SuperviseEnv + "=/var/tmp/evil/tx"}, bin)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.ExitCode)
+	assert.Contains(t, res.Stderr, "not a transaction this module started")
+	assert.False(t, ran())
+	assert.Equal(t, "request.json", strings.TrimSpace(f.target.MustExec(t, "ls", "/var/tmp/evil/tx")), "no outcome written into it")
+
+	// Even root's own 0755 directory with a request of another owner is refused.
+	f.target.Shell(t, `chown -R root /var/tmp/evil && chmod 0755 /var/tmp/evil /var/tmp/evil/tx && chmod 0666 /var/tmp/evil/tx/request.json`)
+	res, err = f.target.ExecEnv(context.Background(), []string{rpmexact.SuperviseEnv + "=/var/tmp/evil/tx"}, bin)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.ExitCode)
+	assert.Contains(t, res.Stderr, "writable by group or others")
+	assert.False(t, ran())
 }

@@ -15,10 +15,13 @@ import (
 // (cmd/richt-modules) calls it with os.Args set to this module's command line.
 func Main() {
 	store := durable.Default()
-	// Started again as a transaction's supervisor (package rpmexact, detached.go).
-	if dir := os.Getenv(rpmexact.SuperviseEnv); dir != "" {
+	// Started again as a transaction's supervisor (package rpmexact, detached.go): with the
+	// directory in the environment and no argument at all. A module run (arguments file or
+	// stdin) is never one, whatever a task's environment sets.
+	if dir := os.Getenv(rpmexact.SuperviseEnv); dir != "" && len(os.Args) == 1 {
 		os.Exit(rpmexact.Supervise(dir, store))
 	}
+	os.Unsetenv(rpmexact.SuperviseEnv)
 	ansible.Main(rpmexact.Spec(), rpmexact.Handler(rpmexact.Deps{
 		Runner:   runner.Exec{},
 		Txn:      rpmexact.DefaultDetached(store),

@@ -42,6 +42,22 @@ const (
 	stderrFile   = "stderr"
 )
 
+// TrustedRequest checks that dir holds a request this module wrote: dir and its parent
+// (the transactions directory) are real directories of the running user that neither
+// group nor others can write, and the request is such a file too.
+func TrustedRequest(dir string) error {
+	dir = filepath.Clean(dir)
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("%s is not an absolute path", dir)
+	}
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := statedir.CheckExisting(d); err != nil {
+			return err
+		}
+	}
+	return statedir.CheckFile(filepath.Join(dir, requestFile))
+}
+
 // SuperviseEnv names the transaction directory when the module binary is started as a
 // transaction's supervisor; main checks it before anything else.
 const SuperviseEnv = "RICHT_RPM_TRANSACTION"
@@ -306,6 +322,14 @@ const settleTimeout = 2 * time.Minute
 // the transaction lock inherited as file descriptor 3, keeps DNF's output, settles the
 // transaction and writes its outcome. It returns the process exit code.
 func Supervise(dir string, sync SyncRecorder) int {
+	// The directory comes from the environment, which a task can set: its request is
+	// an argv run as root, so it is run only from where this module writes requests, in a
+	// directory and a file nobody else can have written. Nothing is written to a directory
+	// that fails this.
+	if err := TrustedRequest(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "rpm_exact: not a transaction this module started: %v\n", err)
+		return 2
+	}
 	held := os.NewFile(3, "transaction lock")
 	defer held.Close()
 	rec := outcomeRecord{}

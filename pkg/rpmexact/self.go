@@ -25,9 +25,9 @@ func selfArgv(readlink func(string) (string, error), pid int, self, name string)
 	if err1 != nil || err2 != nil || emulated == real {
 		return self, []string{nameOr(name, self)}
 	}
-	// EMULATOR PROGRAM NAME: the program's argv[0] is its path, so the module's name goes
-	// first among its arguments, where the multi-call binary also looks.
-	return real, []string{real, emulated, name}
+	// EMULATOR -0 NAME PROGRAM: QEMU's -0 sets the program's argv[0], so the supervisor
+	// starts, as natively, with the module's name and no argument.
+	return real, []string{real, "-0", name, emulated}
 }
 
 func nameOr(name, self string) string {

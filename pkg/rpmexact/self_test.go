@@ -31,7 +31,7 @@ func TestSelfArgv(t *testing.T) {
 			"/proc/self/exe", []string{"rpm_exact"}},
 		{"under QEMU: through the same emulator", "/proc/self/exe",
 			map[string]string{"/proc/self/exe": "/usr/local/libexec/richt/arm64/rpm_exact", "/proc/self/task/42/exe": "/usr/local/libexec/richt/qemu-aarch64-static"},
-			"/usr/local/libexec/richt/qemu-aarch64-static", []string{"/usr/local/libexec/richt/qemu-aarch64-static", "/usr/local/libexec/richt/arm64/rpm_exact", "rpm_exact"}},
+			"/usr/local/libexec/richt/qemu-aarch64-static", []string{"/usr/local/libexec/richt/qemu-aarch64-static", "-0", "rpm_exact", "/usr/local/libexec/richt/arm64/rpm_exact"}},
 		{"links unreadable: as natively", "/proc/self/exe", map[string]string{},
 			"/proc/self/exe", []string{"rpm_exact"}},
 		{"an explicit program (tests) is taken as it is", "/usr/bin/true",

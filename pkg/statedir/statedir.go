@@ -53,3 +53,34 @@ func Check(dir string) error {
 	}
 	return nil
 }
+
+// CheckFile verifies a record the modules read as an instruction: a regular file (not a
+// link) owned by the running user that neither group nor others can write.
+func CheckFile(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("inspect %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrInsecure, path, fi.Mode().Type())
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("inspect %s: no owner information", path)
+	}
+	if uid := os.Geteuid(); int(st.Uid) != uid {
+		return fmt.Errorf("%w: %s is owned by uid %d, not by uid %d that runs the module", ErrInsecure, path, st.Uid, uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%w: %s has mode %04o, writable by group or others", ErrInsecure, path, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// CheckExisting is Check for a directory that must exist.
+func CheckExisting(dir string) error {
+	if _, err := os.Lstat(dir); err != nil {
+		return fmt.Errorf("inspect %s: %w", dir, err)
+	}
+	return Check(dir)
+}
