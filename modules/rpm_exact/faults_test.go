@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -238,4 +239,25 @@ func TestSupervisorEntryRunsNothingPlanted(t *testing.T) {
 	assert.Equal(t, 2, res.ExitCode)
 	assert.Contains(t, res.Stderr, "writable by group or others")
 	assert.False(t, ran())
+}
+
+// Records named in the future (a clock that stepped back since they were written): a new
+// transaction still counts as the newest, is never pruned while it runs, and reports its
+// outcome; the old records beyond what is kept go.
+func TestTransactionRecordsSurviveAClockSteppedBack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true)
+	f.target.Shell(t, `mkdir -p -m 0700 /var/lib/richt/transactions && cd /var/lib/richt/transactions &&
+		for i in $(seq 1 120); do d=20990101T000000.000000000Z-$i; mkdir -m 0700 $d && touch $d/reported $d/outcome.json; done`)
+	r := f.run(t, map[string]any{"name": "demo", "version": v1})
+	require.False(t, r.Failed(), r.Msg())
+	assert.True(t, r.Changed())
+	assert.Equal(t, "demo-"+v1, f.installed(t))
+	log := r.String("transaction_log")
+	require.NotEmpty(t, log)
+	f.target.MustExec(t, "test", "-s", log+"/outcome.json")
+	// The kept records: the newest 20, this transaction the last of them.
+	left := strings.Fields(f.target.MustExec(t, "ls", "/var/lib/richt/transactions"))
+	assert.Contains(t, left, filepath.Base(log))
+	assert.LessOrEqual(t, len(left), 21)
 }

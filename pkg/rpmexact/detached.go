@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -143,7 +144,10 @@ func (d *Detached) running() string {
 	return ""
 }
 
-// ids are the transaction directories, oldest first (their names start with the time).
+// ids are the transaction directories, oldest first: by the sequence number each name
+// starts with, never by the time in it, so a clock stepped back does not make the newest
+// transaction look old (and be pruned while it runs). Names of releases before the
+// sequence number count as older than any numbered one.
 func (d *Detached) ids() []string {
 	entries, err := os.ReadDir(d.Dir)
 	if err != nil {
@@ -155,8 +159,39 @@ func (d *Detached) ids() []string {
 			ids = append(ids, e.Name())
 		}
 	}
-	sort.Strings(ids)
+	sort.Slice(ids, func(i, j int) bool {
+		si, sj := seqOf(ids[i]), seqOf(ids[j])
+		if si != sj {
+			return si < sj
+		}
+		return ids[i] < ids[j]
+	})
 	return ids
+}
+
+// seqDigits is the width of a transaction's sequence number in its directory's name.
+const seqDigits = 12
+
+// seqOf is the sequence number a transaction directory's name starts with (0 without one).
+func seqOf(id string) uint64 {
+	if len(id) <= seqDigits || id[seqDigits] != '-' {
+		return 0
+	}
+	n, err := strconv.ParseUint(id[:seqDigits], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// nextID names a new transaction's directory: the next sequence number, then the time and
+// the process for people reading the directory.
+func (d *Detached) nextID(now time.Time) string {
+	var last uint64
+	if ids := d.ids(); len(ids) > 0 {
+		last = seqOf(ids[len(ids)-1])
+	}
+	return fmt.Sprintf("%0*d-%s-%d", seqDigits, last+1, now.Format("20060102T150405.000000000Z"), os.Getpid())
 }
 
 // unreported reports (once) the oldest transaction whose module stopped waiting for it
@@ -202,10 +237,13 @@ func markReported(dir string) { _ = os.WriteFile(filepath.Join(dir, reportedFile
 
 // prune keeps the newest transactions' records: beyond keepTransactions the reported ones
 // go, beyond keepUnreported every one (a package nobody manages any more never reports).
-func (d *Detached) prune() {
+func (d *Detached) prune(current string) {
 	ids := d.ids()
 	for i, id := range ids {
 		dir := filepath.Join(d.Dir, id)
+		if dir == current {
+			continue // never the transaction under way, wherever it sorts
+		}
 		age := len(ids) - i // 1 for the newest
 		_, rerr := os.Stat(filepath.Join(dir, reportedFile))
 		if age > keepUnreported || (age > keepTransactions && rerr == nil) {
@@ -224,7 +262,7 @@ func (d *Detached) Run(ctx context.Context, t Transaction) (out Outcome, err err
 		return Outcome{}, err
 	}
 	now := time.Now().UTC()
-	dir := filepath.Join(d.Dir, fmt.Sprintf("%s-%d", now.Format("20060102T150405.000000000Z"), os.Getpid()))
+	dir := filepath.Join(d.Dir, d.nextID(now))
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return Outcome{}, fmt.Errorf("%w: create transaction record %s: %w", ErrNotStarted, dir, err)
 	}
@@ -275,7 +313,7 @@ func (d *Detached) Run(ctx context.Context, t Transaction) (out Outcome, err err
 	started = true
 	// Records only grow here, so here is where old ones go; a converged run lists the
 	// directory once (for an unreported outcome) and removes nothing.
-	d.prune()
+	d.prune(dir)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {

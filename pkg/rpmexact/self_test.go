@@ -2,9 +2,14 @@ package rpmexact
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSelfArgv(t *testing.T) {
@@ -45,4 +50,22 @@ func TestSelfArgv(t *testing.T) {
 			assert.Equal(t, tt.wantArgv, argv)
 		})
 	}
+}
+
+// Transactions are ordered by their sequence number, not by the time in their names: a
+// clock stepped back, or records named in the future, never make the newest look oldest.
+func TestTransactionOrderIgnoresTheClock(t *testing.T) {
+	d := &Detached{Dir: t.TempDir()}
+	for _, id := range []string{
+		"20990101T000000.000000000Z-7",              // a release before the sequence numbers
+		"000000000002-20200101T000000.000000000Z-9", // the clock stepped back
+		"000000000001-20991231T000000.000000000Z-8",
+	} {
+		require.NoError(t, os.Mkdir(filepath.Join(d.Dir, id), 0o700))
+	}
+	assert.Equal(t, []string{"20990101T000000.000000000Z-7", "000000000001-20991231T000000.000000000Z-8", "000000000002-20200101T000000.000000000Z-9"}, d.ids())
+	next := d.nextID(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
+	assert.True(t, strings.HasPrefix(next, "000000000003-20000101T000000"), next)
+	require.NoError(t, os.Mkdir(filepath.Join(d.Dir, next), 0o700))
+	assert.Equal(t, next, d.ids()[3], "the newest is last whatever its time")
 }
