@@ -261,3 +261,37 @@ func TestTransactionRecordsSurviveAClockSteppedBack(t *testing.T) {
 	assert.Contains(t, left, filepath.Base(log))
 	assert.LessOrEqual(t, len(left), 21)
 }
+
+// The run that finds an unreported transaction marks it reported only when it returns
+// its result: killed before that (here while its rpm query hangs), it leaves the report to
+// the next run, which carries the earlier change on.
+func TestAKilledRunLeavesTheEarlierReport(t *testing.T) {
+	t.Parallel()
+	f := faultFixture(t)
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:1.0-1.noarch", "timeout": "2m"})
+	require.False(t, r.Failed(), r.Msg())
+	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "2s"})
+	require.True(t, r.Failed(), "left running at the deadline")
+	log := r.String("transaction_log")
+	f.target.Shell(t, "until [ -e "+log+"/outcome.json ]; do sleep 0.2; done")
+
+	args, err := json.Marshal(map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})
+	require.NoError(t, err)
+	require.NoError(t, f.target.WriteFile(context.Background(), "/var/tmp/report-args.json", args, 0o600))
+	bin, err := f.target.InstallModule(context.Background(), f.module)
+	require.NoError(t, err)
+	// An rpm that hangs: the run has found the report (under the lock) when it queries.
+	require.NoError(t, f.target.WriteFile(context.Background(), "/usr/local/bin/rpm", []byte("#!/bin/sh\ntouch /var/tmp/rpm-called\nexec sleep 61\n"), 0o755))
+	out := f.target.Shell(t, fmt.Sprintf(`%s /var/tmp/report-args.json >/dev/null 2>&1 & p=$!
+until [ -e /var/tmp/rpm-called ]; do sleep 0.1; done
+kill -9 $p; wait $p; echo "module exit $?"; rm -f /usr/local/bin/rpm; pkill -f '^sleep 61$' || true`, bin))
+	assert.Contains(t, out, "module exit 137")
+	f.target.MustExec(t, "test", "!", "-e", log+"/reported")
+
+	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})
+	require.False(t, r.Failed(), r.Msg())
+	require.NotNil(t, r.Map("earlier_transaction"), "the killed run did not take the report with it")
+	assert.Equal(t, "succeeded", r.Map("earlier_transaction")["outcome"])
+	assert.True(t, r.Changed())
+	f.target.MustExec(t, "test", "-e", log+"/reported")
+}

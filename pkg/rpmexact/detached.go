@@ -102,6 +102,10 @@ type request struct {
 }
 
 type outcomeRecord struct {
+	// Done is false until the supervisor finished settling, and stays false in the record a
+	// panicking supervisor writes on its way out; nil in records of earlier releases, which
+	// wrote one only at the end.
+	Done             *bool               `json:"done,omitempty"`
 	ExitCode         int                 `json:"rc"`
 	StartErr         string              `json:"start_error,omitempty"`
 	Ended            time.Time           `json:"ended"`
@@ -129,7 +133,7 @@ func (d *Detached) Begin(ctx context.Context, check bool, names []string) (func(
 		return nil, nil, err
 	}
 	d.held = l
-	return l.Release, d.unreported(!check, names), nil
+	return l.Release, d.unreported(names), nil
 }
 
 // running is the directory of the newest transaction without an outcome.
@@ -197,13 +201,13 @@ func (d *Detached) nextID(now time.Time) string {
 // unreported reports (once) the oldest transaction whose module stopped waiting for it
 // (its deadline passed, or it was killed). Begin holds the lock, so its supervisor has
 // ended.
-func (d *Detached) unreported(mark bool, names []string) *Earlier {
+func (d *Detached) unreported(names []string) *Earlier {
 	for _, id := range d.ids() {
 		dir := filepath.Join(d.Dir, id)
 		if _, err := os.Stat(filepath.Join(dir, reportedFile)); err == nil {
 			continue
 		}
-		e := &Earlier{Log: dir, Outcome: "unknown: the transaction left no outcome (its supervisor was killed); read its output and the RPM database"}
+		e := &Earlier{Log: dir, record: dir, Outcome: "unknown: the transaction left no outcome (its supervisor was killed); read its output and the RPM database"}
 		var req request
 		if data, err := os.ReadFile(filepath.Join(dir, requestFile)); err == nil && json.Unmarshal(data, &req) == nil {
 			e.Command = req.Argv
@@ -219,14 +223,13 @@ func (d *Detached) unreported(mark bool, names []string) *Earlier {
 			switch {
 			case out.StartErr != "":
 				e.Outcome = "not started: " + out.StartErr
+			case out.Done != nil && !*out.Done:
+				e.Outcome = fmt.Sprintf("unknown: its supervisor ended before it finished settling (DNF exited %d); read its output and the RPM database", out.ExitCode)
 			case out.ExitCode == 0:
 				e.Outcome = "succeeded"
 			default:
 				e.Outcome = fmt.Sprintf("failed (exit %d)", out.ExitCode)
 			}
-		}
-		if mark {
-			markReported(dir)
 		}
 		return e
 	}
@@ -234,6 +237,23 @@ func (d *Detached) unreported(mark bool, names []string) *Earlier {
 }
 
 func markReported(dir string) { _ = os.WriteFile(filepath.Join(dir, reportedFile), nil, 0o600) }
+
+// MarkReported records that e was reported: called when the run that found it returns its
+// result (a run killed before that leaves it for the next one). Nothing for nil, or for
+// an Earlier that is not a record of Detached.
+func MarkReported(e *Earlier) {
+	if e != nil && e.record != "" {
+		markReported(e.record)
+	}
+}
+
+// exitOf describes how the supervisor ended.
+func exitOf(werr error) string {
+	if werr == nil {
+		return "exit status 0"
+	}
+	return werr.Error()
+}
 
 // prune keeps the newest transactions' records: beyond keepTransactions the reported ones
 // go, beyond keepUnreported every one (a package nobody manages any more never reports).
@@ -343,6 +363,11 @@ func (d *Detached) read(dir string, t Transaction, out Outcome, werr error) (Out
 	if rec.StartErr != "" {
 		return out, fmt.Errorf("%w: start %s: %s", ErrNotStarted, strings.Join(t.Argv, " "), rec.StartErr)
 	}
+	// A supervisor that ended any other way than at the end of its work (a panic, a
+	// signal) may have written an outcome that reads as success: its exit status says so.
+	if werr != nil || (rec.Done != nil && !*rec.Done) {
+		return out, fmt.Errorf("the transaction's supervisor ended before it finished settling (%v; DNF exited %d); its outcome in %s is incomplete: read its output there and check the RPM database", exitOf(werr), rec.ExitCode, dir)
+	}
 	out.ExitCode = rec.ExitCode
 	out.UnitFilesChanged = rec.UnitFilesChanged
 	out.After, out.Moves, out.FilesPlaced = rec.After, rec.Moves, rec.FilesPlaced
@@ -370,7 +395,8 @@ func Supervise(dir string, sync SyncRecorder) int {
 	}
 	held := os.NewFile(3, "transaction lock")
 	defer held.Close()
-	rec := outcomeRecord{}
+	done := false
+	rec := outcomeRecord{Done: &done}
 	defer func() {
 		rec.Ended = time.Now().UTC()
 		if data, err := json.Marshal(rec); err == nil {
@@ -384,6 +410,7 @@ func Supervise(dir string, sync SyncRecorder) int {
 	}
 	if err != nil || len(req.Argv) == 0 {
 		rec.StartErr = fmt.Sprintf("read %s: %v", filepath.Join(dir, requestFile), err)
+		done = true
 		return 1
 	}
 	// The snapshot DNF's changes are read against; without it DNF does not run.
@@ -397,11 +424,13 @@ func Supervise(dir string, sync SyncRecorder) int {
 			defer cancel()
 			_ = sync.RemoveManagerSyncEntry(cctx, req.AheadID)
 		}
+		done = true
 		return 1
 	}
 	res, err := runLogged(dir, held, req.Argv)
 	if err != nil {
 		rec.StartErr = err.Error()
+		done = true
 		return 1
 	}
 	rec.ExitCode = res.ExitCode
@@ -422,6 +451,7 @@ func Supervise(dir string, sync SyncRecorder) int {
 	if req.AheadID != "" && sync != nil && (!out.needsSync() || out.SyncRecorded) {
 		_ = sync.RemoveManagerSyncEntry(ctx, req.AheadID)
 	}
+	done = true
 	return 0
 }
 

@@ -336,6 +336,11 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	defer release()
+	// Reported when this run returns its result, failed or not, and while it still holds
+	// the lock: a run killed before that leaves the report to the next one.
+	if !r.req.CheckMode {
+		defer MarkReported(earlier)
+	}
 	r.res.EarlierTransaction = earlier
 	obs, err := r.observe(ctx, names)
 	r.res.Observed = obs.source

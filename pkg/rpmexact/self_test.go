@@ -1,6 +1,7 @@
 package rpmexact
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -68,4 +69,49 @@ func TestTransactionOrderIgnoresTheClock(t *testing.T) {
 	assert.True(t, strings.HasPrefix(next, "000000000003-20000101T000000"), next)
 	require.NoError(t, os.Mkdir(filepath.Join(d.Dir, next), 0o700))
 	assert.Equal(t, next, d.ids()[3], "the newest is last whatever its time")
+}
+
+// An outcome that reads as success is taken only from a supervisor that finished: a
+// non-zero exit status (a panic exits 2), or a record written on a panic's way out
+// (done: false), is an incomplete outcome, never a success. A panic cannot be caused from
+// outside the binary, so this is tested here, on the records each case leaves.
+func TestSupervisorOutcomeNeedsAFinishedSupervisor(t *testing.T) {
+	f, tr := false, true
+	cases := []struct {
+		name string
+		done *bool
+		werr error
+		ok   bool
+	}{
+		{"finished", &tr, nil, true},
+		{"an earlier release's record (no done)", nil, nil, true},
+		{"record of a panic", &f, nil, false},
+		{"finished record, supervisor exited 2", &tr, errors.New("exit status 2"), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			data, err := json.Marshal(outcomeRecord{Done: c.done, ExitCode: 0})
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, outcomeFile), data, 0o600))
+			_, err = (&Detached{}).read(dir, Transaction{Argv: []string{"dnf"}}, Outcome{}, c.werr)
+			if c.ok {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "ended before it finished settling")
+		})
+	}
+	// The next run reports such a record as unknown.
+	d := &Detached{Dir: t.TempDir()}
+	dir := filepath.Join(d.Dir, "000000000001-x-1")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	data, _ := json.Marshal(outcomeRecord{Done: &f, ExitCode: 0})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, outcomeFile), data, 0o600))
+	req, _ := json.Marshal(request{Transaction: Transaction{Argv: []string{"dnf"}, Names: []string{"demo"}}})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, requestFile), req, 0o600))
+	e := d.unreported([]string{"demo"})
+	require.NotNil(t, e)
+	assert.Contains(t, e.Outcome, "unknown: its supervisor ended before it finished settling")
 }

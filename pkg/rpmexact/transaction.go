@@ -81,6 +81,9 @@ type Earlier struct {
 	packageChanged, unitFilesChanged bool
 	ended                            time.Time
 	filesPlaced                      stamp.Stamp
+	// record is the transaction's directory, marked reported once the reporting run
+	// returns (MarkReported).
+	record string
 }
 
 // Inline runs transactions in this process through a Runner, so the handler's logic can be
