@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -294,4 +295,36 @@ kill -9 $p; wait $p; echo "module exit $?"; rm -f /usr/local/bin/rpm; pkill -f '
 	assert.Equal(t, "succeeded", r.Map("earlier_transaction")["outcome"])
 	assert.True(t, r.Changed())
 	f.target.MustExec(t, "test", "-e", log+"/reported")
+}
+
+// State that the module reads as facts is trusted only from where nobody else can write:
+// the rpm query memo in a directory others can write is not an answer (a record swapped
+// from another name would skip a transaction), a planted record of the package-manager
+// check vouches for nothing, and a transactions directory others can write is refused.
+func TestStateOthersCanWriteIsNotTrusted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true)
+	converged := map[string]any{"name": "demo", "version": v1}
+	r := f.run(t, converged)
+	require.False(t, r.Failed(), r.Msg())
+	time.Sleep(rpmexact.Settle + 200*time.Millisecond)
+	r = f.run(t, converged)
+	require.False(t, r.Failed(), r.Msg())
+	r = f.run(t, converged)
+	require.Equal(t, "memo", r.String("observed"), "remembered while its directory is root's")
+
+	f.target.MustExec(t, "chmod", "0777", "/var/cache/richt/rpm-query")
+	r = f.run(t, converged)
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, "rpm-query", r.String("observed"), "a directory others can write holds no answers")
+	f.target.MustExec(t, "chmod", "0755", "/var/cache/richt/rpm-query")
+	f.target.MustExec(t, "chmod", "0666", "/var/cache/richt/rpm-query/demo.json")
+	r = f.run(t, converged)
+	assert.Equal(t, "rpm-query", r.String("observed"), "nor a record others can write")
+
+	f.target.MustExec(t, "chmod", "0777", "/var/lib/richt/transactions")
+	r = f.run(t, map[string]any{"name": "demo", "version": v2})
+	assert.True(t, r.Failed())
+	assert.Contains(t, r.Msg(), "/var/lib/richt/transactions has mode 0777, writable by group or others")
+	assert.Equal(t, "demo-"+v1, f.installed(t), "nothing ran")
 }

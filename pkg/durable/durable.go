@@ -322,7 +322,9 @@ func (s *Store) RecordManagerCheck(manager, identity, version string) error {
 // manager is then checked again and the record replaced).
 func (s *Store) managerChecks() []managerCheck {
 	var rec []managerCheck
-	if data, err := os.ReadFile(filepath.Join(s.Dir, managerCheckFile)); err == nil {
+	// Only a record nobody else can have written: a planted one would vouch for a
+	// package manager that was never checked.
+	if data, err := statedir.ReadRecord(s.Dir, managerCheckFile); err == nil {
 		if json.Unmarshal(data, &rec) != nil {
 			return nil
 		}

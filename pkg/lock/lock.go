@@ -90,6 +90,11 @@ func Acquire(ctx context.Context, dir, name string) (*Lock, error) {
 	if err := statedir.Ensure(dir, 0o700); err != nil {
 		return nil, err
 	}
+	// The directories above count too: a non-root user's fallback under /tmp
+	// (/tmp/richt-UID/lock) could have been made first by someone else.
+	if err := statedir.CheckAncestors(dir); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, name+".lock")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {

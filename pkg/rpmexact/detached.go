@@ -133,6 +133,13 @@ func (d *Detached) Begin(ctx context.Context, check bool, names []string) (func(
 		return nil, nil, err
 	}
 	d.held = l
+	// The records below are read as facts (what ran, how it ended) and acted on: only from
+	// a directory nobody else can write.
+	if err := statedir.Check(d.Dir); err != nil {
+		l.Release()
+		d.held = nil
+		return nil, nil, err
+	}
 	return l.Release, d.unreported(names), nil
 }
 

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/statedir"
 )
 
 // DefaultQueryMemoDir is where remembered rpm answers live on a target. It is a cache:
@@ -110,24 +110,10 @@ func (m *QueryMemo) path(name string) string { return filepath.Join(m.Dir, name+
 
 // read returns the record of name if root or this user owns it.
 func (m *QueryMemo) read(name string) ([]byte, bool) {
-	f, err := os.Open(m.path(name))
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || (st.Uid != 0 && int(st.Uid) != os.Geteuid()) {
-		return nil, false
-	}
-	data := make([]byte, fi.Size())
-	if _, err := f.ReadAt(data, 0); err != nil {
-		return nil, false
-	}
-	return data, true
+	// A record in a directory someone else can write could have been swapped with
+	// another name's: only records and a directory nobody else controls are answers.
+	data, err := statedir.ReadRecord(m.Dir, filepath.Base(m.path(name)))
+	return data, err == nil
 }
 
 // key names every file the answer from db depends on, and returns the newest ctime among

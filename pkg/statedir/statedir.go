@@ -84,3 +84,69 @@ func CheckExisting(dir string) error {
 	}
 	return Check(dir)
 }
+
+// ReadRecord reads the record name in dir when dir passes Check and the record is a
+// regular file (not a link) that the running user or root owns and neither group nor
+// others can write. A missing record is os.ErrNotExist; anything else that fails wraps
+// ErrInsecure or says what failed.
+func ReadRecord(dir, name string) ([]byte, error) {
+	if err := Check(dir); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%w: %s is a symbolic link", ErrInsecure, path)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("inspect %s: %w", path, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrInsecure, path, fi.Mode().Type())
+	case !ok:
+		return nil, fmt.Errorf("inspect %s: no owner information", path)
+	case st.Uid != 0 && int(st.Uid) != os.Geteuid():
+		return nil, fmt.Errorf("%w: %s is owned by uid %d", ErrInsecure, path, st.Uid)
+	case fi.Mode().Perm()&0o022 != 0:
+		return nil, fmt.Errorf("%w: %s has mode %04o, writable by group or others", ErrInsecure, path, fi.Mode().Perm())
+	}
+	data := make([]byte, fi.Size())
+	if _, err := f.ReadAt(data, 0); err != nil && fi.Size() > 0 {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// CheckAncestors verifies every directory above dir, up to /: each owned by root or the
+// running user, and any that group or others can write has the sticky bit (as /tmp has),
+// so nobody else can rename or replace what lies below. A state directory in a path that
+// someone else controls (a /tmp/richt-UID made first by another user) is then refused.
+func CheckAncestors(dir string) error {
+	uid := os.Geteuid()
+	for p := filepath.Dir(filepath.Clean(dir)); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("inspect %s: %w", p, err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return fmt.Errorf("inspect %s: no owner information", p)
+		}
+		if st.Uid != 0 && int(st.Uid) != uid {
+			return fmt.Errorf("%w: %s, above %s, is owned by uid %d, not by root or uid %d that runs the module", ErrInsecure, p, dir, st.Uid, uid)
+		}
+		if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+			return fmt.Errorf("%w: %s, above %s, has mode %04o: group or others can replace what lies below it", ErrInsecure, p, dir, fi.Mode().Perm())
+		}
+		if p == "/" || p == "." {
+			return nil
+		}
+	}
+}
