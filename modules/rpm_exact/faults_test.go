@@ -328,3 +328,60 @@ func TestStateOthersCanWriteIsNotTrusted(t *testing.T) {
 	assert.Contains(t, r.Msg(), "/var/lib/richt/transactions has mode 0777, writable by group or others")
 	assert.Equal(t, "demo-"+v1, f.installed(t), "nothing ran")
 }
+
+// rpm_exact run from a oneshot unit (ansible-pull under a timer), the unit stopped while
+// the package's %pre runs: DNF runs in a transient scope of its own, so the stop does not
+// reach it; the transaction completes and the next run reports its outcome.
+func TestStoppingTheCallersUnitDoesNotStopDNF(t *testing.T) {
+	t.Parallel()
+	f := faultFixture(t)
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:1.0-1.noarch", "timeout": "2m"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.Contains(t, r.String("transaction_scope"), "richt-rpm-transaction-")
+	args, err := json.Marshal(map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "5m"})
+	require.NoError(t, err)
+	require.NoError(t, f.target.WriteFile(context.Background(), "/var/tmp/pull-args.json", args, 0o600))
+	bin, err := f.target.InstallModule(context.Background(), f.module)
+	require.NoError(t, err)
+	out := f.target.Shell(t, fmt.Sprintf(`systemd-run --unit=richt-pull --service-type=oneshot --no-block %s /var/tmp/pull-args.json
+until pgrep -x dnf >/dev/null; do sleep 0.1; done
+systemctl stop richt-pull.service; echo "stopped: $(systemctl is-active richt-pull.service)"
+pgrep -x dnf >/dev/null && echo "dnf still running"`, bin))
+	assert.Contains(t, out, "dnf still running", "stopping the caller's unit left DNF alone")
+	f.target.Shell(t, "while pgrep -x dnf >/dev/null; do sleep 0.2; done")
+	assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"), "the transaction completed")
+
+	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})
+	require.False(t, r.Failed(), r.Msg())
+	require.NotNil(t, r.Map("earlier_transaction"))
+	assert.Equal(t, "succeeded", r.Map("earlier_transaction")["outcome"])
+	assert.True(t, r.Changed(), "the stopped run's change, reported here")
+}
+
+// Stopping the transaction's own scope (an administrator, a shutdown) stops DNF; the
+// supervisor, stopped too, stays to see DNF end and writes an outcome that says so, which
+// the next run reports: never "unknown", never lost.
+func TestStoppingTheTransactionsScopeLeavesAnOutcome(t *testing.T) {
+	t.Parallel()
+	f := faultFixture(t)
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:1.0-1.noarch", "timeout": "2m"})
+	require.False(t, r.Failed(), r.Msg())
+	args, err := json.Marshal(map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "5m"})
+	require.NoError(t, err)
+	require.NoError(t, f.target.WriteFile(context.Background(), "/var/tmp/stop-args.json", args, 0o600))
+	bin, err := f.target.InstallModule(context.Background(), f.module)
+	require.NoError(t, err)
+	f.target.Shell(t, fmt.Sprintf(`%s /var/tmp/stop-args.json >/var/tmp/stop-out 2>&1 &
+until pgrep -x dnf >/dev/null; do sleep 0.1; done
+systemctl stop 'richt-rpm-transaction-*.scope'
+while pgrep -x dnf >/dev/null; do sleep 0.2; done; wait`, bin))
+	first := f.target.MustExec(t, "cat", "/var/tmp/stop-out")
+	assert.NotContains(t, first, "without a readable outcome", "the supervisor wrote its outcome")
+
+	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "2m"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"), "exactly one build, the pin")
+	if e := r.Map("earlier_transaction"); e != nil {
+		assert.NotContains(t, e["outcome"], "unknown")
+	}
+}

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -79,6 +81,9 @@ type Detached struct {
 	// Self is the executable started as the supervisor: /proc/self/exe, which works
 	// even after Ansible has removed the module file.
 	Self string
+	// NoScope keeps the supervisor in the caller's cgroup even where systemd is PID 1
+	// (tests of the supervisor alone).
+	NoScope bool
 	// Name is the supervisor's argv[0]: the module's name, which is how the collection's
 	// multi-call binary (one program for every module) knows that rpm_exact runs.
 	Name string
@@ -105,7 +110,9 @@ type outcomeRecord struct {
 	// Done is false until the supervisor finished settling, and stays false in the record a
 	// panicking supervisor writes on its way out; nil in records of earlier releases, which
 	// wrote one only at the end.
-	Done             *bool               `json:"done,omitempty"`
+	Done *bool `json:"done,omitempty"`
+	// Stopped names the signal the supervisor received while DNF ran (its scope stopped).
+	Stopped          string              `json:"stopped,omitempty"`
 	ExitCode         int                 `json:"rc"`
 	StartErr         string              `json:"start_error,omitempty"`
 	Ended            time.Time           `json:"ended"`
@@ -232,6 +239,8 @@ func (d *Detached) unreported(names []string) *Earlier {
 				e.Outcome = "not started: " + out.StartErr
 			case out.Done != nil && !*out.Done:
 				e.Outcome = fmt.Sprintf("unknown: its supervisor ended before it finished settling (DNF exited %d); read its output and the RPM database", out.ExitCode)
+			case out.Stopped != "" && out.ExitCode != 0:
+				e.Outcome = fmt.Sprintf("failed (exit %d): its scope was stopped (%s) while DNF ran", out.ExitCode, out.Stopped)
 			case out.ExitCode == 0:
 				e.Outcome = "succeeded"
 			default:
@@ -252,6 +261,43 @@ func MarkReported(e *Earlier) {
 	if e != nil && e.record != "" {
 		markReported(e.record)
 	}
+}
+
+// scopeUnit names the transient scope a transaction runs in, or "" where systemd is not
+// PID 1 (a container without it, a chroot): then the supervisor stays in the caller's
+// cgroup, as before, and the result says so.
+func (d *Detached) scopeUnit(dir string) string {
+	if d.NoScope {
+		return ""
+	}
+	if fi, err := os.Stat("/run/systemd/system"); err != nil || !fi.IsDir() {
+		return ""
+	}
+	if _, err := exec.LookPath("systemd-run"); err != nil {
+		return ""
+	}
+	return "richt-rpm-transaction-" + strings.SplitN(filepath.Base(dir), "-", 2)[0] + ".scope"
+}
+
+// scopeArgv wraps the supervisor's command line in systemd-run --scope. systemd-run
+// executes the program it is given, so /proc/self/exe would be systemd-run itself: the
+// module's own executable is named through its PID, which lives while the module waits,
+// and the module's name goes first among the arguments, where the multi-call binary looks.
+func scopeArgv(scope, path string, argv []string, name string) (string, []string) {
+	if path == "/proc/self/exe" {
+		path = fmt.Sprintf("/proc/%d/exe", os.Getpid())
+		argv = []string{path, name}
+	} else {
+		argv = append([]string{path}, argv[1:]...)
+	}
+	unit := strings.TrimSuffix(scope, ".scope")
+	run := []string{"systemd-run", "--scope", "--quiet", "--collect", "--unit=" + unit,
+		"--description=richt.services rpm_exact package transaction", "--"}
+	bin, err := exec.LookPath("systemd-run")
+	if err != nil {
+		bin = "systemd-run"
+	}
+	return bin, append(run, argv...)
 }
 
 // exitOf describes how the supervisor ended.
@@ -326,6 +372,15 @@ func (d *Detached) Run(ctx context.Context, t Transaction) (out Outcome, err err
 	}
 
 	path, argv := osSelfArgv(d.Self, d.Name)
+	if scope := d.scopeUnit(dir); scope != "" {
+		// A transient scope of its own (systemd-run --scope registers it, then executes the
+		// supervisor, which keeps its file descriptors and environment): stopping the
+		// caller's unit, its session or its cgroup no longer reaches DNF.
+		path, argv = scopeArgv(scope, path, argv, d.Name)
+		out.Scope = scope
+	} else {
+		out.Scope = "none: systemd is not PID 1 here; the transaction runs in the caller's cgroup"
+	}
 	cmd := exec.Command(path)
 	cmd.Args = argv
 	cmd.Env = append(os.Environ(), SuperviseEnv+"="+dir)
@@ -404,7 +459,21 @@ func Supervise(dir string, sync SyncRecorder) int {
 	defer held.Close()
 	done := false
 	rec := outcomeRecord{Done: &done}
+	// Stopping the transaction's scope (a shutdown, an administrator) sends SIGTERM to DNF
+	// and to this process alike: the supervisor stays to see DNF end and writes the outcome,
+	// saying it was stopped.
+	var stopped atomic.Value
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	go func() {
+		for sig := range sigs {
+			stopped.Store(sig.String())
+		}
+	}()
 	defer func() {
+		if s, ok := stopped.Load().(string); ok {
+			rec.Stopped = s
+		}
 		rec.Ended = time.Now().UTC()
 		if data, err := json.Marshal(rec); err == nil {
 			_ = atomicfile.Write(filepath.Join(dir, outcomeFile), data, atomicfile.Options{Mode: 0o600, UID: -1, GID: -1})

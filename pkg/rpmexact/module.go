@@ -72,6 +72,9 @@ type Report struct {
 	// TransactionLog is where the transaction's request, output and outcome are kept
 	// (the last transaction's, for a set that also removed).
 	TransactionLog string `json:"transaction_log,omitempty"`
+	// TransactionScope is the transient systemd scope the transaction ran in (so that
+	// stopping the caller does not stop DNF), or why it had none.
+	TransactionScope string `json:"transaction_scope,omitempty"`
 	// EarlierTransaction is a transaction an earlier run stopped waiting for, reported
 	// once by the next run after it ended.
 	EarlierTransaction *Earlier      `json:"earlier_transaction,omitempty"`
@@ -401,6 +404,9 @@ func (r *run) transact(ctx context.Context, argv []string) error {
 	r.res.Stdout, r.res.Stderr = out.Stdout, out.Stderr
 	if out.Log != "" {
 		r.res.TransactionLog = out.Log
+	}
+	if out.Scope != "" {
+		r.res.TransactionScope = out.Scope
 	}
 	limit := r.limit
 	if errors.Is(err, ErrNotStarted) {

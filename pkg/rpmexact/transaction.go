@@ -49,6 +49,8 @@ type Outcome struct {
 	// SyncRecorded: the manager sync this transaction needed (unit files changed, or
 	// that could not be ruled out) is recorded; false when it needed none.
 	SyncRecorded bool
+	// Scope is the transient systemd scope the transaction ran in, or why there was none.
+	Scope string
 	// Log is the directory that keeps the transaction's request, output and outcome on
 	// the target; empty when the transaction ran inline.
 	Log string

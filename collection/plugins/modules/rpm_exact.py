@@ -96,9 +96,13 @@ description:
     still fires once. Check mode shows it too but leaves it to be reported by the next real
     run (check mode writes nothing). A transaction that could not be started at all (no
     record directory, the supervisor not started) changes nothing and leaves nothing behind.
-  - The supervisor leaves the module's process group and session, not its cgroup - stopping
-    the whole control group the play runs in (a service that runs ansible-pull, a
-    terminated login session with KillUserProcesses=yes) still ends DNF.
+  - The supervisor leaves the module's process group and session, and, where systemd is PID
+    1, its control group too - it runs in a transient scope of its own
+    (C(systemd-run --scope), see I(transaction_scope)), so stopping the unit or session the
+    play runs in (a service that runs ansible-pull, a terminated login session with
+    KillUserProcesses=yes) leaves DNF running. Stopping that scope itself stops DNF; the
+    supervisor then still writes the outcome, saying so. Where systemd is not PID 1 the
+    supervisor stays in the caller's cgroup.
   - Before every transaction an entry is added to the host-wide manager-sync record
     C(/var/lib/richt/manager-sync-due). Once DNF has ended, the supervisor takes its second
     snapshot, adds an entry of its own when an entry of systemd's unit directories was added,
@@ -480,6 +484,16 @@ files_placed:
           C(ActiveEnterTimestampMonotonic).
       type: int
       sample: 8123456789
+transaction_scope:
+  description:
+    - The transient systemd scope the transaction ran in (C(richt-rpm-transaction-N.scope)):
+      stopping the unit, session or cgroup that ran the module (a oneshot unit of
+      ansible-pull, a closed SSH session under logind's KillUserProcesses) does not reach
+      DNF. Where systemd is not PID 1, a sentence saying that the transaction ran in the
+      caller's cgroup.
+  returned: when a transaction ran
+  type: str
+  sample: richt-rpm-transaction-000000000042.scope
 transaction_log:
   description:
     - The directory that keeps the task's transaction records (C(request.json),
