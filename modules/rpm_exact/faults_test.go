@@ -40,6 +40,21 @@ func faultFixture(t *testing.T) *fixture {
 	return f
 }
 
+// slowStart installs slow 1.0 and puts the arguments of a pin to 2.0 (whose %pre sleeps
+// 8 s) at path in the target, with timeout; it returns the module's path there. Every test
+// that stops or kills something while DNF runs starts so.
+func (f *fixture) slowStart(t *testing.T, path, timeout string) string {
+	t.Helper()
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:1.0-1.noarch", "timeout": "2m"})
+	require.False(t, r.Failed(), r.Msg())
+	args, err := json.Marshal(map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": timeout})
+	require.NoError(t, err)
+	require.NoError(t, f.target.WriteFile(context.Background(), path, args, 0o600))
+	bin, err := f.target.InstallModule(context.Background(), f.module)
+	require.NoError(t, err)
+	return bin
+}
+
 // rpmQ is what rpm itself says about name: every installed build, or "absent".
 func (f *fixture) rpmQ(t *testing.T, name string) string {
 	res, err := f.target.Exec(context.Background(), "rpm", "-q", "--qf", "%{NAME}-%{VERSION}\n", name)
@@ -105,13 +120,7 @@ func TestDeadlineDoesNotKillTransaction(t *testing.T) {
 func TestKilledModuleDoesNotKillTransaction(t *testing.T) {
 	t.Parallel()
 	f := faultFixture(t)
-	r := f.run(t, map[string]any{"name": "slow", "version": "0:1.0-1.noarch", "timeout": "2m"})
-	require.False(t, r.Failed(), r.Msg())
-	args, err := json.Marshal(map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "5m"})
-	require.NoError(t, err)
-	require.NoError(t, f.target.WriteFile(context.Background(), "/var/tmp/slow-args.json", args, 0o600))
-	bin, err := f.target.InstallModule(context.Background(), f.module)
-	require.NoError(t, err)
+	bin := f.slowStart(t, "/var/tmp/slow-args.json", "5m")
 	// SIGKILL the module once DNF runs, as the OOM killer or a killed ansible-playbook
 	// over a local connection would.
 	out := f.target.Shell(t, fmt.Sprintf(`%s /var/tmp/slow-args.json >/dev/null 2>&1 & p=$!
@@ -119,7 +128,7 @@ until pgrep -x dnf >/dev/null; do sleep 0.1; done
 kill -9 $p; wait $p; echo "module exit $?"`, bin))
 	assert.Contains(t, out, "module exit 137", "killed by SIGKILL")
 	assert.Equal(t, "slow-1.0", f.rpmQ(t, "slow"))
-	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})
 	require.False(t, r.Failed(), r.Msg())
 	assert.True(t, r.Changed(), "the killed run's change, reported once")
 	require.NotNil(t, r.Map("earlier_transaction"))
@@ -335,14 +344,7 @@ func TestStateOthersCanWriteIsNotTrusted(t *testing.T) {
 func TestStoppingTheCallersUnitDoesNotStopDNF(t *testing.T) {
 	t.Parallel()
 	f := faultFixture(t)
-	r := f.run(t, map[string]any{"name": "slow", "version": "0:1.0-1.noarch", "timeout": "2m"})
-	require.False(t, r.Failed(), r.Msg())
-	assert.Contains(t, r.String("transaction_scope"), "richt-rpm-transaction-")
-	args, err := json.Marshal(map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "5m"})
-	require.NoError(t, err)
-	require.NoError(t, f.target.WriteFile(context.Background(), "/var/tmp/pull-args.json", args, 0o600))
-	bin, err := f.target.InstallModule(context.Background(), f.module)
-	require.NoError(t, err)
+	bin := f.slowStart(t, "/var/tmp/pull-args.json", "5m")
 	out := f.target.Shell(t, fmt.Sprintf(`systemd-run --unit=richt-pull --service-type=oneshot --no-block %s /var/tmp/pull-args.json
 until pgrep -x dnf >/dev/null; do sleep 0.1; done
 systemctl stop richt-pull.service; echo "stopped: $(systemctl is-active richt-pull.service)"
@@ -351,11 +353,14 @@ pgrep -x dnf >/dev/null && echo "dnf still running"`, bin))
 	f.target.Shell(t, "while pgrep -x dnf >/dev/null; do sleep 0.2; done")
 	assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"), "the transaction completed")
 
-	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "1m"})
 	require.False(t, r.Failed(), r.Msg())
 	require.NotNil(t, r.Map("earlier_transaction"))
 	assert.Equal(t, "succeeded", r.Map("earlier_transaction")["outcome"])
 	assert.True(t, r.Changed(), "the stopped run's change, reported here")
+	r = f.run(t, map[string]any{"name": "slow", "version": "0:1.0-1.noarch", "timeout": "1m"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.Contains(t, r.String("transaction_scope"), "richt-rpm-transaction-", "a transaction says which scope it ran in")
 }
 
 // Stopping the transaction's own scope (an administrator, a shutdown) stops DNF; the
@@ -364,13 +369,7 @@ pgrep -x dnf >/dev/null && echo "dnf still running"`, bin))
 func TestStoppingTheTransactionsScopeLeavesAnOutcome(t *testing.T) {
 	t.Parallel()
 	f := faultFixture(t)
-	r := f.run(t, map[string]any{"name": "slow", "version": "0:1.0-1.noarch", "timeout": "2m"})
-	require.False(t, r.Failed(), r.Msg())
-	args, err := json.Marshal(map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "5m"})
-	require.NoError(t, err)
-	require.NoError(t, f.target.WriteFile(context.Background(), "/var/tmp/stop-args.json", args, 0o600))
-	bin, err := f.target.InstallModule(context.Background(), f.module)
-	require.NoError(t, err)
+	bin := f.slowStart(t, "/var/tmp/stop-args.json", "5m")
 	f.target.Shell(t, fmt.Sprintf(`%s /var/tmp/stop-args.json >/var/tmp/stop-out 2>&1 &
 until pgrep -x dnf >/dev/null; do sleep 0.1; done
 systemctl stop 'richt-rpm-transaction-*.scope'
@@ -378,7 +377,7 @@ while pgrep -x dnf >/dev/null; do sleep 0.2; done; wait`, bin))
 	first := f.target.MustExec(t, "cat", "/var/tmp/stop-out")
 	assert.NotContains(t, first, "without a readable outcome", "the supervisor wrote its outcome")
 
-	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "2m"})
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "2m"})
 	require.False(t, r.Failed(), r.Msg())
 	assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"), "exactly one build, the pin")
 	if e := r.Map("earlier_transaction"); e != nil {

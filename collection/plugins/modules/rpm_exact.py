@@ -486,7 +486,7 @@ files_placed:
       sample: 8123456789
 transaction_scope:
   description:
-    - The transient systemd scope the transaction ran in (C(richt-rpm-transaction-N.scope)):
+    - The transient systemd scope the transaction ran in, C(richt-rpm-transaction-N.scope);
       stopping the unit, session or cgroup that ran the module (a oneshot unit of
       ansible-pull, a closed SSH session under logind's KillUserProcesses) does not reach
       DNF. Where systemd is not PID 1, a sentence saying that the transaction ran in the
