@@ -289,6 +289,7 @@ func TestGalaxyBuildInstallAndDocs(t *testing.T) {
 		"rpm_exact":         {"name", "version", "state", "manager", "timeout", "unit_files_changed", "operation"},
 		"unit_override":     {"unit", "name", "content", "path", "mode", "owner", "group", "sensitive", "daemon_reload", "reload_capable"},
 		"systemd_lifecycle": {"unit", "state", "enabled", "timeout", "restart_on", "reload_on", "allow_missing", "reaction", "actions"},
+		"service":           {"name", "state", "packages", "units", "dropins", "processes", "failed_step", "recorded"},
 	}
 	for _, m := range modules.Names() {
 		require.Contains(t, docs, m, "every module's documentation is checked")

@@ -4,6 +4,7 @@ package main
 
 import (
 	rpm_exact "github.com/richt/services/modules/rpm_exact"
+	service "github.com/richt/services/modules/service"
 	systemd_lifecycle "github.com/richt/services/modules/systemd_lifecycle"
 	unit_override "github.com/richt/services/modules/unit_override"
 )
@@ -11,6 +12,7 @@ import (
 // mains are the collection's modules, by name.
 var mains = map[string]func(){
 	"rpm_exact":         rpm_exact.Main,
+	"service":           service.Main,
 	"systemd_lifecycle": systemd_lifecycle.Main,
 	"unit_override":     unit_override.Main,
 }

@@ -22,12 +22,19 @@ func Main() {
 		os.Exit(rpmexact.Supervise(dir, store))
 	}
 	os.Unsetenv(rpmexact.SuperviseEnv)
-	ansible.Main(rpmexact.Spec(), rpmexact.Handler(rpmexact.Deps{
+	ansible.Main(rpmexact.Spec(), Handler())
+}
+
+// Handler is the module's behaviour over the target's real side effects (the service
+// module runs it as one of its steps).
+func Handler() ansible.Handler {
+	store := durable.Default()
+	return rpmexact.Handler(rpmexact.Deps{
 		Runner:   runner.Exec{},
 		Txn:      rpmexact.DefaultDetached(store),
 		Memo:     store,
 		Identify: rpmexact.ExecutableIdentity,
 		Queries:  rpmexact.DefaultQueryMemo(),
 		Files:    &rpmexact.ManagerFiles{Locate: rpmexact.LocateCommand, ReadFile: rpmexact.ReadManagerFile},
-	}))
+	})
 }

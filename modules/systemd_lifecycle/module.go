@@ -18,7 +18,13 @@ import (
 func Main() {
 	// systemd is reached only once the arguments are valid: --version and bad input never
 	// open a connection.
-	ansible.Main(lifecycle.Spec(), func(ctx context.Context, req *ansible.Request) (any, error) {
+	ansible.Main(lifecycle.Spec(), Handler())
+}
+
+// Handler is the module's behaviour over the target's real systemd (the service module
+// runs it as one of its steps).
+func Handler() ansible.Handler {
+	return func(ctx context.Context, req *ansible.Request) (any, error) {
 		var p lifecycle.Params
 		if err := req.Decode(&p); err != nil {
 			return nil, err
@@ -36,5 +42,5 @@ func Main() {
 		}
 		defer closeFn()
 		return lifecycle.Handler(lifecycle.Deps{Systemd: sd, Store: scope.Store(), Lock: lock.In(scope.LockDir)})(ctx, req)
-	})
+	}
 }

@@ -13,9 +13,15 @@ import (
 // Main runs the module as a process (see ansible.Main); the collection's multi-call binary
 // (cmd/richt-modules) calls it with os.Args set to this module's command line.
 func Main() {
-	ansible.Main(override.Spec(), override.Handler(override.Deps{
+	ansible.Main(override.Spec(), Handler())
+}
+
+// Handler is the module's behaviour over the target's real side effects (the service
+// module runs it as one of its steps).
+func Handler() ansible.Handler {
+	return override.Handler(override.Deps{
 		Runner: runner.Exec{},
 		Sync:   durable.Default(),
 		Lock:   lock.In(lock.Dir()),
-	}))
+	})
 }

@@ -62,16 +62,32 @@ func Execute(ctx context.Context, spec *Spec, args []string, stdin io.Reader, h 
 	if err != nil {
 		return encode(map[string]any{"failed": true, "changed": false, "msg": err.Error()}, nil)
 	}
+	return encode(execute(ctx, spec, in, h))
+}
+
+// Call runs a module's handler inside this process as Ansible would run the module with
+// raw as its arguments: the same validation, and the same result object (failed and msg,
+// warnings, diff when asked, invocation, the module's secrets masked). A module that
+// composes others (the service module) calls them so: each step's result is the one that
+// module gives on its own.
+func Call(ctx context.Context, spec *Spec, raw map[string]any, check, diff bool, h Handler) map[string]any {
+	res, hidden := execute(ctx, spec, &Input{Raw: raw, CheckMode: check, Diff: diff}, h)
+	out, _ := mask(res, hidden).(map[string]any)
+	return out
+}
+
+// execute validates the input, runs the handler and builds the result object, with the
+// secrets to mask in it.
+func execute(ctx context.Context, spec *Spec, in *Input, h Handler) (map[string]any, []string) {
 	// Secrets are known from the raw input, before validation, so that even a failed
 	// validation cannot echo them.
 	hidden := secrets(spec, in.Raw)
 	vals, err := spec.Validate(in.Raw)
 	if err != nil {
-		res := map[string]any{
+		return map[string]any{
 			"failed": true, "changed": false, "msg": err.Error(),
 			"invocation": map[string]any{"module_args": moduleArgs(spec, in.Raw, nil)},
-		}
-		return encode(res, hidden)
+		}, hidden
 	}
 	req := &Request{Params: vals, CheckMode: in.CheckMode, Diff: in.Diff, Verbosity: in.Verbosity, spec: spec}
 	result, herr := run(ctx, h, req)
@@ -93,7 +109,7 @@ func Execute(ctx context.Context, spec *Spec, args []string, stdin io.Reader, h 
 		delete(res, "diff")
 	}
 	res["invocation"] = map[string]any{"module_args": moduleArgs(spec, in.Raw, vals)}
-	return encode(res, hidden)
+	return res, hidden
 }
 
 // run calls the handler and turns a panic into a failed result: a module must always

@@ -69,6 +69,11 @@ func secrets(spec *Spec, raw map[string]any) []string {
 	for n := range names {
 		walk(raw[n])
 	}
+	if spec.NoLogValues != nil {
+		for _, v := range spec.NoLogValues(raw) {
+			add(v)
+		}
+	}
 	// Longest first, so a secret that contains another is replaced whole.
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out

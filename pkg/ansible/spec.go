@@ -110,6 +110,9 @@ type Spec struct {
 	// content of a file marked sensitive). It sees the raw, unvalidated input, so it must
 	// tolerate any types there.
 	NoLogWhen func(raw map[string]any) []string
+	// NoLogValues returns further values to mask wherever they appear, for secrets that
+	// are not whole parameters (the content of one sensitive item of a list).
+	NoLogValues func(raw map[string]any) []string
 	// Check runs last, on converted values, for rules a table cannot express.
 	Check func(v Values) error
 }

@@ -500,6 +500,12 @@ func (r *run) observe(ctx context.Context) (Observation, error) {
 		return o, err
 	}
 	_, o.Enabler = r.Systemd.(systemd.UnitFileEnabler)
+	if r.check() && o.Unit.LoadState == "not-found" && r.trig.PackageChanged() {
+		// A trigger says a package change comes first, which check mode did not carry out:
+		// the unit it installs is what the plan is for, not a missing unit. A new unit is
+		// loaded, stopped and, by EL's presets, disabled.
+		o.Unit, o.PredictedInstall = predictedUnit(o.Unit), true
+	}
 	if needsClock(r.want, r.trig, o.Pending, o.Unit) {
 		if o.Now, err = r.clock(); err != nil {
 			return o, err
@@ -567,12 +573,8 @@ func (r *run) prepare(ctx context.Context, o Observation, prep Prep) (Facts, err
 	}
 	synced := len(prep.SyncReasons) > 0
 	f.SyncPredicted = r.check() && synced
-	if r.check() && obs.LoadState == "not-found" && r.trig.PackageChanged() {
-		// A trigger says a package change comes first, which check mode did not carry out:
-		// the unit it installs is what the plan is for, not a missing unit. A new unit is
-		// loaded, stopped and, by EL's presets, disabled; its reload capability is not known
-		// until its files are there.
-		obs = predictedUnit(obs)
+	if o.PredictedInstall {
+		// Its reload capability is not known until its files are there.
 		r.req.Warn("%s: not installed yet; check mode plans for the unit the predicted package change installs (loaded, stopped, disabled)", r.want.Unit)
 		if r.want.ReloadOn {
 			f.Capability = &unitfile.Capability{Capable: true, Reason: "not known in check mode: the unit's package is not installed yet"}

@@ -531,7 +531,8 @@ func TestCheckModePlansForTheUnitAPackageInstalls(t *testing.T) {
 		actions []string
 		failed  string
 	}{
-		{"running and enabled", map[string]any{"enabled": true}, []string{"daemon-reload", "enable", "start"}, ""},
+		// The real run, once the package is in, enables ahead of the sync: check mode says the same.
+		{"running and enabled", map[string]any{"enabled": true}, []string{"enable", "daemon-reload", "start"}, ""},
 		{"running, reload_on too: capability not known yet", map[string]any{"reload_on": []any{packageChanged}}, []string{"daemon-reload", "start"}, ""},
 		{"stopped", map[string]any{"state": "stopped"}, []string{"daemon-reload"}, ""},
 	}

@@ -27,6 +27,10 @@ type Observation struct {
 	// Capability is the reload capability of the files the manager names for the unit;
 	// set when reload_on is declared and the unit is loaded.
 	Capability *unitfile.Capability
+	// PredictedInstall: check mode, the unit not found, and a trigger says a package change
+	// comes first: Unit is the unit that install brings (loaded, stopped, disabled), as
+	// the real run will see it after the manager sync.
+	PredictedInstall bool
 }
 
 // Prep is the part of a run's decision that comes before the run state: which reaction
@@ -97,7 +101,7 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 	if trig.UnitFilesChanged() {
 		p.SyncReasons = append(p.SyncReasons, "a trigger changed a unit file")
 	}
-	if obs.LoadState == "not-found" && trig.PackageChanged() {
+	if (obs.LoadState == "not-found" || o.PredictedInstall) && trig.PackageChanged() {
 		p.SyncReasons = append(p.SyncReasons, "unit not found after a package change")
 	}
 	// The files say one thing and the manager another: the manager has not loaded a change

@@ -10,6 +10,7 @@
 package override
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -655,4 +656,31 @@ func (d Deps) capability(unit, p string, content []byte, present, check bool) (u
 		sources = unitfile.Replace(sources, p, content, present, p == path.Join(UnitDir, unit))
 	}
 	return unitfile.Reloadable(sources)
+}
+
+// PredictChange answers, reading only, whether a run with these arguments would change
+// the file's content (what unit_files_changed reports): the service module records the
+// reactions a file change will owe before it changes anything.
+func PredictChange(root string, args map[string]any) (bool, error) {
+	s := Spec()
+	vals, err := s.Validate(args)
+	if err != nil {
+		return false, err
+	}
+	var v Params
+	if err := s.Decode(vals, &v); err != nil {
+		return false, err
+	}
+	_, p, err := target(v)
+	if err != nil {
+		return false, err
+	}
+	f, err := Observe(root, p)
+	if err != nil {
+		return false, err
+	}
+	if v.State == "absent" {
+		return f.Exists, nil
+	}
+	return !f.Exists || !bytes.Equal(f.Content, []byte(v.content())), nil
 }

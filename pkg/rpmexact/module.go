@@ -684,3 +684,29 @@ func (r *run) carry(e *Earlier) {
 	r.res.Stamp(e.ended)
 	r.res.Placed(e.filesPlaced)
 }
+
+// PredictChange answers, reading only (one rpm query, no DNF), whether a run with these
+// arguments would run a transaction: the decision a real run makes first. The service
+// module uses it to record the reactions a package change will owe before it changes
+// anything.
+func PredictChange(ctx context.Context, r runner.Runner, args map[string]any) (bool, error) {
+	s := Spec()
+	vals, err := s.Validate(args)
+	if err != nil {
+		return false, err
+	}
+	var p Params
+	if err := s.Decode(vals, &p); err != nil {
+		return false, err
+	}
+	w := wantFrom(p)
+	have, _, err := ObserveAll(ctx, r, w.Names())
+	if err != nil {
+		return false, err
+	}
+	plan, err := Decide(w, have)
+	if err != nil {
+		return false, err
+	}
+	return plan.Changes(), nil
+}

@@ -1,0 +1,269 @@
+# -*- coding: utf-8 -*-
+# Documentation only: the module is the statically linked Go binary `service` beside this
+# file (a link into the collection's bin/ directory).
+
+DOCUMENTATION = r"""
+module: service
+short_description: One whole service - packages, owned unit files and drop-ins, processes - in one task
+version_added: "0.2.0"
+description:
+  - Puts one service into its state in one task and one process on the target, the way the
+    richt.services.service role declares it - binaries (I(packages)), then configs
+    (I(units), I(dropins)), then processes (I(processes)) - or removes it.
+  - Each step is the run of one of the collection's other modules, made in process -
+    richt.services.rpm_exact for the packages (one set, one DNF transaction),
+    richt.services.unit_override for each unit file and drop-in (without a manager reload of
+    its own), richt.services.systemd_lifecycle for each process in order (the first that
+    needs it reloads systemd's manager once). Each step's result is the one that module gives
+    on its own, under I(packages), I(files) and I(processes).
+  - What one step changed reaches the next as the role wires it - a package change restarts
+    every process of the service, unless the package's own scriptlet already restarted it
+    after the transaction had put its files in place; a changed unit file or drop-in of a
+    unit restarts that unit's process, or reloads it when the drop-in says I(reload); restart
+    beats reload, reloads merge, and a process that had to be started gets nothing more.
+  - Before any step changes anything, the reaction each running process will owe for what
+    the packages and files steps are about to change (decided from the RPM database and the
+    files, reading only) is recorded on the target; a run killed between its steps leaves it
+    for the next run, which carries it out.
+  - With I(state=absent) the processes are stopped and disabled (reverse order; a missing
+    unit is fine), the unit files and drop-ins removed, the packages removed, and systemd's
+    manager reloaded once when anything was removed.
+  - The first step that fails ends the task; I(failed_step) names it, and the results of
+    the steps before it say what they did.
+options:
+  name:
+    description:
+      - The service's name, for messages and the diff.
+    type: str
+    required: true
+  state:
+    description:
+      - "C(present): packages, then unit files and drop-ins, then processes in order."
+      - "C(absent): the processes stopped and disabled (reverse order, a missing unit is fine),
+        the unit files and drop-ins removed, the packages removed, then one manager reload when
+        anything was removed."
+    type: str
+    choices: [present, absent]
+    default: present
+  packages:
+    description:
+      - "The service's packages, moved in one DNF transaction (richt.services.rpm_exact with
+        I(packages)). I(manager) and I(timeout) apply to the whole set: entries that give
+        different values are refused."
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description:
+          - RPM name.
+        type: str
+        required: true
+      version:
+        description:
+          - Exact C(EPOCH:VERSION-RELEASE.ARCH); omitted means any version.
+        type: str
+      manager:
+        description:
+          - DNF 4 command, for the whole set.
+        type: str
+        choices: [dnf, yum]
+      timeout:
+        description:
+          - The packages step's timeout, for the whole set.
+        type: str
+  units:
+    description:
+      - Owned full unit files (richt.services.unit_override).
+    type: list
+    elements: dict
+    suboptions:
+      unit:
+        description:
+          - The unit the file is (or, for a drop-in, belongs to).
+        type: str
+        required: true
+      content:
+        description:
+          - The file's content (see richt.services.unit_override).
+        type: str
+        required: true
+      mode:
+        description:
+          - File mode such as C("0644"); default C(0644).
+        type: str
+      sensitive:
+        description:
+          - Keep the content out of every output.
+        type: bool
+        default: false
+  dropins:
+    description:
+      - Owned drop-ins (richt.services.unit_override).
+    type: list
+    elements: dict
+    suboptions:
+      unit:
+        description:
+          - The unit the file is (or, for a drop-in, belongs to).
+        type: str
+        required: true
+      content:
+        description:
+          - The file's content (see richt.services.unit_override).
+        type: str
+        required: true
+      mode:
+        description:
+          - File mode such as C("0644"); default C(0644).
+        type: str
+      sensitive:
+        description:
+          - Keep the content out of every output.
+        type: bool
+        default: false
+      name:
+        description:
+          - Drop-in file name ending in C(.conf).
+        type: str
+        required: true
+      reload:
+        description:
+          - A change of this drop-in reloads the unit instead of restarting it (the unit must be
+            reload-capable).
+        type: bool
+        default: false
+  processes:
+    description:
+      - Processes (richt.services.systemd_lifecycle), in declared order unless I(after) says
+        otherwise. A package change restarts every process; a changed unit file or drop-in of a
+        process's unit restarts it, or reloads it when the drop-in says I(reload).
+    type: list
+    elements: dict
+    suboptions:
+      unit:
+        description:
+          - Unit name.
+        type: str
+        required: true
+      state:
+        description:
+          - Run state; default C(running).
+        type: str
+        choices: [running, stopped]
+      enabled:
+        description:
+          - Boot state; omitted leaves it alone.
+        type: bool
+      masked:
+        description:
+          - Mask state; omitted leaves it alone.
+        type: bool
+      timeout:
+        description:
+          - Deadline of each action and its verification.
+        type: str
+      settle:
+        description:
+          - How long the unit must stay up after a start or restart.
+        type: str
+      health:
+        description:
+          - A health probe (see richt.services.systemd_lifecycle).
+        type: dict
+      after:
+        description:
+          - Units of this service's processes this one comes after.
+        type: list
+        elements: str
+attributes:
+  check_mode:
+    support: full
+    description:
+      - Every step in check mode. A unit that the predicted package change installs is planned
+        for (loaded, stopped, disabled) instead of failing as not found, so a service that is not
+        installed yet can be dry-run.
+  diff_mode:
+    support: full
+    description: One diff for the service, each step's under its name.
+notes:
+  - The three modules stay for plays that compose them by hand.
+extends_documentation_fragment:
+  - richt.services.fast_path
+author:
+  - richt.services developers (@richt)
+"""
+
+EXAMPLES = r"""
+- name: The demo service, pinned, with a drop-in whose changes reload it
+  richt.services.service:
+    name: demo
+    packages:
+      - name: demo
+        version: "0:2.0-1.noarch"
+    dropins:
+      - unit: demo.service
+        name: 10-reload.conf
+        content: |
+          [Service]
+          ExecReload=/bin/kill -HUP $MAINPID
+      - unit: demo.service
+        name: 20-level.conf
+        reload: true
+        content: |
+          [Service]
+          Environment=DEMO_LEVEL=info
+    processes:
+      - unit: demo.service
+        enabled: true
+        timeout: 20s
+
+- name: Remove it
+  richt.services.service:
+    name: demo
+    state: absent
+    packages:
+      - name: demo
+    dropins:
+      - unit: demo.service
+        name: 10-reload.conf
+        content: ""
+    processes:
+      - unit: demo.service
+"""
+
+RETURN = r"""
+name:
+  description: The service's name.
+  returned: always
+  type: str
+state:
+  description: The requested state.
+  returned: always
+  type: str
+packages:
+  description: The packages step's result, as richt.services.rpm_exact gives it (null without packages).
+  returned: always
+  type: dict
+files:
+  description: Each unit file's and drop-in's result, as richt.services.unit_override gives it, unit files first, with the item it was for.
+  returned: always
+  type: list
+  elements: dict
+processes:
+  description: Each process's result, as richt.services.systemd_lifecycle gives it, in the order they ran.
+  returned: always
+  type: list
+  elements: dict
+recorded:
+  description: The reaction recorded for each unit before the first step (C(restart) or C(reload)).
+  returned: when a reaction was recorded
+  type: dict
+manager_reload:
+  description: C(performed) when a removal reloaded systemd's manager at its end.
+  returned: when a removal changed something
+  type: str
+failed_step:
+  description: The step that failed - C(packages), C(file UNIT/NAME), C(process UNIT) or C(manager reload).
+  returned: when a step failed
+  type: str
+"""

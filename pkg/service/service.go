@@ -1,0 +1,557 @@
+// Package service is the service module: one whole service (packages, owned unit files
+// and drop-ins, processes) in one task and one process on the target. Its steps are the
+// three modules' own runs, called in process (ansible.Call), so each step's result is the
+// one that module gives on its own; what one step changed reaches the next as the same
+// triggers the service role wires between tasks (restart beats reload, reloads merge, a
+// start absorbs, a restart the package's scriptlet already did is not repeated).
+//
+// Present: packages (one set, one transaction) → unit files and drop-ins (written without
+// a manager reload of their own) → processes in order (the first that needs it reloads the
+// manager once). Absent: the reverse, then one manager reload when anything was removed.
+// Before any step changes anything, the reaction each process will owe is recorded on the
+// target (durable pending reactions), so a run killed between its steps leaves it for the
+// next run.
+package service
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/reaction"
+	"github.com/richt/services/pkg/stamp"
+	"github.com/richt/services/pkg/unitname"
+)
+
+// Module is one module the service composes: its parameter contract and behaviour.
+type Module struct {
+	Spec    *ansible.Spec
+	Handler ansible.Handler
+}
+
+// Prediction answers, before anything is changed, whether the packages step and each file
+// step will change something (from the modules' own Observe and Decide, reading only).
+type Prediction interface {
+	PackagesChange(ctx context.Context, packages []any) (bool, error)
+	FileChanges(ctx context.Context, file map[string]any) (bool, error)
+}
+
+// Pending records a reaction a process will owe (package durable).
+type Pending interface {
+	GetPending(unit string) (*durable.Pending, error)
+	SetPending(unit string, p durable.Pending) error
+}
+
+// Deps are the service module's parts.
+type Deps struct {
+	Packages, Files, Processes Module
+	Predict                    Prediction
+	Pending                    Pending
+	// Reload reloads systemd's manager and settles the sync records (after a removal).
+	Reload func(ctx context.Context) error
+	// Now reads systemd's clock; nil means stamp.Now.
+	Now func() (stamp.Stamp, error)
+}
+
+// Params are the service module's parameters.
+type Params struct {
+	Name      string    `ansible:"name"`
+	State     string    `ansible:"state"`
+	Packages  []Package `ansible:"packages"`
+	Units     []Unit    `ansible:"units"`
+	Dropins   []DropIn  `ansible:"dropins"`
+	Processes []Process `ansible:"processes"`
+}
+
+// Package is one item of packages.
+type Package struct {
+	Name    string  `ansible:"name"`
+	Version *string `ansible:"version"`
+	Manager *string `ansible:"manager"`
+	Timeout *string `ansible:"timeout"`
+}
+
+// Unit is one item of units: an owned full unit file.
+type Unit struct {
+	Unit      string  `ansible:"unit"`
+	Content   string  `ansible:"content"`
+	Mode      *string `ansible:"mode"`
+	Sensitive bool    `ansible:"sensitive"`
+}
+
+// DropIn is one item of dropins.
+type DropIn struct {
+	Unit      string  `ansible:"unit"`
+	Name      string  `ansible:"name"`
+	Content   string  `ansible:"content"`
+	Mode      *string `ansible:"mode"`
+	Sensitive bool    `ansible:"sensitive"`
+	Reload    bool    `ansible:"reload"`
+}
+
+// Process is one item of processes.
+type Process struct {
+	Unit    string         `ansible:"unit"`
+	State   *string        `ansible:"state"`
+	Enabled *bool          `ansible:"enabled"`
+	Masked  *bool          `ansible:"masked"`
+	Timeout *string        `ansible:"timeout"`
+	Settle  *string        `ansible:"settle"`
+	Health  map[string]any `ansible:"health"`
+	After   []any          `ansible:"after"`
+}
+
+// Result is the module's result: per step the result its module gives, in order.
+type Result struct {
+	Changed  bool   `json:"changed"`
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Packages any    `json:"packages"`
+	// Files are the unit files' and drop-ins' results, unit files first.
+	Files []map[string]any `json:"files"`
+	// Processes are the processes' results, in the order they ran.
+	Processes []map[string]any `json:"processes"`
+	// ManagerReload is "performed" when the removal reloaded the manager at its end.
+	ManagerReload string `json:"manager_reload,omitempty"`
+	// FailedStep names the step that failed ("packages", "file UNIT/NAME", "process
+	// UNIT"); the results of the steps before it say what they did.
+	FailedStep string `json:"failed_step,omitempty"`
+	// Recorded are the reactions recorded before the first step, per unit.
+	Recorded map[string]string `json:"recorded,omitempty"`
+	Diff     *ansible.Diff     `json:"diff,omitempty"`
+}
+
+// Handler returns the service module's behaviour.
+func Handler(d Deps) ansible.Handler {
+	return func(ctx context.Context, req *ansible.Request) (any, error) {
+		var p Params
+		if err := req.Decode(&p); err != nil {
+			return nil, err
+		}
+		order, err := Order(p.Processes, p.State == "absent")
+		if err != nil {
+			return nil, err
+		}
+		r := &run{d: d, req: req, p: p, order: order, res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Processes: []map[string]any{}}}
+		if p.State == "absent" {
+			err = r.absent(ctx)
+		} else {
+			err = r.present(ctx)
+		}
+		r.res.Diff = r.diff()
+		return r.res, err
+	}
+}
+
+type run struct {
+	d     Deps
+	req   *ansible.Request
+	p     Params
+	order []Process
+	res   *Result
+}
+
+// call runs one step's module in process and records its result; a failed step stops the
+// service there.
+func (r *run) call(ctx context.Context, m Module, step string, args map[string]any) (map[string]any, error) {
+	out := ansible.Call(ctx, m.Spec, args, r.req.CheckMode, r.req.Diff, m.Handler)
+	delete(out, "invocation")
+	if c, _ := out["changed"].(bool); c {
+		r.res.Changed = true
+	}
+	for _, w := range stringsOf(out["warnings"]) {
+		r.req.Warn("%s: %s", step, w)
+	}
+	delete(out, "warnings")
+	if f, _ := out["failed"].(bool); f {
+		r.res.FailedStep = step
+		msg, _ := out["msg"].(string)
+		return out, fmt.Errorf("%s: %s", step, msg)
+	}
+	return out, nil
+}
+
+func (r *run) present(ctx context.Context) error {
+	pkgs := r.packageArgs(false)
+	files := r.fileArgs(false)
+	if !r.req.CheckMode {
+		if err := r.recordAhead(ctx, pkgs, files); err != nil {
+			return err
+		}
+	}
+	var pkgRes map[string]any
+	if pkgs != nil {
+		var err error
+		pkgRes, err = r.call(ctx, r.d.Packages, "packages", pkgs)
+		r.res.Packages = pkgRes
+		if err != nil {
+			return err
+		}
+	}
+	for _, f := range files {
+		out, err := r.call(ctx, r.d.Files, "file "+fileLabel(f), f.args)
+		out["item"] = f.item
+		r.res.Files = append(r.res.Files, out)
+		if err != nil {
+			return err
+		}
+	}
+	for _, proc := range r.order {
+		restart, reload := r.triggers(proc, pkgRes)
+		args := processArgs(proc)
+		args["restart_on"] = restart
+		if len(reload) > 0 {
+			args["reload_on"] = reload
+		}
+		out, err := r.call(ctx, r.d.Processes, "process "+unitOf(proc.Unit), args)
+		r.res.Processes = append(r.res.Processes, out)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) absent(ctx context.Context) error {
+	for _, proc := range r.order {
+		args := map[string]any{"unit": proc.Unit, "state": "stopped", "enabled": false, "allow_missing": true}
+		if proc.Timeout != nil {
+			args["timeout"] = *proc.Timeout
+		}
+		out, err := r.call(ctx, r.d.Processes, "process "+unitOf(proc.Unit), args)
+		r.res.Processes = append(r.res.Processes, out)
+		if err != nil {
+			return err
+		}
+	}
+	removed := false
+	for _, f := range r.fileArgs(true) {
+		out, err := r.call(ctx, r.d.Files, "file "+fileLabel(f), f.args)
+		out["item"] = f.item
+		r.res.Files = append(r.res.Files, out)
+		if err != nil {
+			return err
+		}
+		if c, _ := out["changed"].(bool); c {
+			removed = true
+		}
+	}
+	if pkgs := r.packageArgs(true); pkgs != nil {
+		out, err := r.call(ctx, r.d.Packages, "packages", pkgs)
+		r.res.Packages = out
+		if err != nil {
+			return err
+		}
+		if c, _ := out["changed"].(bool); c {
+			removed = true
+		}
+	}
+	// One reload so systemd forgets the removed units, as part of the removal.
+	if removed {
+		r.res.ManagerReload = "performed"
+		if !r.req.CheckMode && r.d.Reload != nil {
+			if err := r.d.Reload(ctx); err != nil {
+				r.res.FailedStep = "manager reload"
+				return fmt.Errorf("manager reload after removing %s: %w", r.p.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// packageArgs is rpm_exact's arguments for the service's packages as one set, or nil when
+// there are none. Manager and timeout apply to the whole set (Check refused disagreement).
+func (r *run) packageArgs(absent bool) map[string]any {
+	if len(r.p.Packages) == 0 {
+		return nil
+	}
+	var entries []any
+	args := map[string]any{}
+	for _, p := range r.p.Packages {
+		e := map[string]any{"name": p.Name}
+		switch {
+		case absent:
+			e["state"] = "absent"
+		case p.Version != nil:
+			e["version"] = *p.Version
+		}
+		entries = append(entries, e)
+		if p.Manager != nil {
+			args["manager"] = *p.Manager
+		}
+		if p.Timeout != nil {
+			args["timeout"] = *p.Timeout
+		}
+	}
+	args["packages"] = entries
+	return args
+}
+
+type fileStep struct {
+	unit   string
+	reload bool
+	args   map[string]any
+	item   map[string]any
+}
+
+func fileLabel(f fileStep) string {
+	if n, ok := f.args["name"].(string); ok {
+		return f.unit + "/" + n
+	}
+	return f.unit
+}
+
+// fileArgs is unit_override's arguments for every unit file, then every drop-in: written
+// without a manager reload of their own (the first process that needs one does it).
+func (r *run) fileArgs(absent bool) []fileStep {
+	var out []fileStep
+	add := func(unit, name, content string, mode *string, sensitive, reload bool) {
+		args := map[string]any{"unit": unit, "daemon_reload": false}
+		item := map[string]any{"unit": unit}
+		if name != "" {
+			args["name"] = name
+			item["name"] = name
+		}
+		if absent {
+			args["state"] = "absent"
+		} else {
+			args["content"] = content
+			args["sensitive"] = sensitive
+			if mode != nil {
+				args["mode"] = *mode
+			}
+		}
+		out = append(out, fileStep{unit: unitOf(unit), reload: reload, args: args, item: item})
+	}
+	for _, f := range r.p.Units {
+		add(f.Unit, "", f.Content, f.Mode, f.Sensitive, false)
+	}
+	for _, f := range r.p.Dropins {
+		add(f.Unit, f.Name, f.Content, f.Mode, f.Sensitive, f.Reload)
+	}
+	return out
+}
+
+func processArgs(p Process) map[string]any {
+	args := map[string]any{"unit": p.Unit}
+	if p.State != nil {
+		args["state"] = *p.State
+	}
+	if p.Enabled != nil {
+		args["enabled"] = *p.Enabled
+	}
+	if p.Masked != nil {
+		args["masked"] = *p.Masked
+	}
+	if p.Timeout != nil {
+		args["timeout"] = *p.Timeout
+	}
+	if p.Settle != nil {
+		args["settle"] = *p.Settle
+	}
+	if p.Health != nil {
+		args["health"] = p.Health
+	}
+	return args
+}
+
+// triggers are a process's restart_on and reload_on, as the role wires them: the
+// packages step restarts every process; a unit file or drop-in of the process's unit
+// restarts it, or reloads it when the drop-in says reload.
+func (r *run) triggers(p Process, pkgRes map[string]any) (restart, reload []any) {
+	unit := unitOf(p.Unit)
+	if pkgRes != nil {
+		restart = append(restart, pkgRes)
+	} else {
+		restart = append(restart, map[string]any{"changed": false})
+	}
+	files := r.fileArgs(false)
+	for i, f := range files {
+		if f.unit != unit || i >= len(r.res.Files) {
+			continue
+		}
+		if f.reload {
+			reload = append(reload, r.res.Files[i])
+		} else {
+			restart = append(restart, r.res.Files[i])
+		}
+	}
+	return restart, reload
+}
+
+// recordAhead records, before the first step, the reaction each running process will owe
+// for what the packages and files steps are about to change (predicted by the modules'
+// own Observe and Decide). A run killed between two steps leaves it for the next run; a
+// restart the package's scriptlet does after this moment serves it.
+func (r *run) recordAhead(ctx context.Context, pkgs map[string]any, files []fileStep) error {
+	if r.d.Predict == nil || r.d.Pending == nil {
+		return nil
+	}
+	pkgChange := false
+	if pkgs != nil {
+		var err error
+		if pkgChange, err = r.d.Predict.PackagesChange(ctx, pkgs["packages"].([]any)); err != nil {
+			return fmt.Errorf("predict the packages step: %w", err)
+		}
+	}
+	changed := map[string]reaction.Kind{}
+	for _, f := range files {
+		c, err := r.d.Predict.FileChanges(ctx, f.args)
+		if err != nil {
+			return fmt.Errorf("predict the file %s: %w", fileLabel(f), err)
+		}
+		if !c {
+			continue
+		}
+		k := reaction.Restart
+		if f.reload {
+			k = reaction.Reload
+		}
+		if changed[f.unit] != reaction.Restart {
+			changed[f.unit] = k
+		}
+	}
+	now := r.d.Now
+	if now == nil {
+		now = stamp.Now
+	}
+	for _, p := range r.order {
+		if p.State != nil && *p.State != "running" {
+			continue
+		}
+		unit := unitOf(p.Unit)
+		due := changed[unit]
+		if pkgChange {
+			due = reaction.Restart
+		}
+		if due == "" || due == reaction.None {
+			continue
+		}
+		if earlier, err := r.d.Pending.GetPending(unit); err != nil {
+			return err
+		} else if earlier != nil && (earlier.Reaction == string(reaction.Restart) || earlier.Reaction == string(due)) {
+			continue // already owed, and no less
+		}
+		at, err := now()
+		if err != nil {
+			return err
+		}
+		if err := r.d.Pending.SetPending(unit, durable.Pending{Reaction: string(due), Triggers: []string{"service " + r.p.Name}, Since: time.Now().UTC(), At: at}); err != nil {
+			return fmt.Errorf("record the %s %s owes: %w", due, unit, err)
+		}
+		if r.res.Recorded == nil {
+			r.res.Recorded = map[string]string{}
+		}
+		r.res.Recorded[unit] = string(due)
+	}
+	return nil
+}
+
+// diff is one diff for the whole service: each step's, under its step's name.
+func (r *run) diff() *ansible.Diff {
+	if !r.req.Diff {
+		return nil
+	}
+	var before, after strings.Builder
+	add := func(label string, res map[string]any) {
+		d, _ := res["diff"].(map[string]any)
+		if d == nil {
+			return
+		}
+		b, _ := d["before"].(string)
+		a, _ := d["after"].(string)
+		fmt.Fprintf(&before, "# %s\n%s", label, b)
+		fmt.Fprintf(&after, "# %s\n%s", label, a)
+	}
+	if m, ok := r.res.Packages.(map[string]any); ok {
+		add("packages", m)
+	}
+	for _, f := range r.res.Files {
+		add(fmt.Sprintf("file %v", f["path"]), f)
+	}
+	for _, p := range r.res.Processes {
+		add(fmt.Sprintf("process %v", p["unit"]), p)
+	}
+	if before.Len() == 0 && after.Len() == 0 {
+		return nil
+	}
+	return &ansible.Diff{Before: before.String(), After: after.String(), BeforeHeader: r.p.Name + " (before)", AfterHeader: r.p.Name + " (after)"}
+}
+
+// unitOf normalises a unit name as the modules do (no suffix: .service).
+func unitOf(u string) string {
+	n, err := unitname.Normalize(u)
+	if err != nil {
+		return u
+	}
+	return n
+}
+
+func stringsOf(v any) []string {
+	switch x := v.(type) {
+	case []string:
+		return x
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, fmt.Sprint(e))
+		}
+		return out
+	}
+	return nil
+}
+
+// Order puts processes after the units their after lists name (declared order
+// otherwise); reversed for removal. An after that names no process of the service, a
+// unit declared twice and a cycle are errors naming them.
+func Order(ps []Process, reverse bool) ([]Process, error) {
+	by := map[string]Process{}
+	var names []string
+	for i, p := range ps {
+		u := unitOf(p.Unit)
+		if _, dup := by[u]; dup {
+			return nil, fmt.Errorf("processes[%d]: %s is declared twice", i, u)
+		}
+		by[u] = p
+		names = append(names, u)
+	}
+	done, visiting := map[string]bool{}, map[string]bool{}
+	var out []Process
+	var visit func(u string, trail []string) error
+	visit = func(u string, trail []string) error {
+		if done[u] {
+			return nil
+		}
+		if visiting[u] {
+			return fmt.Errorf("processes: after forms a cycle: %s", strings.Join(append(trail, u), " -> "))
+		}
+		visiting[u] = true
+		for _, a := range by[u].After {
+			d := unitOf(fmt.Sprint(a))
+			if _, ok := by[d]; !ok {
+				return fmt.Errorf("processes: %s is after %s, which is not a process of this service", u, d)
+			}
+			if err := visit(d, append(trail, u)); err != nil {
+				return err
+			}
+		}
+		visiting[u] = false
+		done[u] = true
+		out = append(out, by[u])
+		return nil
+	}
+	for _, u := range names {
+		if err := visit(u, nil); err != nil {
+			return nil, err
+		}
+	}
+	if reverse {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,119 @@
+package service
+
+import (
+	"fmt"
+
+	"github.com/richt/services/pkg/ansible"
+)
+
+// Spec is the service module's parameter contract.
+func Spec() *ansible.Spec {
+	fileOptions := func(dropIn bool) []ansible.Param {
+		ps := []ansible.Param{
+			{Name: "unit", Kind: ansible.Str, Required: true, Description: []string{`The unit the file is (or, for a drop-in, belongs to).`}},
+			{Name: "content", Kind: ansible.Str, Required: true, Description: []string{`The file's content (see richt.services.unit_override).`}},
+			{Name: "mode", Kind: ansible.Str, Description: []string{`File mode such as C("0644"); default C(0644).`}},
+			{Name: "sensitive", Kind: ansible.Bool, Default: false, Description: []string{`Keep the content out of every output.`}},
+		}
+		if dropIn {
+			ps = append(ps,
+				ansible.Param{Name: "name", Kind: ansible.Str, Required: true, Description: []string{`Drop-in file name ending in C(.conf).`}},
+				ansible.Param{Name: "reload", Kind: ansible.Bool, Default: false, Description: []string{`A change of this drop-in reloads the unit instead of restarting it (the unit must be reload-capable).`}},
+			)
+		}
+		return ps
+	}
+	s := &ansible.Spec{
+		Name: "service",
+		Params: []ansible.Param{
+			{Name: "name", Kind: ansible.Str, Required: true, Description: []string{`The service's name, for messages and the diff.`}},
+			{Name: "state", Kind: ansible.Str, Default: "present", Choices: []string{"present", "absent"}, Description: []string{
+				`C(present): packages, then unit files and drop-ins, then processes in order.`,
+				`C(absent): the processes stopped and disabled (reverse order, a missing unit is
+				fine), the unit files and drop-ins removed, the packages removed, then one manager
+				reload when anything was removed.`}},
+			{Name: "packages", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
+				`The service's packages, moved in one DNF transaction (richt.services.rpm_exact with
+				I(packages)). I(manager) and I(timeout) apply to the whole set: entries that give
+				different values are refused.`},
+				Suboptions: []ansible.Param{
+					{Name: "name", Kind: ansible.Str, Required: true, Description: []string{`RPM name.`}},
+					{Name: "version", Kind: ansible.Str, Description: []string{`Exact C(EPOCH:VERSION-RELEASE.ARCH); omitted means any version.`}},
+					{Name: "manager", Kind: ansible.Str, Choices: []string{"dnf", "yum"}, Description: []string{`DNF 4 command, for the whole set.`}},
+					{Name: "timeout", Kind: ansible.Str, Description: []string{`The packages step's timeout, for the whole set.`}},
+				}},
+			{Name: "units", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
+				`Owned full unit files (richt.services.unit_override).`}, Suboptions: fileOptions(false)},
+			{Name: "dropins", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
+				`Owned drop-ins (richt.services.unit_override).`}, Suboptions: fileOptions(true)},
+			{Name: "processes", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
+				`Processes (richt.services.systemd_lifecycle), in declared order unless I(after) says
+				otherwise. A package change restarts every process; a changed unit file or drop-in
+				of a process's unit restarts it, or reloads it when the drop-in says I(reload).`},
+				Suboptions: []ansible.Param{
+					{Name: "unit", Kind: ansible.Str, Required: true, Description: []string{`Unit name.`}},
+					{Name: "state", Kind: ansible.Str, Choices: []string{"running", "stopped"}, Description: []string{`Run state; default C(running).`}},
+					{Name: "enabled", Kind: ansible.Bool, Description: []string{`Boot state; omitted leaves it alone.`}},
+					{Name: "masked", Kind: ansible.Bool, Description: []string{`Mask state; omitted leaves it alone.`}},
+					{Name: "timeout", Kind: ansible.Str, Description: []string{`Deadline of each action and its verification.`}},
+					{Name: "settle", Kind: ansible.Str, Description: []string{`How long the unit must stay up after a start or restart.`}},
+					{Name: "health", Kind: ansible.Dict, Description: []string{`A health probe (see richt.services.systemd_lifecycle).`}},
+					{Name: "after", Kind: ansible.List, Elements: ansible.Str, Description: []string{`Units of this service's processes this one comes after.`}},
+				}},
+		},
+		NoLogValues: func(raw map[string]any) []string {
+			// Which files are sensitive is per item: their contents are the secrets.
+			var out []string
+			for _, key := range []string{"units", "dropins"} {
+				items, _ := raw[key].([]any)
+				for _, it := range items {
+					m, _ := it.(map[string]any)
+					if c, ok := m["content"].(string); ok && m["sensitive"] != nil && !plainlyFalse(m["sensitive"]) {
+						out = append(out, c)
+					}
+				}
+			}
+			return out
+		},
+	}
+	s.Check = func(v ansible.Values) error {
+		var p Params
+		if err := s.Decode(v, &p); err != nil {
+			return err
+		}
+		shared := map[string]string{}
+		for i, pk := range p.Packages {
+			for key, val := range map[string]*string{"manager": pk.Manager, "timeout": pk.Timeout} {
+				if val == nil {
+					continue
+				}
+				if had, ok := shared[key]; ok && had != *val {
+					return fmt.Errorf("packages[%d]: %s %q differs from %q; the service's packages move in one transaction, so give every package the same %s", i, key, *val, had, key)
+				}
+				shared[key] = *val
+			}
+		}
+		if _, err := Order(p.Processes, false); err != nil {
+			return err
+		}
+		return nil
+	}
+	return s
+}
+
+// plainlyFalse reports whether a raw sensitive value is one of Ansible's spellings of
+// false (anything else hides the content, as unit_override does).
+func plainlyFalse(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return !x
+	case float64:
+		return x == 0
+	case string:
+		switch x {
+		case "no", "false", "off", "0", "n", "f", "No", "False", "NO", "FALSE", "Off", "OFF", "N", "F":
+			return true
+		}
+	}
+	return false
+}
