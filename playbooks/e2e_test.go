@@ -104,7 +104,7 @@ func TestDemoScenario(t *testing.T) {
 		assert.Contains(t, r.Output, "+demo-0:2.0-1.noarch")
 		assert.Contains(t, r.Output, "-demo-0:1.0-1.noarch")
 		assert.Contains(t, r.Output, "+Environment=DEMO_LEVEL=debug")
-		assert.Contains(t, r.ChangedTasks, "richt.services.service : Processes of demo ("+tg.Name()+")")
+		assert.Contains(t, r.ChangedTasks, "richt.services.service : Service demo ("+tg.Name()+")", "the role's one task")
 		assert.Contains(t, tg.MustExec(t, "rpm", "-q", "demo"), "demo-1.0-1")
 		assert.Contains(t, tg.MustExec(t, "cat", "/etc/systemd/system/demo.service.d/20-level.conf"), "DEMO_LEVEL=info")
 		assert.Equal(t, testenv.Untouched, testenv.Classify(before, tg.Snapshot(t, "demo.service")))
