@@ -17,7 +17,7 @@ VERSION := $(shell awk '/^version:/{print $$2}' galaxy.yml)
 DEMO    ?= richt-demo
 VERSION_VAR := github.com/richt/services/pkg/ansible.Version
 
-.PHONY: all setup build collection test unit fuzz lint demo demo-stop bench bench-testenv clean
+.PHONY: all setup build collection test unit fuzz lint demo demo-stop bench bench-testenv soak clean
 
 all: build
 
@@ -93,6 +93,13 @@ fuzz:
 # minutes; the report, raw figures and plot land in build/bench. BENCH_ARGS=-rounds 9 for more.
 bench: setup
 	$(GO) run ./cmd/richt-bench $(BENCH_ARGS)
+
+# A seeded random sequence of module runs with faults injected on one target, checking after
+# every step that nothing is half-done (cmd/richt-soak, docs/reliability.md). Not part of
+# make test. SOAK_ARGS=-for 30m, -seed N to replay; TESTENV_SUITE=bookworm for the older
+# generation.
+soak: setup
+	$(GO) run ./cmd/richt-soak $(SOAK_ARGS)
 
 # testenv's benchmarks: median warm start-to-ready and median full demo scenario, 5 runs each.
 bench-testenv: setup
