@@ -154,9 +154,31 @@ func TestServiceModule(t *testing.T) {
 		assert.Contains(t, e.t.MustExec(t, "systemctl", "show", "-p", "Environment", "demo.service"), "DEMO_LEVEL=debug")
 	})
 
+	t.Run("a step that fails leaves no reaction owed", func(t *testing.T) {
+		starts, _ := e.events(t)
+		r := e.run(t, demo("0:3.0-1.noarch", "debug")) // no such build in the repository
+		assert.True(t, r.Failed())
+		assert.Equal(t, "packages", r.String("failed_step"))
+		e.t.MustExec(t, "test", "!", "-e", "/var/lib/richt/pending/demo.service.json")
+		r = e.run(t, demo(v2, "debug"))
+		require.False(t, r.Failed(), r.Msg())
+		after, _ := e.events(t)
+		assert.Equal(t, starts, after, "no restart for a change that never happened")
+	})
+
+	t.Run("every step's arguments are checked before anything runs", func(t *testing.T) {
+		args := demo(v1, "debug")
+		args["processes"] = []any{map[string]any{"unit": "demo.service", "settle": "soon"}}
+		r := e.run(t, args)
+		assert.True(t, r.Failed())
+		assert.Contains(t, r.Msg(), "processes[0] (demo.service)")
+		assert.Equal(t, "demo-2.0-1.noarch\n", e.t.MustExec(t, "rpm", "-q", "demo"), "the pin did not move")
+	})
+
 	t.Run("killed between its steps, the next run carries out the restart", func(t *testing.T) {
 		// The process step talks to systemd through systemctl here, which hangs: the
 		// packages step has run (1.0 back), the restart it causes has not.
+		before, _ := e.events(t)
 		args, err := json.Marshal(demo(v1, "debug"))
 		require.NoError(t, err)
 		require.NoError(t, e.t.WriteFile(context.Background(), "/var/tmp/service-args.json", args, 0o600))
@@ -169,13 +191,13 @@ kill -9 $p; wait $p; echo "module exit $?"; rm -f /usr/local/bin/systemctl; pkil
 		assert.Contains(t, out, "module exit 137")
 		assert.Equal(t, "demo-1.0-1.noarch\n", e.t.MustExec(t, "rpm", "-q", "demo"), "the packages step ran")
 		starts, _ := e.events(t)
-		require.Equal(t, 2, starts, "the restart it owes has not happened")
+		require.Equal(t, before, starts, "the restart it owes has not happened")
 		e.t.MustExec(t, "test", "-e", "/var/lib/richt/pending/demo.service.json")
 
 		r := e.run(t, demo(v1, "debug"))
 		require.False(t, r.Failed(), r.Msg())
 		starts, _ = e.events(t)
-		assert.Equal(t, 3, starts, "the owed restart, once")
+		assert.Equal(t, before+1, starts, "the owed restart, once")
 		e.t.MustExec(t, "test", "!", "-e", "/var/lib/richt/pending/demo.service.json")
 		r = e.run(t, demo(v1, "debug"))
 		assert.False(t, r.Changed())
@@ -214,5 +236,13 @@ kill -9 $p; wait $p; echo "module exit $?"; rm -f /usr/local/bin/systemctl; pkil
 		res, err := e.t.Exec(context.Background(), "rpm", "-q", "demo")
 		require.NoError(t, err)
 		assert.NotZero(t, res.ExitCode)
+	})
+
+	t.Run("a mode given as a number, as YAML reads 0600", func(t *testing.T) {
+		args := map[string]any{"name": "modes", "units": []any{map[string]any{"unit": "richt-mode.service", "mode": 384,
+			"content": "[Service]\nExecStart=/bin/true\n"}}}
+		r := e.run(t, args)
+		require.False(t, r.Failed(), r.Msg())
+		assert.Equal(t, "600", strings.TrimSpace(e.t.MustExec(t, "stat", "-c", "%a", "/etc/systemd/system/richt-mode.service")))
 	})
 }

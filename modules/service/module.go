@@ -12,6 +12,7 @@ import (
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lifecycle"
+	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/override"
 	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/runner"
@@ -29,6 +30,11 @@ func Main() {
 		Processes: service.Module{Spec: lifecycle.Spec(), Handler: systemd_lifecycle.Handler()},
 		Predict:   service.Predictor{Runner: runner.Exec{}},
 		Pending:   store,
+		SyncDue: func() bool {
+			seen, err := store.ManagerSync()
+			return err == nil && seen.Due()
+		},
+		Lock: lock.In(lock.Dir()),
 		Reload: func(ctx context.Context) error {
 			seen, err := store.ManagerSync()
 			if err != nil {

@@ -10,7 +10,6 @@
 package override
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -682,5 +681,12 @@ func PredictChange(root string, args map[string]any) (bool, error) {
 	if v.State == "absent" {
 		return f.Exists, nil
 	}
-	return !f.Exists || !bytes.Equal(f.Content, []byte(v.content())), nil
+	// Content, mode or owner: every change of the file reaches a process as a changed
+	// trigger (the owner is root unless the task names another, as in the service module).
+	w := Want{Unit: v.Unit, Path: p, Present: true, Content: []byte(v.content()), Mode: v.Mode}
+	plan, err := Decide(w, f)
+	if err != nil {
+		return false, err
+	}
+	return plan.Changed(), nil
 }

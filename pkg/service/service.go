@@ -16,11 +16,13 @@ package service
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
 	"github.com/richt/services/pkg/unitname"
@@ -43,6 +45,7 @@ type Prediction interface {
 type Pending interface {
 	GetPending(unit string) (*durable.Pending, error)
 	SetPending(unit string, p durable.Pending) error
+	ClearPending(unit string) error
 }
 
 // Deps are the service module's parts.
@@ -52,6 +55,12 @@ type Deps struct {
 	Pending                    Pending
 	// Reload reloads systemd's manager and settles the sync records (after a removal).
 	Reload func(ctx context.Context) error
+	// SyncDue reports whether a manager reload is recorded as due (a removal that a failed
+	// or killed run left half done); nil: never.
+	SyncDue func() bool
+	// Lock serializes the pending records of a unit with systemd_lifecycle's runs on it
+	// (package lock); nil: unserialized, for tests.
+	Lock lock.Func
 	// Now reads systemd's clock; nil means stamp.Now.
 	Now func() (stamp.Stamp, error)
 }
@@ -76,20 +85,20 @@ type Package struct {
 
 // Unit is one item of units: an owned full unit file.
 type Unit struct {
-	Unit      string  `ansible:"unit"`
-	Content   string  `ansible:"content"`
-	Mode      *string `ansible:"mode"`
-	Sensitive bool    `ansible:"sensitive"`
+	Unit      string `ansible:"unit"`
+	Content   string `ansible:"content"`
+	Mode      any    `ansible:"mode"` // passed to unit_override as given: "0644" or 420
+	Sensitive bool   `ansible:"sensitive"`
 }
 
 // DropIn is one item of dropins.
 type DropIn struct {
-	Unit      string  `ansible:"unit"`
-	Name      string  `ansible:"name"`
-	Content   string  `ansible:"content"`
-	Mode      *string `ansible:"mode"`
-	Sensitive bool    `ansible:"sensitive"`
-	Reload    bool    `ansible:"reload"`
+	Unit      string `ansible:"unit"`
+	Name      string `ansible:"name"`
+	Content   string `ansible:"content"`
+	Mode      any    `ansible:"mode"`
+	Sensitive bool   `ansible:"sensitive"`
+	Reload    bool   `ansible:"reload"`
 }
 
 // Process is one item of processes.
@@ -99,7 +108,7 @@ type Process struct {
 	Enabled *bool          `ansible:"enabled"`
 	Masked  *bool          `ansible:"masked"`
 	Timeout *string        `ansible:"timeout"`
-	Settle  *string        `ansible:"settle"`
+	Settle  any            `ansible:"settle"` // passed as given ("2s", or a number of seconds)
 	Health  map[string]any `ansible:"health"`
 	After   []any          `ansible:"after"`
 }
@@ -177,27 +186,61 @@ func (r *run) call(ctx context.Context, m Module, step string, args map[string]a
 func (r *run) present(ctx context.Context) error {
 	pkgs := r.packageArgs(false)
 	files := r.fileArgs(false)
+	var ahead *ahead
 	if !r.req.CheckMode {
-		if err := r.recordAhead(ctx, pkgs, files); err != nil {
+		var err error
+		if ahead, err = r.predict(ctx, pkgs, files); err != nil {
+			r.res.FailedStep = "record reactions"
+			return err
+		}
+		// Before the packages step: what a package change will owe.
+		if err := r.record(ahead, ahead.pkg); err != nil {
 			return err
 		}
 	}
 	var pkgRes map[string]any
+	pkgChanged := false
 	if pkgs != nil {
 		var err error
 		pkgRes, err = r.call(ctx, r.d.Packages, "packages", pkgs)
 		r.res.Packages = pkgRes
+		pkgChanged, _ = pkgRes["changed"].(bool)
+		if !pkgChanged && ahead != nil {
+			// Predicted, but nothing changed (DNF refused, the step failed early): no
+			// reaction is owed on its account; the files step's own is recorded next.
+			r.withdraw(ahead, ahead.pkg, func(u string) bool { _, files := ahead.files[u]; return files })
+		}
 		if err != nil {
 			return err
 		}
 	}
+	if ahead != nil {
+		// Before the files step, stamped now: a restart the package's scriptlet did a
+		// moment ago does not serve what the files about to be written owe.
+		if err := r.record(ahead, ahead.files); err != nil {
+			return err
+		}
+	}
+	changedUnits := map[string]bool{}
 	for _, f := range files {
 		out, err := r.call(ctx, r.d.Files, "file "+fileLabel(f), f.args)
 		out["item"] = f.item
 		r.res.Files = append(r.res.Files, out)
+		if c, _ := out["changed"].(bool); c {
+			changedUnits[f.unit] = true
+		}
 		if err != nil {
 			return err
 		}
+	}
+	if ahead != nil {
+		unchanged := map[string]reaction.Kind{}
+		for u, k := range ahead.files {
+			if !changedUnits[u] {
+				unchanged[u] = k
+			}
+		}
+		r.withdraw(ahead, unchanged, func(u string) bool { _, pkg := ahead.pkg[u]; return pkg && pkgChanged })
 	}
 	for _, proc := range r.order {
 		restart, reload := r.triggers(proc, pkgRes)
@@ -215,7 +258,26 @@ func (r *run) present(ctx context.Context) error {
 	return nil
 }
 
-func (r *run) absent(ctx context.Context) error {
+func (r *run) absent(ctx context.Context) (err error) {
+	removed := false
+	// One reload so systemd forgets the removed units, as part of the removal: also when a
+	// later step failed after something was removed, and when an earlier run's removal left
+	// one due (it failed or was killed before its reload).
+	defer func() {
+		if !removed && (r.d.SyncDue == nil || !r.d.SyncDue()) {
+			return
+		}
+		r.res.ManagerReload = "performed"
+		if r.req.CheckMode || r.d.Reload == nil {
+			return
+		}
+		if rerr := r.d.Reload(ctx); rerr != nil {
+			if err == nil {
+				r.res.FailedStep = "manager reload"
+				err = fmt.Errorf("manager reload after removing %s: %w", r.p.Name, rerr)
+			}
+		}
+	}()
 	for _, proc := range r.order {
 		args := map[string]any{"unit": proc.Unit, "state": "stopped", "enabled": false, "allow_missing": true}
 		if proc.Timeout != nil {
@@ -227,36 +289,25 @@ func (r *run) absent(ctx context.Context) error {
 			return err
 		}
 	}
-	removed := false
 	for _, f := range r.fileArgs(true) {
 		out, err := r.call(ctx, r.d.Files, "file "+fileLabel(f), f.args)
 		out["item"] = f.item
 		r.res.Files = append(r.res.Files, out)
-		if err != nil {
-			return err
-		}
 		if c, _ := out["changed"].(bool); c {
 			removed = true
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if pkgs := r.packageArgs(true); pkgs != nil {
 		out, err := r.call(ctx, r.d.Packages, "packages", pkgs)
 		r.res.Packages = out
-		if err != nil {
-			return err
-		}
 		if c, _ := out["changed"].(bool); c {
 			removed = true
 		}
-	}
-	// One reload so systemd forgets the removed units, as part of the removal.
-	if removed {
-		r.res.ManagerReload = "performed"
-		if !r.req.CheckMode && r.d.Reload != nil {
-			if err := r.d.Reload(ctx); err != nil {
-				r.res.FailedStep = "manager reload"
-				return fmt.Errorf("manager reload after removing %s: %w", r.p.Name, err)
-			}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -308,20 +359,21 @@ func fileLabel(f fileStep) string {
 // without a manager reload of their own (the first process that needs one does it).
 func (r *run) fileArgs(absent bool) []fileStep {
 	var out []fileStep
-	add := func(unit, name, content string, mode *string, sensitive, reload bool) {
+	add := func(unit, name, content string, mode any, sensitive, reload bool) {
 		args := map[string]any{"unit": unit, "daemon_reload": false}
 		item := map[string]any{"unit": unit}
 		if name != "" {
 			args["name"] = name
 			item["name"] = name
 		}
+		// sensitive also for a removal: the diff would show the content on the host.
+		args["sensitive"] = sensitive
 		if absent {
 			args["state"] = "absent"
 		} else {
 			args["content"] = content
-			args["sensitive"] = sensitive
 			if mode != nil {
-				args["mode"] = *mode
+				args["mode"] = mode
 			}
 		}
 		out = append(out, fileStep{unit: unitOf(unit), reload: reload, args: args, item: item})
@@ -350,7 +402,7 @@ func processArgs(p Process) map[string]any {
 		args["timeout"] = *p.Timeout
 	}
 	if p.Settle != nil {
-		args["settle"] = *p.Settle
+		args["settle"] = p.Settle
 	}
 	if p.Health != nil {
 		args["health"] = p.Health
@@ -358,50 +410,88 @@ func processArgs(p Process) map[string]any {
 	return args
 }
 
-// triggers are a process's restart_on and reload_on, as the role wires them: the
-// packages step restarts every process; a unit file or drop-in of the process's unit
-// restarts it, or reloads it when the drop-in says reload.
+// triggers are a process's restart_on and reload_on, named and wired as the role wired
+// them: the packages step restarts every process; the unit files and drop-ins of the
+// process's unit restart it, or reload it when the drop-in says reload.
 func (r *run) triggers(p Process, pkgRes map[string]any) (restart, reload []any) {
 	unit := unitOf(p.Unit)
+	packages := any(map[string]any{"changed": false})
 	if pkgRes != nil {
-		restart = append(restart, pkgRes)
-	} else {
-		restart = append(restart, map[string]any{"changed": false})
+		packages = pkgRes
 	}
-	files := r.fileArgs(false)
-	for i, f := range files {
+	var units, dropins, reloads []any
+	for i, f := range r.fileArgs(false) {
 		if f.unit != unit || i >= len(r.res.Files) {
 			continue
 		}
-		if f.reload {
-			reload = append(reload, r.res.Files[i])
-		} else {
-			restart = append(restart, r.res.Files[i])
+		_, dropIn := f.args["name"]
+		switch {
+		case f.reload:
+			reloads = append(reloads, r.res.Files[i])
+		case dropIn:
+			dropins = append(dropins, r.res.Files[i])
+		default:
+			units = append(units, r.res.Files[i])
 		}
+	}
+	loop := func(items []any) map[string]any {
+		if items == nil {
+			items = []any{}
+		}
+		return map[string]any{"changed": false, "results": items}
+	}
+	restart = []any{
+		map[string]any{"packages": packages},
+		map[string]any{"unit files": loop(units)},
+		map[string]any{"drop-ins": loop(dropins)},
+	}
+	if len(reloads) > 0 {
+		reload = []any{map[string]any{"reload drop-ins": loop(reloads)}}
 	}
 	return restart, reload
 }
 
-// recordAhead records, before the first step, the reaction each running process will owe
-// for what the packages and files steps are about to change (predicted by the modules'
-// own Observe and Decide). A run killed between two steps leaves it for the next run; a
-// restart the package's scriptlet does after this moment serves it.
-func (r *run) recordAhead(ctx context.Context, pkgs map[string]any, files []fileStep) error {
-	if r.d.Predict == nil || r.d.Pending == nil {
-		return nil
-	}
-	pkgChange := false
-	if pkgs != nil {
-		var err error
-		if pkgChange, err = r.d.Predict.PackagesChange(ctx, pkgs["packages"].([]any)); err != nil {
-			return fmt.Errorf("predict the packages step: %w", err)
+// ahead is what a run predicted before its first step: the reaction each running process
+// will owe for the packages step and for the files step, and the records it replaced.
+type ahead struct {
+	pkg, files map[string]reaction.Kind
+	// earlier are the records there were before this run wrote its own (nil: none).
+	earlier map[string]*durable.Pending
+	wrote   map[string]bool
+}
+
+// predict decides, reading only (the modules' own Observe and Decide), what the packages
+// and the files steps are about to change, and so which reaction each process that is to
+// run will owe for each.
+func (r *run) predict(ctx context.Context, pkgs map[string]any, files []fileStep) (*ahead, error) {
+	a := &ahead{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, earlier: map[string]*durable.Pending{}, wrote: map[string]bool{}}
+	running := map[string]bool{}
+	for _, p := range r.order {
+		if p.State == nil || *p.State == "running" {
+			running[unitOf(p.Unit)] = true
 		}
 	}
-	changed := map[string]reaction.Kind{}
+	if r.d.Predict == nil || r.d.Pending == nil || len(running) == 0 {
+		return a, nil
+	}
+	if pkgs != nil {
+		c, err := r.d.Predict.PackagesChange(ctx, pkgs["packages"].([]any))
+		if err != nil {
+			return nil, fmt.Errorf("predict the packages step: %w", err)
+		}
+		if c {
+			for u := range running {
+				a.pkg[u] = reaction.Restart
+			}
+		}
+	}
 	for _, f := range files {
+		if !running[f.unit] {
+			continue
+		}
 		c, err := r.d.Predict.FileChanges(ctx, f.args)
 		if err != nil {
-			return fmt.Errorf("predict the file %s: %w", fileLabel(f), err)
+			return nil, fmt.Errorf("predict the file %s: %w", fileLabel(f), err)
 		}
 		if !c {
 			continue
@@ -410,44 +500,91 @@ func (r *run) recordAhead(ctx context.Context, pkgs map[string]any, files []file
 		if f.reload {
 			k = reaction.Reload
 		}
-		if changed[f.unit] != reaction.Restart {
-			changed[f.unit] = k
+		if a.files[f.unit] != reaction.Restart {
+			a.files[f.unit] = k
 		}
 	}
+	return a, nil
+}
+
+// record writes, for each unit, the reaction it will owe as a pending reaction stamped
+// now, under the unit's lock: a run killed before its process step leaves it for the next
+// run, and only an activation after this moment serves it. A stronger reaction already
+// owed stays, stamped now.
+func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
 	now := r.d.Now
 	if now == nil {
 		now = stamp.Now
 	}
-	for _, p := range r.order {
-		if p.State != nil && *p.State != "running" {
-			continue
-		}
-		unit := unitOf(p.Unit)
-		due := changed[unit]
-		if pkgChange {
-			due = reaction.Restart
-		}
-		if due == "" || due == reaction.None {
-			continue
-		}
-		if earlier, err := r.d.Pending.GetPending(unit); err != nil {
-			return err
-		} else if earlier != nil && (earlier.Reaction == string(reaction.Restart) || earlier.Reaction == string(due)) {
-			continue // already owed, and no less
-		}
-		at, err := now()
-		if err != nil {
-			return err
-		}
-		if err := r.d.Pending.SetPending(unit, durable.Pending{Reaction: string(due), Triggers: []string{"service " + r.p.Name}, Since: time.Now().UTC(), At: at}); err != nil {
+	units := make([]string, 0, len(owed))
+	for u := range owed {
+		units = append(units, u)
+	}
+	sort.Strings(units)
+	for _, unit := range units {
+		due := owed[unit]
+		if err := r.locked(unit, func() error {
+			earlier, err := r.d.Pending.GetPending(unit)
+			if err != nil {
+				return err
+			}
+			if _, kept := a.earlier[unit]; !kept && !a.wrote[unit] {
+				a.earlier[unit] = earlier
+			}
+			since := time.Now().UTC()
+			if earlier != nil {
+				since = earlier.Since
+				if earlier.Reaction == string(reaction.Restart) {
+					due = reaction.Restart
+				}
+			}
+			at, err := now()
+			if err != nil {
+				return err
+			}
+			return r.d.Pending.SetPending(unit, durable.Pending{Reaction: string(due), Triggers: []string{"service " + r.p.Name}, Since: since, At: at})
+		}); err != nil {
+			r.res.FailedStep = "record reactions"
 			return fmt.Errorf("record the %s %s owes: %w", due, unit, err)
 		}
+		a.wrote[unit] = true
 		if r.res.Recorded == nil {
 			r.res.Recorded = map[string]string{}
 		}
 		r.res.Recorded[unit] = string(due)
 	}
 	return nil
+}
+
+// withdraw puts back what a unit's record was before this run, for the units whose
+// predicted change did not happen, unless another step of this run still owes them one.
+func (r *run) withdraw(a *ahead, units map[string]reaction.Kind, stillOwed func(unit string) bool) {
+	for unit := range units {
+		if !a.wrote[unit] || stillOwed(unit) {
+			continue
+		}
+		_ = r.locked(unit, func() error {
+			if earlier := a.earlier[unit]; earlier != nil {
+				return r.d.Pending.SetPending(unit, *earlier)
+			}
+			return r.d.Pending.ClearPending(unit)
+		})
+		delete(a.wrote, unit)
+		delete(r.res.Recorded, unit)
+	}
+}
+
+// locked runs f under the unit's lock, as systemd_lifecycle's runs on it are.
+func (r *run) locked(unit string, f func() error) error {
+	if r.d.Lock == nil {
+		return f()
+	}
+	release, err := r.d.Lock(context.Background(), lock.Unit(unit))
+	if err != nil {
+		return err
+	}
+	defer release()
+	return f()
 }
 
 // diff is one diff for the whole service: each step's, under its step's name.

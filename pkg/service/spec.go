@@ -4,6 +4,9 @@ import (
 	"fmt"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/lifecycle"
+	"github.com/richt/services/pkg/override"
+	"github.com/richt/services/pkg/rpmexact"
 )
 
 // Spec is the service module's parameter contract.
@@ -12,7 +15,7 @@ func Spec() *ansible.Spec {
 		ps := []ansible.Param{
 			{Name: "unit", Kind: ansible.Str, Required: true, Description: []string{`The unit the file is (or, for a drop-in, belongs to).`}},
 			{Name: "content", Kind: ansible.Str, Required: true, Description: []string{`The file's content (see richt.services.unit_override).`}},
-			{Name: "mode", Kind: ansible.Str, Description: []string{`File mode such as C("0644"); default C(0644).`}},
+			{Name: "mode", Kind: ansible.Raw, Description: []string{`File mode, as richt.services.unit_override takes it (C("0644"), or a number); default C(0644).`}},
 			{Name: "sensitive", Kind: ansible.Bool, Default: false, Description: []string{`Keep the content out of every output.`}},
 		}
 		if dropIn {
@@ -56,7 +59,7 @@ func Spec() *ansible.Spec {
 					{Name: "enabled", Kind: ansible.Bool, Description: []string{`Boot state; omitted leaves it alone.`}},
 					{Name: "masked", Kind: ansible.Bool, Description: []string{`Mask state; omitted leaves it alone.`}},
 					{Name: "timeout", Kind: ansible.Str, Description: []string{`Deadline of each action and its verification.`}},
-					{Name: "settle", Kind: ansible.Str, Description: []string{`How long the unit must stay up after a start or restart.`}},
+					{Name: "settle", Kind: ansible.Raw, Description: []string{`How long the unit must stay up after a start or restart, as richt.services.systemd_lifecycle takes it.`}},
 					{Name: "health", Kind: ansible.Dict, Description: []string{`A health probe (see richt.services.systemd_lifecycle).`}},
 					{Name: "after", Kind: ansible.List, Elements: ansible.Str, Description: []string{`Units of this service's processes this one comes after.`}},
 				}},
@@ -95,6 +98,24 @@ func Spec() *ansible.Spec {
 		}
 		if _, err := Order(p.Processes, false); err != nil {
 			return err
+		}
+		// Every step's arguments are checked by its own module now, before anything runs:
+		// bad input changes nothing, not only in the step it belongs to.
+		r := &run{p: p}
+		if pkgs := r.packageArgs(p.State == "absent"); pkgs != nil {
+			if _, err := rpmexact.Spec().Validate(pkgs); err != nil {
+				return fmt.Errorf("packages: %w", err)
+			}
+		}
+		for _, f := range r.fileArgs(p.State == "absent") {
+			if _, err := override.Spec().Validate(f.args); err != nil {
+				return fmt.Errorf("%s: %w", fileLabel(f), err)
+			}
+		}
+		for i, proc := range p.Processes {
+			if _, err := lifecycle.Spec().Validate(processArgs(proc)); err != nil {
+				return fmt.Errorf("processes[%d] (%s): %w", i, unitOf(proc.Unit), err)
+			}
 		}
 		return nil
 	}

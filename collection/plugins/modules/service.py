@@ -89,8 +89,9 @@ options:
         required: true
       mode:
         description:
-          - File mode such as C("0644"); default C(0644).
-        type: str
+          - File mode, as richt.services.unit_override takes it (C("0644"), or a number);
+            default C(0644).
+        type: raw
       sensitive:
         description:
           - Keep the content out of every output.
@@ -114,8 +115,9 @@ options:
         required: true
       mode:
         description:
-          - File mode such as C("0644"); default C(0644).
-        type: str
+          - File mode, as richt.services.unit_override takes it (C("0644"), or a number);
+            default C(0644).
+        type: raw
       sensitive:
         description:
           - Keep the content out of every output.
@@ -164,8 +166,9 @@ options:
         type: str
       settle:
         description:
-          - How long the unit must stay up after a start or restart.
-        type: str
+          - How long the unit must stay up after a start or restart, as
+            richt.services.systemd_lifecycle takes it.
+        type: raw
       health:
         description:
           - A health probe (see richt.services.systemd_lifecycle).

@@ -1,0 +1,118 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/lifecycle"
+	"github.com/richt/services/pkg/override"
+	"github.com/richt/services/pkg/rpmexact"
+	"github.com/richt/services/pkg/stamp"
+)
+
+// fakeModule is a module's real parameter contract with a handler that answers every call
+// with changed and keeps the arguments it was given.
+func fakeModule(spec *ansible.Spec, changed *bool, calls *[]map[string]any) Module {
+	return Module{
+		Spec: spec,
+		Handler: func(_ context.Context, req *ansible.Request) (any, error) {
+			*calls = append(*calls, req.Params)
+			return map[string]any{"changed": *changed}, nil
+		},
+	}
+}
+
+type fakePending struct{ records map[string]*durable.Pending }
+
+func (f *fakePending) GetPending(u string) (*durable.Pending, error) { return f.records[u], nil }
+func (f *fakePending) SetPending(u string, p durable.Pending) error {
+	f.records[u] = &p
+	return nil
+}
+func (f *fakePending) ClearPending(u string) error { delete(f.records, u); return nil }
+
+type fakePredict struct{ pkg, files bool }
+
+func (f fakePredict) PackagesChange(context.Context, []any) (bool, error)       { return f.pkg, nil }
+func (f fakePredict) FileChanges(context.Context, map[string]any) (bool, error) { return f.files, nil }
+
+// The reactions recorded ahead: kept when the step they are for changed something,
+// withdrawn when it did not, so a failed or empty step never leaves a restart owed.
+func TestReactionsRecordedAhead(t *testing.T) {
+	cases := []struct {
+		name                     string
+		predictPkg, predictFiles bool
+		pkgChanged, filesChanged bool
+		wantRecord               string
+	}{
+		{"package changed: the restart stays owed until the process step", true, false, true, false, "restart"},
+		{"package predicted, nothing changed: withdrawn", true, false, false, false, ""},
+		{"reload drop-in changed: the reload stays owed", false, true, false, true, "reload"},
+		{"drop-in predicted, not changed: withdrawn", false, true, false, false, ""},
+		{"nothing predicted: nothing recorded", false, false, true, true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var pkgCalls, fileCalls, procCalls []map[string]any
+			pending := &fakePending{records: map[string]*durable.Pending{}}
+			procChanged := false
+			d := Deps{
+				Packages: fakeModule(rpmexact.Spec(), &c.pkgChanged, &pkgCalls),
+				Files:    fakeModule(override.Spec(), &c.filesChanged, &fileCalls),
+				// The process step is the one that would carry the reaction out: here it
+				// does nothing, as if the run were killed right before it.
+				Processes: fakeModule(lifecycle.Spec(), &procChanged, &procCalls),
+				Predict:   fakePredict{pkg: c.predictPkg, files: c.predictFiles},
+				Pending:   pending,
+				Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
+			}
+			args := map[string]any{"name": "demo",
+				"packages":  []any{map[string]any{"name": "demo", "version": "0:1.0-1.noarch"}},
+				"dropins":   []any{map[string]any{"unit": "demo", "name": "20.conf", "reload": true, "content": "[Service]\n"}},
+				"processes": []any{map[string]any{"unit": "demo"}}}
+			out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(d))
+			require.Nil(t, out["failed"], out["msg"])
+			rec := pending.records["demo.service"]
+			if c.wantRecord == "" {
+				assert.Nil(t, rec)
+			} else {
+				require.NotNil(t, rec)
+				assert.Equal(t, c.wantRecord, rec.Reaction)
+			}
+			// The process step got the role's named triggers.
+			require.Len(t, procCalls, 1)
+			data, _ := json.Marshal(procCalls[0]["restart_on"])
+			assert.Contains(t, string(data), `"packages"`)
+			assert.Contains(t, string(data), `"unit files"`)
+			assert.Contains(t, string(data), `"drop-ins"`)
+			data, _ = json.Marshal(procCalls[0]["reload_on"])
+			assert.Contains(t, string(data), `"reload drop-ins"`)
+		})
+	}
+}
+
+func TestOrder(t *testing.T) {
+	p := func(u string, after ...any) Process { return Process{Unit: u, After: after} }
+	got, err := Order([]Process{p("web", "db"), p("db"), p("cache")}, false)
+	require.NoError(t, err)
+	var names []string
+	for _, x := range got {
+		names = append(names, x.Unit)
+	}
+	assert.Equal(t, "db web cache", strings.Join(names, " "))
+	got, _ = Order([]Process{p("web", "db"), p("db")}, true)
+	assert.Equal(t, "web", got[0].Unit, "removal in reverse")
+	_, err = Order([]Process{p("a", "b"), p("b", "a")}, false)
+	assert.ErrorContains(t, err, "cycle")
+	_, err = Order([]Process{p("a", "zzz")}, false)
+	assert.ErrorContains(t, err, "a.service is after zzz.service, which is not a process of this service")
+	_, err = Order([]Process{p("a"), p("a.service")}, false)
+	assert.ErrorContains(t, err, "declared twice")
+}
