@@ -28,7 +28,7 @@ func Main() {
 		Packages:  service.Module{Spec: rpmexact.Spec(), Handler: rpm_exact.Handler()},
 		Files:     service.Module{Spec: override.Spec(), Handler: unit_override.Handler()},
 		Processes: service.Module{Spec: lifecycle.Spec(), Handler: systemd_lifecycle.Handler()},
-		Predict:   service.Predictor{Runner: runner.Exec{}},
+		Predict:   service.Predictor{Packages: rpmexact.Deps{Runner: runner.Exec{}, Queries: rpmexact.DefaultQueryMemo()}},
 		Pending:   store,
 		SyncDue: func() bool {
 			seen, err := store.ManagerSync()

@@ -685,11 +685,11 @@ func (r *run) carry(e *Earlier) {
 	r.res.Placed(e.filesPlaced)
 }
 
-// PredictChange answers, reading only (one rpm query, no DNF), whether a run with these
-// arguments would run a transaction: the decision a real run makes first. The service
-// module uses it to record the reactions a package change will owe before it changes
-// anything.
-func PredictChange(ctx context.Context, r runner.Runner, args map[string]any) (bool, error) {
+// PredictChange answers, reading only (the remembered rpm query while the database is
+// unchanged, else one rpm query; no DNF), whether a run with these arguments would run a
+// transaction: the decision a real run makes first. The service module uses it to record
+// the reactions a package change will owe before it changes anything.
+func (d Deps) PredictChange(ctx context.Context, args map[string]any) (bool, error) {
 	s := Spec()
 	vals, err := s.Validate(args)
 	if err != nil {
@@ -700,11 +700,11 @@ func PredictChange(ctx context.Context, r runner.Runner, args map[string]any) (b
 		return false, err
 	}
 	w := wantFrom(p)
-	have, _, err := ObserveAll(ctx, r, w.Names())
+	obs, err := d.observe(ctx, w.Names())
 	if err != nil {
 		return false, err
 	}
-	plan, err := Decide(w, have)
+	plan, err := Decide(w, obs.have)
 	if err != nil {
 		return false, err
 	}

@@ -5,19 +5,19 @@ import (
 
 	"github.com/richt/services/pkg/override"
 	"github.com/richt/services/pkg/rpmexact"
-	"github.com/richt/services/pkg/runner"
 )
 
 // Predictor is the Prediction of the target: the modules' own Observe and Decide.
 type Predictor struct {
-	Runner runner.Runner
+	// Packages observes as rpm_exact does (its query memo, else rpm).
+	Packages rpmexact.Deps
 	// Root is the filesystem root unit files are read from ("" for /).
 	Root string
 }
 
 // PackagesChange implements Prediction.
 func (p Predictor) PackagesChange(ctx context.Context, packages []any) (bool, error) {
-	return rpmexact.PredictChange(ctx, p.Runner, map[string]any{"packages": packages})
+	return p.Packages.PredictChange(ctx, map[string]any{"packages": packages})
 }
 
 // FileChanges implements Prediction.

@@ -451,6 +451,10 @@ func (r *run) triggers(p Process, pkgRes map[string]any) (restart, reload []any)
 	return restart, reload
 }
 
+// predictTimeout bounds the prediction before the first step (one rpm query, reading the
+// owned files).
+const predictTimeout = time.Minute
+
 // ahead is what a run predicted before its first step: the reaction each running process
 // will owe for the packages step and for the files step, and the records it replaced.
 type ahead struct {
@@ -474,6 +478,9 @@ func (r *run) predict(ctx context.Context, pkgs map[string]any, files []fileStep
 	if r.d.Predict == nil || r.d.Pending == nil || len(running) == 0 {
 		return a, nil
 	}
+	// Reading only, but bounded: an rpm that hangs must not hold the run forever.
+	ctx, cancel := context.WithTimeout(ctx, predictTimeout)
+	defer cancel()
 	if pkgs != nil {
 		c, err := r.d.Predict.PackagesChange(ctx, pkgs["packages"].([]any))
 		if err != nil {
