@@ -128,18 +128,12 @@ func build() (string, error) {
 	return out, nil
 }
 
-// service is the service module's arguments for the demo service.
+// service is the demo service (fixtures.DemoService) with a sensitive drop-in besides.
 func service(version, level string) map[string]any {
-	return map[string]any{
-		"name":     "demo",
-		"packages": []any{map[string]any{"name": "demo", "version": version}},
-		"dropins": []any{
-			map[string]any{"unit": "demo.service", "name": "10-reload.conf", "content": "[Service]\nExecReload=/bin/kill -HUP $MAINPID\n"},
-			map[string]any{"unit": "demo.service", "name": "20-level.conf", "reload": true, "content": "[Service]\nEnvironment=DEMO_LEVEL=" + level + "\n"},
-			map[string]any{"unit": "demo.service", "name": "30-secret.conf", "sensitive": true, "mode": "0600", "content": "[Service]\nEnvironment=" + secret + "\n"},
-		},
-		"processes": []any{map[string]any{"unit": "demo.service", "enabled": true, "timeout": "30s"}},
-	}
+	args := fixtures.DemoService(version, level)
+	args["dropins"] = append(args["dropins"].([]any), map[string]any{"unit": "demo.service", "name": "30-secret.conf",
+		"sensitive": true, "mode": "0600", "content": "[Service]\nEnvironment=" + secret + "\n"})
+	return args
 }
 
 // run runs a module in the target and keeps its output.

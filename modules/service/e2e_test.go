@@ -32,18 +32,12 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// demo is the demo service as the role's demo play declares it.
+// demo is the demo service (fixtures.DemoService) with the demo play's health probe.
 func demo(version, level string) map[string]any {
-	return map[string]any{
-		"name":     "demo",
-		"packages": []any{map[string]any{"name": "demo", "version": version}},
-		"dropins": []any{
-			map[string]any{"unit": "demo.service", "name": "10-reload.conf", "content": "[Service]\nExecReload=/bin/kill -HUP $MAINPID\n"},
-			map[string]any{"unit": "demo.service", "name": "20-level.conf", "reload": true, "content": "[Service]\nEnvironment=DEMO_LEVEL=" + level + "\n"},
-		},
-		"processes": []any{map[string]any{"unit": "demo.service", "enabled": true, "timeout": "20s",
-			"health": map[string]any{"banner": "127.0.0.1:8080", "expect": "demo ready"}}},
-	}
+	args := fixtures.DemoService(version, level)
+	args["processes"] = []any{map[string]any{"unit": "demo.service", "enabled": true, "timeout": "20s",
+		"health": map[string]any{"banner": "127.0.0.1:8080", "expect": "demo ready"}}}
+	return args
 }
 
 const (

@@ -264,3 +264,21 @@ func andList(l []string) string {
 	}
 	return strings.Join(l[:len(l)-1], ", ") + " and " + l[len(l)-1]
 }
+
+// PlainlyFalse reports whether a raw value is one of Ansible's spellings of false (false,
+// 0, "no", "false", "off", "0", "n", "f" in any case). Modules that must hide something
+// unless told plainly not to (a sensitive flag) use it on raw input, before validation.
+func PlainlyFalse(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return !x
+	case float64:
+		return x == 0
+	case string:
+		switch strings.ToLower(x) {
+		case "no", "false", "off", "0", "n", "f":
+			return true
+		}
+	}
+	return false
+}

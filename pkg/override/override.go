@@ -197,7 +197,7 @@ func Spec() *ansible.Spec {
 			// Hidden unless sensitive is plainly false: a value validation will refuse
 			// (" yes", "maybe", a list) still hides the content in that refusal, since
 			// whoever wrote it meant something other than false.
-			if v, ok := raw["sensitive"]; ok && v != nil && !plainlyFalse(v) {
+			if v, ok := raw["sensitive"]; ok && v != nil && !ansible.PlainlyFalse(v) {
 				return []string{"content"}
 			}
 			return nil
@@ -224,22 +224,6 @@ func Spec() *ansible.Spec {
 		return nil
 	}
 	return s
-}
-
-// plainlyFalse reports whether a raw sensitive value is one of Ansible's spellings of false.
-func plainlyFalse(v any) bool {
-	switch x := v.(type) {
-	case bool:
-		return !x
-	case float64:
-		return x == 0
-	case string:
-		switch strings.ToLower(x) {
-		case "no", "false", "off", "0", "n", "f":
-			return true
-		}
-	}
-	return false
 }
 
 // target returns the normalised unit and the file's path.

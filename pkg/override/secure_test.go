@@ -126,7 +126,7 @@ func TestSensitiveHidesUnlessPlainlyFalse(t *testing.T) {
 		assert.NotContains(t, string(out), "s3cr3t", "sensitive=%#v", v)
 	}
 	for _, v := range []any{false, "no", "false", "off", "0", "n", "F", 0.0} {
-		assert.True(t, plainlyFalse(v), "%#v", v)
+		assert.True(t, ansible.PlainlyFalse(v), "%#v", v)
 	}
 }
 

@@ -71,7 +71,7 @@ func Spec() *ansible.Spec {
 				items, _ := raw[key].([]any)
 				for _, it := range items {
 					m, _ := it.(map[string]any)
-					if c, ok := m["content"].(string); ok && m["sensitive"] != nil && !plainlyFalse(m["sensitive"]) {
+					if c, ok := m["content"].(string); ok && m["sensitive"] != nil && !ansible.PlainlyFalse(m["sensitive"]) {
 						out = append(out, c)
 					}
 				}
@@ -120,21 +120,4 @@ func Spec() *ansible.Spec {
 		return nil
 	}
 	return s
-}
-
-// plainlyFalse reports whether a raw sensitive value is one of Ansible's spellings of
-// false (anything else hides the content, as unit_override does).
-func plainlyFalse(v any) bool {
-	switch x := v.(type) {
-	case bool:
-		return !x
-	case float64:
-		return x == 0
-	case string:
-		switch x {
-		case "no", "false", "off", "0", "n", "f", "No", "False", "NO", "FALSE", "Off", "OFF", "N", "F":
-			return true
-		}
-	}
-	return false
 }
