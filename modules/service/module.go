@@ -36,11 +36,7 @@ func Main() {
 		},
 		Lock: lock.In(lock.Dir()),
 		Reload: func(ctx context.Context) error {
-			seen, err := store.ManagerSync()
-			if err != nil {
-				seen = durable.Sync{}
-			}
-			return systemd.ReloadManager(ctx, systemd.Systemctl{Runner: runner.Exec{}}, store, seen)
+			return systemd.ReloadSeen(ctx, systemd.Systemctl{Runner: runner.Exec{}}, store)
 		},
 	}))
 }

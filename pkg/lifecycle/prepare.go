@@ -141,7 +141,7 @@ func enableFirst(w Want, o Observation) Step {
 // restart is still due.
 func restartServedBy(w Want, trig reaction.Triggers, o Observation) string {
 	obs := o.Unit
-	if !w.Running || len(reaction.Changed(trig.Restart)) == 0 || !obs.Running() || obs.NeedDaemonReload {
+	if !restartMayBeServed(w, trig, obs) {
 		return ""
 	}
 	if !reaction.RestartServed(trig, o.Now, obs.ActiveEnterMono) {
@@ -160,5 +160,11 @@ func needsClock(w Want, trig reaction.Triggers, pending *durable.Pending, obs sy
 	if pending != nil {
 		return true
 	}
+	return restartMayBeServed(w, trig, obs)
+}
+
+// restartMayBeServed: a restart trigger changed and the unit runs with its files loaded, so
+// the restart may already have happened (by the clock).
+func restartMayBeServed(w Want, trig reaction.Triggers, obs systemd.Props) bool {
 	return w.Running && len(reaction.Changed(trig.Restart)) > 0 && obs.Running() && !obs.NeedDaemonReload
 }

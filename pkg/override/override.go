@@ -613,14 +613,9 @@ func setAttributes(full string, w Want, f File) error {
 // reloadManager reloads systemd's manager through systemctl. The reload this change owes
 // was recorded before the file moved, so a failed reload leaves it due for the next
 // systemd_lifecycle run; a successful one settles every entry seen before it, that one
-// included. An unreadable record was not served knowingly: it is left for
-// systemd_lifecycle, which names it.
+// included.
 func (d Deps) reloadManager(ctx context.Context, p string) error {
-	seen, serr := d.Sync.ManagerSync()
-	if serr != nil {
-		seen = durable.Sync{}
-	}
-	err := systemd.ReloadManager(ctx, systemd.Systemctl{Runner: d.Runner}, d.Sync, seen)
+	err := systemd.ReloadSeen(ctx, systemd.Systemctl{Runner: d.Runner}, d.Sync)
 	if err != nil && errors.Is(err, systemd.ErrReload) {
 		return fmt.Errorf("%s was written but systemctl daemon-reload failed (recorded as due for the next systemd_lifecycle run): %w", p, err)
 	}

@@ -243,7 +243,7 @@ func (r *run) present(ctx context.Context) error {
 		r.withdraw(ahead, unchanged, func(u string) bool { _, pkg := ahead.pkg[u]; return pkg && pkgChanged })
 	}
 	for _, proc := range r.order {
-		restart, reload := r.triggers(proc, pkgRes)
+		restart, reload := r.triggers(proc, pkgRes, files)
 		args := processArgs(proc)
 		args["restart_on"] = restart
 		if len(reload) > 0 {
@@ -413,14 +413,14 @@ func processArgs(p Process) map[string]any {
 // triggers are a process's restart_on and reload_on, named and wired as the role wired
 // them: the packages step restarts every process; the unit files and drop-ins of the
 // process's unit restart it, or reload it when the drop-in says reload.
-func (r *run) triggers(p Process, pkgRes map[string]any) (restart, reload []any) {
+func (r *run) triggers(p Process, pkgRes map[string]any, files []fileStep) (restart, reload []any) {
 	unit := unitOf(p.Unit)
 	packages := any(map[string]any{"changed": false})
 	if pkgRes != nil {
 		packages = pkgRes
 	}
 	var units, dropins, reloads []any
-	for i, f := range r.fileArgs(false) {
+	for i, f := range files {
 		if f.unit != unit || i >= len(r.res.Files) {
 			continue
 		}

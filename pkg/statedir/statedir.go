@@ -61,17 +61,22 @@ func CheckFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("inspect %s: %w", path, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrInsecure, path, fi.Mode().Type())
-	}
+	return checkRecord(path, fi, false)
+}
+
+// checkRecord checks a record's file information: regular, owned by the running user (or
+// by root, with rootToo), not writable by group or others.
+func checkRecord(path string, fi os.FileInfo, rootToo bool) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+	uid := os.Geteuid()
+	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrInsecure, path, fi.Mode().Type())
+	case !ok:
 		return fmt.Errorf("inspect %s: no owner information", path)
-	}
-	if uid := os.Geteuid(); int(st.Uid) != uid {
+	case int(st.Uid) != uid && !(rootToo && st.Uid == 0):
 		return fmt.Errorf("%w: %s is owned by uid %d, not by uid %d that runs the module", ErrInsecure, path, st.Uid, uid)
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
+	case fi.Mode().Perm()&0o022 != 0:
 		return fmt.Errorf("%w: %s has mode %04o, writable by group or others", ErrInsecure, path, fi.Mode().Perm())
 	}
 	return nil
@@ -106,16 +111,8 @@ func ReadRecord(dir, name string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", path, err)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrInsecure, path, fi.Mode().Type())
-	case !ok:
-		return nil, fmt.Errorf("inspect %s: no owner information", path)
-	case st.Uid != 0 && int(st.Uid) != os.Geteuid():
-		return nil, fmt.Errorf("%w: %s is owned by uid %d", ErrInsecure, path, st.Uid)
-	case fi.Mode().Perm()&0o022 != 0:
-		return nil, fmt.Errorf("%w: %s has mode %04o, writable by group or others", ErrInsecure, path, fi.Mode().Perm())
+	if err := checkRecord(path, fi, true); err != nil {
+		return nil, err
 	}
 	data := make([]byte, fi.Size())
 	if _, err := f.ReadAt(data, 0); err != nil && fi.Size() > 0 {

@@ -35,3 +35,20 @@ func ReloadManager(ctx context.Context, m Reloader, records SyncClearer, seen du
 	}
 	return records.ClearManagerSync(ctx, seen)
 }
+
+// SyncRecords are the durable manager-sync records as a reload reads and settles them.
+type SyncRecords interface {
+	SyncClearer
+	ManagerSync() (durable.Sync, error)
+}
+
+// ReloadSeen reads the manager-sync records and reloads the manager, settling the entries it
+// read (ReloadManager). A record that cannot be read was not served knowingly: it is left
+// for systemd_lifecycle, which names it.
+func ReloadSeen(ctx context.Context, m Reloader, records SyncRecords) error {
+	seen, err := records.ManagerSync()
+	if err != nil {
+		seen = durable.Sync{}
+	}
+	return ReloadManager(ctx, m, records, seen)
+}
