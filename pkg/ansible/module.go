@@ -103,7 +103,12 @@ func execute(ctx context.Context, spec *Spec, in *Input, h Handler) (map[string]
 		res["msg"] = herr.Error()
 	}
 	if len(req.warnings) > 0 {
-		res["warnings"] = req.warnings
+		// As JSON's own type: the masking below must see each warning.
+		w := make([]any, len(req.warnings))
+		for i, s := range req.warnings {
+			w[i] = s
+		}
+		res["warnings"] = w
 	}
 	if !in.Diff {
 		delete(res, "diff")

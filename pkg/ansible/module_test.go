@@ -241,3 +241,22 @@ func TestURLPasswordsAreMasked(t *testing.T) {
 	out := maskURLPasswords(map[string]any{"stderr": []any{"http://u:p4ss@h/"}, "http://u:p4ss@h/": 1})
 	assert.NotContains(t, fmt.Sprint(out), "p4ss")
 }
+
+// Warnings and a handler's own slices and structs go through the same masking as the rest
+// of the result: none of them is a way around it.
+func TestWarningsAndTypedValuesAreMasked(t *testing.T) {
+	h := func(ctx context.Context, req *Request) (any, error) {
+		pw := req.Params.String("password")
+		req.Warn("retrying http://deploy:urlpass9@repo/ with %s", pw)
+		return map[string]any{"changed": false, "lines": []string{"said " + pw}, "step": echo{Name: pw}}, nil
+	}
+	data, err := json.Marshal(map[string]any{"name": "x", "password": "hunter2-pass"})
+	require.NoError(t, err)
+	p := filepath.Join(t.TempDir(), "args")
+	require.NoError(t, os.WriteFile(p, data, 0o600))
+	out := string(Execute(context.Background(), testSpec(), []string{p}, nil, h))
+	assert.NotContains(t, out, "hunter2-pass")
+	assert.NotContains(t, out, "urlpass9")
+	assert.Contains(t, out, Masked)
+	assert.Contains(t, out, "retrying http://deploy:"+URLPasswordMask+"@repo/")
+}

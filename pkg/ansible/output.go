@@ -111,13 +111,12 @@ func mask(v any, secrets []string) any {
 	return v
 }
 
-// toMap turns a module's result struct into a JSON object map.
+// toMap turns a module's result into a JSON object map of JSON's own types. A map is
+// re-encoded too: the masking walks only JSON's types, and a []string or a struct inside a
+// handler's map would carry a secret past it.
 func toMap(result any) (map[string]any, error) {
 	if result == nil {
 		return map[string]any{}, nil
-	}
-	if m, ok := result.(map[string]any); ok {
-		return m, nil
 	}
 	data, err := json.Marshal(result)
 	if err != nil {
