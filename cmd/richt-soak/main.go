@@ -9,7 +9,8 @@
 // runs reported, and the service module; check mode mixed in. The faults: SIGKILL of the
 // module during its run, SIGKILL of a transaction's supervisor, a stop of the caller's unit
 // (the module run by a oneshot unit), two runs at once on the unit, a corrupt durable
-// record, systemctl daemon-reexec during a run, a full disk under the drop-ins. After every
+// record, systemctl daemon-reexec during a run, a full disk under the drop-ins, a reboot of
+// the target during a run (clean, or a power loss). After every
 // step it checks the invariants: one build per package name and `dnf check` clean; no
 // temporary file left once a run completed; after a converging run of the service module
 // the unit runs, enabled, with the requested package and drop-ins, and was started after
@@ -42,7 +43,16 @@ const secret = "SOAK_TOKEN=s3cr3t-soak-4711"
 func main() {
 	dur := flag.Duration("for", 10*time.Minute, "how long to run steps (the target's start and the final check come on top)")
 	seed := flag.Int64("seed", time.Now().UnixNano(), "seed of the random sequence (printed; the same seed replays it)")
+	only := flag.String("faults", "", "comma-separated fault kinds to draw from (default: all of "+strings.Join(faultKinds, ",")+"); the seed replays with the same list")
 	flag.Parse()
+	if *only != "" {
+		kinds, err := pickFaults(*only)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "richt-soak: -faults:", err)
+			os.Exit(2)
+		}
+		faultKinds = kinds
+	}
 	fmt.Printf("richt-soak: seed %d, for %s, image %s\n", *seed, *dur, os.Getenv("TESTENV_SUITE"))
 	s, err := start(context.Background(), *seed)
 	if err != nil {
@@ -100,7 +110,7 @@ func start(ctx context.Context, seed int64) (*soak, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := testenv.BuildRepoDir(repo, fixtures.DemoPackage("1.0"), fixtures.DemoPackage("2.0")); err != nil {
+	if err := testenv.BuildRepoDir(repo, slowDemo("1.0"), slowDemo("2.0")); err != nil {
 		return nil, err
 	}
 	if err := s.t.AddRepo(ctx, "fixtures", repo); err != nil {
@@ -111,6 +121,15 @@ func start(ctx context.Context, seed int64) (*soak, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// slowDemo is the demo package with a %pre that takes a second, as a real package's
+// scriptlets or payload do: a fault "during a transaction" then meets DNF at work, where the
+// fixture alone is installed in about 0.2 s.
+func slowDemo(version string) testenv.Package {
+	p := fixtures.DemoPackage(version)
+	p.Scriptlets = map[string]string{"pre": "sleep 1"}
+	return p
 }
 
 // build compiles the multi-call binary for the targets.
@@ -178,7 +197,35 @@ var ops = []struct {
 }
 
 // faultKinds are the faults the soak injects, drawn for about a third of the steps.
-var faultKinds = []string{"kill-module", "kill-supervisor", "stop-caller", "concurrent", "corrupt-record", "daemon-reexec", "full-disk"}
+var faultKinds = []string{"kill-module", "kill-supervisor", "stop-caller", "concurrent", "corrupt-record", "daemon-reexec", "full-disk", "reboot", "power-loss"}
+
+func indexOf(list []string, v string) int {
+	for i, e := range list {
+		if e == v {
+			return i
+		}
+	}
+	return 0
+}
+
+// pickFaults parses -faults: known kinds only, in faultKinds' order.
+func pickFaults(list string) ([]string, error) {
+	want := map[string]bool{}
+	for _, k := range strings.Split(list, ",") {
+		want[strings.TrimSpace(k)] = true
+	}
+	var kinds []string
+	for _, k := range faultKinds {
+		if want[k] {
+			kinds = append(kinds, k)
+			delete(want, k)
+		}
+	}
+	for k := range want {
+		return nil, fmt.Errorf("unknown fault kind %q (known: %s)", k, strings.Join(faultKinds, ", "))
+	}
+	return kinds, nil
+}
 
 // Draw picks the next step and fault from r: the whole sequence is a function of the seed.
 func Draw(r *rand.Rand) (op, fault string, check bool) {
@@ -205,6 +252,11 @@ func (s *soak) step(ctx context.Context) {
 	s.steps++
 	op, fault, check := Draw(s.rnd)
 	version, level := versions[s.rnd.Intn(len(versions))], levels[s.rnd.Intn(len(levels))]
+	if (fault == "reboot" || fault == "power-loss") && version == s.version {
+		// A restart is the fault of a transaction under way: the pin moves, when the step
+		// has one.
+		version = versions[(indexOf(versions, s.version)+1)%len(versions)]
+	}
 	module, args := s.args(op, version, level)
 	if check {
 		args["_ansible_check_mode"] = true
@@ -267,7 +319,8 @@ func (s *soak) inject(ctx context.Context, fault, module string, args map[string
 	case "kill-supervisor":
 		sh(fmt.Sprintf(`%s /var/tmp/soak-args.json >/var/tmp/soak-out 2>&1 & p=$!; sleep %s; pkill -9 -f 'exe rpm_exact$'; wait $p; cat /var/tmp/soak-out`, bin, delay))
 	case "stop-caller":
-		sh(fmt.Sprintf(`systemd-run --quiet --unit=soak-caller-%d --service-type=oneshot --no-block %s /var/tmp/soak-args.json; sleep %s; systemctl stop soak-caller-%d.service`, s.steps, bin, delay, s.steps))
+		sh(fmt.Sprintf(`ls -d /var/lib/richt/transactions/*/ > /var/tmp/soak-records 2>/dev/null
+systemd-run --quiet --unit=soak-caller-%d --service-type=oneshot --no-block %s /var/tmp/soak-args.json; sleep %s; systemctl stop soak-caller-%d.service`, s.steps, bin, delay, s.steps))
 	case "concurrent":
 		sh(fmt.Sprintf(`%[1]s /var/tmp/soak-args.json & %[1]s /var/tmp/soak-args.json & wait`, bin))
 	case "corrupt-record":
@@ -275,6 +328,29 @@ func (s *soak) inject(ctx context.Context, fault, module string, args map[string
 		sh(fmt.Sprintf(`mkdir -p $(dirname %[1]s) && printf '{"half' > %[1]s; %[2]s /var/tmp/soak-args.json; rm -f %[1]s`, target, bin))
 	case "daemon-reexec":
 		sh(fmt.Sprintf(`%s /var/tmp/soak-args.json & sleep %s; systemctl daemon-reexec; wait`, bin, delay))
+	case "reboot", "power-loss":
+		// The run starts as a unit of its own (a process left behind by an exec does not
+		// outlive the exec), then the target restarts under it: cleanly (systemd stops its
+		// units, the transaction's scope among them) or as a power loss (everything killed
+		// at once). The restart comes a random moment within 0.4 s after the transaction's
+		// scope appeared, inside slowDemo's one-second %pre (after 3 s for a step without a
+		// transaction).
+		delay = fmt.Sprintf("%.2f", s.rnd.Float64()*0.4)
+		sh(fmt.Sprintf(`ls -d /var/lib/richt/transactions/*/ > /var/tmp/soak-records 2>/dev/null
+systemd-run --quiet --unit=soak-run-%d --service-type=oneshot --no-block -p StandardOutput=file:/var/tmp/soak-out %s /var/tmp/soak-args.json
+for i in $(seq 150); do systemctl list-units --no-legend 'richt-rpm-transaction-*' | grep -q . && break; sleep 0.02; done; sleep %s`, s.steps, bin, delay))
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		if err := s.t.Reboot(rctx, fault == "power-loss", 20*time.Second); err != nil {
+			s.violations = append(s.violations, err.Error())
+			return
+		}
+		// Whether the restart caught DNF at work: a new transaction record without a
+		// finished outcome, or with the stop its supervisor saw.
+		res, _ := s.t.Exec(ctx, "/bin/sh", "-c", `for d in /var/lib/richt/transactions/*/; do grep -qxF "$d" /var/tmp/soak-records && continue; [ -f "$d/request.json" ] && { ! grep -qs '"done": *true' "$d/outcome.json" || grep -qs '"stopped"' "$d/outcome.json"; } && echo "$d"; done`)
+		if strings.TrimSpace(res.Stdout) != "" {
+			s.faults[fault+" during a transaction"]++
+		}
 	case "full-disk":
 		sh(fmt.Sprintf(`d=/etc/systemd/system/demo.service.d; mkdir -p /var/tmp/soak-keep && cp -a $d/. /var/tmp/soak-keep/ &&
 mount -t tmpfs -o size=64k soak-full $d && cp -a /var/tmp/soak-keep/. $d/ && dd if=/dev/zero of=$d/.fill bs=4k 2>/dev/null
@@ -337,7 +413,9 @@ func (s *soak) report(seed int64) {
 	total := 0
 	for k, n := range s.faults {
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
-		total += n
+		if !strings.Contains(k, " during ") { // a subset of its kind, counted there
+			total += n
+		}
 	}
 	sort.Strings(kinds)
 	fmt.Printf("richt-soak: seed %d: %d steps, %d module runs, %d faults (%s), %d invariant violations\n",

@@ -26,3 +26,25 @@ func TestDrawIsAFunctionOfTheSeed(t *testing.T) {
 	}
 	assert.Greater(t, len(seen), 20, "the draws vary")
 }
+
+func TestPickFaults(t *testing.T) {
+	for _, tc := range []struct {
+		list string
+		want []string
+		err  string
+	}{
+		{"reboot", []string{"reboot"}, ""},
+		{"power-loss, kill-module", []string{"kill-module", "power-loss"}, ""},
+		{"reboot,unplug", nil, `unknown fault kind "unplug"`},
+	} {
+		t.Run(tc.list, func(t *testing.T) {
+			got, err := pickFaults(tc.list)
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			assert.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -384,3 +384,38 @@ while pgrep -x dnf >/dev/null; do sleep 0.2; done; wait`, bin))
 		assert.NotContains(t, e["outcome"], "unknown")
 	}
 }
+
+// A restart of the host while DNF runs (a clean reboot: systemd stops the transaction's
+// scope; a power loss: everything ends at once) leaves the package database as DNF left it,
+// and the next run reports the interrupted transaction and converges from what rpm says.
+func TestARebootDuringATransaction(t *testing.T) {
+	t.Parallel()
+	for _, hard := range []bool{false, true} {
+		name := map[bool]string{false: "clean reboot", true: "power loss"}[hard]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := faultFixture(t)
+			bin := f.slowStart(t, "/var/tmp/reboot-args.json", "5m")
+			f.target.Shell(t, fmt.Sprintf(`systemd-run --quiet --unit=reboot-caller --service-type=oneshot --no-block %s /var/tmp/reboot-args.json
+until pgrep -x dnf >/dev/null; do sleep 0.1; done; sleep 1`, bin))
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			require.NoError(t, f.target.Reboot(ctx, hard, 20*time.Second))
+			assert.Equal(t, "slow-1.0", f.rpmQ(t, "slow"), "the restart came during %pre: nothing moved")
+
+			r := f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "2m"})
+			require.False(t, r.Failed(), r.Msg())
+			assert.True(t, r.Changed())
+			assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"), "exactly one build, the pin")
+			e := r.Map("earlier_transaction")
+			require.NotNil(t, e, "the interrupted transaction is reported: %v", r)
+			if !hard {
+				assert.NotContains(t, e["outcome"], "unknown", "the supervisor saw the stop and wrote its outcome")
+			}
+			r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch"})
+			require.False(t, r.Failed(), r.Msg())
+			assert.False(t, r.Changed())
+			assert.Nil(t, r.Map("earlier_transaction"), "reported once")
+		})
+	}
+}
