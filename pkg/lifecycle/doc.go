@@ -12,6 +12,7 @@
 // capability is not the manager's). Decide (pure, plan.go) takes the facts after those steps
 // and plans the run state: mask, enable/disable (verified), the run-state action (verified
 // under the same deadline), settle and probe. Check mode reports the same steps in the same
-// order (result key plan) and carries out none. A reaction is cleared only after it was
-// verified, so a failed run leaves it for the next one.
+// order (result key plan, the pending record, settle and probe named too) and carries out
+// none. A reaction is cleared only after it was verified, so a failed run leaves it for
+// the next one.
 package lifecycle

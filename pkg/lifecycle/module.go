@@ -448,9 +448,7 @@ func (r *run) do(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range p.Steps {
-		r.res.Plan = append(r.res.Plan, string(s))
-	}
+	r.res.Plan = append(r.res.Plan, p.Names()...)
 	if r.check() {
 		r.report(p)
 		return nil

@@ -82,6 +82,58 @@ type Plan struct {
 	After PlanState
 }
 
+// Names of the plan entries that are not changes of the unit: the durable pending record
+// and the checks after a run-state step. They appear in the result's `plan` (never in
+// `actions`, which lists what systemd was asked to do).
+const (
+	// EntryStampPending stamps the pending record again just before the job (the record
+	// Prepare wrote ahead may be older), so a later activation proves this very job ran.
+	EntryStampPending = "stamp-pending"
+	EntrySettle       = "settle"
+	EntryProbe        = "probe"
+	EntryClearPending = "clear-pending"
+)
+
+// Names is the plan as Apply carries it out, every side effect and check in its order:
+// the configuration steps, the pending record stamped before the run-state step, the run-state
+// step, its settle time, the health probe (also on a converged unit that should run), and
+// the removal of the pending record. Check mode reports the same list.
+func (p Plan) Names() []string {
+	out := make([]string, 0, len(p.Steps)+3)
+	run := false
+	for _, s := range p.Steps {
+		if isRunStep(s) && !(s == StepStop && p.hasMask()) {
+			run = true
+			if p.RecordPending {
+				out = append(out, EntryStampPending)
+			}
+			out = append(out, string(s))
+			if p.Settle > 0 {
+				out = append(out, EntrySettle+" "+p.Settle.String())
+			}
+			continue
+		}
+		out = append(out, string(s))
+	}
+	if p.ClearPending || p.RecordPending && run {
+		out = append(out, EntryClearPending)
+	}
+	if p.Probe != nil {
+		out = append(out, EntryProbe)
+	}
+	return out
+}
+
+// hasMask: the plan masks the unit, so its stop is the one before the mask.
+func (p Plan) hasMask() bool {
+	for _, s := range p.Steps {
+		if s == StepMask {
+			return true
+		}
+	}
+	return false
+}
+
 // PlanState is the predicted state after a plan.
 type PlanState struct {
 	Running bool

@@ -124,3 +124,30 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// Names spells out what Apply does in its order, the checks and records included.
+func TestPlanNames(t *testing.T) {
+	probe := &health.Probe{Kind: "tcp", Target: "127.0.0.1:80"}
+	cases := []struct {
+		name string
+		plan Plan
+		want []string
+	}{
+		{"converged", Plan{}, []string{}},
+		{"converged with a probe", Plan{Probe: probe}, []string{"probe"}},
+		{"start after enable", Plan{Steps: []Step{StepEnable, StepStart}, Settle: DefaultStartSettle, Probe: probe},
+			[]string{"enable", "start", "settle 300ms", "probe"}},
+		{"restart owed", Plan{Steps: []Step{StepRestart}, RecordPending: true, Settle: DefaultStartSettle},
+			[]string{"stamp-pending", "restart", "settle 300ms", "clear-pending"}},
+		{"reload without settle", Plan{Steps: []Step{StepReload}, RecordPending: true, ClearPending: true},
+			[]string{"stamp-pending", "reload", "clear-pending"}},
+		{"served record", Plan{ClearPending: true}, []string{"clear-pending"}},
+		{"stop", Plan{Steps: []Step{StepStop, StepDisable}[:1]}, []string{"stop"}},
+		{"stop before a mask", Plan{Steps: []Step{StepStop, StepMask}, Settle: time.Second}, []string{"stop", "mask"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, c.plan.Names())
+		})
+	}
+}

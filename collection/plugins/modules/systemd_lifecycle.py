@@ -389,12 +389,16 @@ plan:
     - Before the run state, as they apply, C(record-pending) (the due reaction, recorded on
       the target before anything can fail), C(enable) or C(disable) ahead of a manager
       reload, C(daemon-reload); then the run state's steps (C(stop), C(mask), C(unmask),
-      C(enable), C(disable), C(start), C(restart), C(reload)).
-    - Unlike I(actions), it also names steps that change no unit (C(record-pending)).
+      C(enable), C(disable), C(start), C(restart), C(reload)), each run-state step with
+      what verifies it (C(stamp-pending) before it when a reaction is owed, stamping the
+      pending record again so that a later activation proves this job ran; C(settle)
+      and its time after it), C(clear-pending) when a pending record is settled, and
+      C(probe) when a health probe runs.
+    - Unlike I(actions), it also names steps that change no unit and the checks.
   returned: always
   type: list
   elements: str
-  sample: [record-pending, daemon-reload, restart]
+  sample: [record-pending, daemon-reload, stamp-pending, restart, settle 300ms, clear-pending]
 actions:
   description:
     - What the task did or would do, in order. The steps are C(daemon-reload), C(stop),
