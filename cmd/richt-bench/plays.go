@@ -267,14 +267,22 @@ func reset() []task {
 
 // rolePlay measures the demo role's converge from a clean target and its no-op re-run.
 func rolePlay(rounds int, mitogen bool) rowsPlay {
-	return rowsPlay{name: "role", rounds: rounds, mitogen: mitogen, hosts: "one", forks: 1,
+	return demoRows("role", "role", "", role, rounds, mitogen)
+}
+
+// demoRows is a play measuring ours (the role or the service task) converging the demo
+// service from a clean target and re-running, against the built-in play doing the same;
+// its rows are PREFIX-converge and PREFIX-noop, with suffix after them (role-converge-el).
+func demoRows(name, prefix, suffix string, ours func() task, rounds int, mitogen bool) rowsPlay {
+	converge, noop := prefix+"-converge"+suffix, prefix+"-noop"+suffix
+	return rowsPlay{name: name, rounds: rounds, mitogen: mitogen, hosts: "one", forks: 1,
 		ours: func(r int, side string, mark func(string) task) []task {
-			return append(reset(), mark("role-converge"), role(), mark("role-noop"), role())
+			return append(reset(), mark(converge), ours(), mark(noop), ours())
 		},
 		builtin: func(r int, side string, mark func(string) task) []task {
-			ts := append(reset(), mark("role-converge"))
+			ts := append(reset(), mark(converge))
 			ts = append(ts, builtinRole()...)
-			return append(append(ts, mark("role-noop")), builtinRole()...)
+			return append(append(ts, mark(noop)), builtinRole()...)
 		},
 		post: []task{role()},
 	}
@@ -308,5 +316,38 @@ func scalePlay(n, rounds int) rowsPlay {
 				mark(change), {"name": "built-in play, new level", "block": builtinRole(), "vars": level("builtin", r)}}
 		},
 		post: []task{role()},
+	}
+}
+
+// serviceTask is the demo service as one richt.services.service task in a play, without
+// the role (no include, no argument validation): the play vars the role reads.
+func serviceTask() task {
+	return task{"name": "the demo service", "richt.services.service": map[string]any{
+		"name": "{{ service_name }}", "packages": "{{ service_packages }}",
+		"dropins": "{{ service_dropins }}", "processes": "{{ service_processes }}"}}
+}
+
+// servicePlay measures the service module directly in a play: converge from clean and the
+// no-op re-run, against the same built-in play as the role rows.
+func servicePlay(rounds int, mitogen bool) rowsPlay {
+	return demoRows("service", "service", "", serviceTask, rounds, mitogen)
+}
+
+// elPlays are the package and role rows again on the target whose RPM database holds an
+// EL server's worth of packages (registered by bench.elSized before they run), under row
+// names of their own.
+func elPlays(rounds int, mitogen bool) []rowsPlay {
+	updown := func(up, down task) sideFn {
+		return func(r int, side string, mark func(string) task) []task {
+			return []task{mark("upgrade-el"), up, mark("downgrade-el"), down}
+		}
+	}
+	return []rowsPlay{
+		{name: "pkg-el", rounds: rounds, mitogen: mitogen, hosts: "one", forks: 1,
+			ours: one("pkg-el", oursPackage(demoV1)), builtin: one("pkg-el", builtinPackage(nevraV1))},
+		{name: "updown-el", rounds: rounds, mitogen: mitogen, hosts: "one", forks: 1,
+			ours: updown(oursPackage(demoV2), oursPackage(demoV1)), builtin: updown(builtinPackage(nevraV2), builtinPackage(nevraV1)),
+			restore: []task{oursPackage(demoV1)}},
+		demoRows("role-el", "role", "-el", role, rounds, mitogen),
 	}
 }
