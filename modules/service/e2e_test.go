@@ -113,6 +113,8 @@ func TestServiceModule(t *testing.T) {
 			r := e.run(t, demo(v1, "info"))
 			require.False(t, r.Failed(), r.Msg())
 			assert.Equal(t, steps(check), steps(r))
+			assert.Equal(t, check["plan"], r["plan"], "one plan for the whole service, check mode's the real run's")
+			t.Logf("the service's plan: %v", r["plan"])
 			assert.Equal(t, "active", e.t.Snapshot(t, "demo.service").ActiveState)
 			assert.Equal(t, "enabled", e.t.Snapshot(t, "demo.service").UnitFileState)
 			starts, reloads := e.events(t)

@@ -130,7 +130,12 @@ type Result struct {
 	FailedStep string `json:"failed_step,omitempty"`
 	// Recorded are the reactions recorded before the first step, per unit.
 	Recorded map[string]string `json:"recorded,omitempty"`
-	Diff     *ansible.Diff     `json:"diff,omitempty"`
+	// Plan is the whole service's plan in the order it is carried out: each step's own
+	// plan entries under the step's name ("packages: install-nevra demo", "file PATH:
+	// write", "process UNIT: start"), with the reactions recorded ahead between them.
+	// Check mode reports the same list.
+	Plan []string      `json:"plan"`
+	Diff *ansible.Diff `json:"diff,omitempty"`
 }
 
 // Handler returns the service module's behaviour.
@@ -144,7 +149,7 @@ func Handler(d Deps) ansible.Handler {
 		if err != nil {
 			return nil, err
 		}
-		r := &run{d: d, req: req, p: p, order: order, res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Processes: []map[string]any{}}}
+		r := &run{d: d, req: req, p: p, order: order, res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
 		if p.State == "absent" {
 			err = r.absent(ctx)
 		} else {
@@ -175,6 +180,7 @@ func (r *run) call(ctx context.Context, m Module, step string, args map[string]a
 		r.req.Warn("%s: %s", step, w)
 	}
 	delete(out, "warnings")
+	r.res.Plan = append(r.res.Plan, stepPlan(step, out)...)
 	if f, _ := out["failed"].(bool); f {
 		r.res.FailedStep = step
 		msg, _ := out["msg"].(string)
@@ -186,17 +192,16 @@ func (r *run) call(ctx context.Context, m Module, step string, args map[string]a
 func (r *run) present(ctx context.Context) error {
 	pkgs := r.packageArgs(false)
 	files := r.fileArgs(false)
-	var ahead *ahead
-	if !r.req.CheckMode {
-		var err error
-		if ahead, err = r.predict(ctx, pkgs, files); err != nil {
-			r.res.FailedStep = "record reactions"
-			return err
-		}
-		// Before the packages step: what a package change will owe.
-		if err := r.record(ahead, ahead.pkg); err != nil {
-			return err
-		}
+	// The prediction reads only, so check mode makes it too and reports the records a
+	// real run writes.
+	ahead, err := r.predict(ctx, pkgs, files)
+	if err != nil {
+		r.res.FailedStep = "record reactions"
+		return err
+	}
+	// Before the packages step: what a package change will owe.
+	if err := r.record(ahead, ahead.pkg); err != nil {
+		return err
 	}
 	var pkgRes map[string]any
 	pkgChanged := false
@@ -205,7 +210,7 @@ func (r *run) present(ctx context.Context) error {
 		pkgRes, err = r.call(ctx, r.d.Packages, "packages", pkgs)
 		r.res.Packages = pkgRes
 		pkgChanged, _ = pkgRes["changed"].(bool)
-		if !pkgChanged && ahead != nil {
+		if !pkgChanged {
 			// Predicted, but nothing changed (DNF refused, the step failed early): no
 			// reaction is owed on its account; the files step's own is recorded next.
 			r.withdraw(ahead, ahead.pkg, func(u string) bool { _, files := ahead.files[u]; return files })
@@ -214,12 +219,10 @@ func (r *run) present(ctx context.Context) error {
 			return err
 		}
 	}
-	if ahead != nil {
-		// Before the files step, stamped now: a restart the package's scriptlet did a
-		// moment ago does not serve what the files about to be written owe.
-		if err := r.record(ahead, ahead.files); err != nil {
-			return err
-		}
+	// Before the files step, stamped now: a restart the package's scriptlet did a moment
+	// ago does not serve what the files about to be written owe.
+	if err := r.record(ahead, ahead.files); err != nil {
+		return err
 	}
 	changedUnits := map[string]bool{}
 	for _, f := range files {
@@ -233,15 +236,13 @@ func (r *run) present(ctx context.Context) error {
 			return err
 		}
 	}
-	if ahead != nil {
-		unchanged := map[string]reaction.Kind{}
-		for u, k := range ahead.files {
-			if !changedUnits[u] {
-				unchanged[u] = k
-			}
+	unchanged := map[string]reaction.Kind{}
+	for u, k := range ahead.files {
+		if !changedUnits[u] {
+			unchanged[u] = k
 		}
-		r.withdraw(ahead, unchanged, func(u string) bool { _, pkg := ahead.pkg[u]; return pkg && pkgChanged })
 	}
+	r.withdraw(ahead, unchanged, func(u string) bool { _, pkg := ahead.pkg[u]; return pkg && pkgChanged })
 	for _, proc := range r.order {
 		restart, reload := r.triggers(proc, pkgRes, files)
 		args := processArgs(proc)
@@ -268,6 +269,7 @@ func (r *run) absent(ctx context.Context) (err error) {
 			return
 		}
 		r.res.ManagerReload = "performed"
+		r.res.Plan = append(r.res.Plan, "daemon-reload")
 		if r.req.CheckMode || r.d.Reload == nil {
 			return
 		}
@@ -462,13 +464,15 @@ type ahead struct {
 	// earlier are the records there were before this run wrote its own (nil: none).
 	earlier map[string]*durable.Pending
 	wrote   map[string]bool
+	// checked is what check mode would have recorded, per unit.
+	checked map[string]reaction.Kind
 }
 
 // predict decides, reading only (the modules' own Observe and Decide), what the packages
 // and the files steps are about to change, and so which reaction each process that is to
 // run will owe for each.
 func (r *run) predict(ctx context.Context, pkgs map[string]any, files []fileStep) (*ahead, error) {
-	a := &ahead{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, earlier: map[string]*durable.Pending{}, wrote: map[string]bool{}}
+	a := &ahead{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, earlier: map[string]*durable.Pending{}, wrote: map[string]bool{}, checked: map[string]reaction.Kind{}}
 	running := map[string]bool{}
 	for _, p := range r.order {
 		if p.State == nil || *p.State == "running" {
@@ -530,6 +534,20 @@ func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
 	sort.Strings(units)
 	for _, unit := range units {
 		due := owed[unit]
+		if r.req.CheckMode {
+			// What a real run would write: merged with the record there is, or with the one
+			// this run would have written for the packages step.
+			earlier, err := r.d.Pending.GetPending(unit)
+			if err != nil {
+				return err
+			}
+			if a.checked[unit] == reaction.Restart || earlier != nil && earlier.Reaction == string(reaction.Restart) {
+				due = reaction.Restart
+			}
+			a.checked[unit] = due
+			r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, due))
+			continue
+		}
 		if err := r.locked(unit, func() error {
 			earlier, err := r.d.Pending.GetPending(unit)
 			if err != nil {
@@ -555,6 +573,7 @@ func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
 			return fmt.Errorf("record the %s %s owes: %w", due, unit, err)
 		}
 		a.wrote[unit] = true
+		r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, due))
 		if r.res.Recorded == nil {
 			r.res.Recorded = map[string]string{}
 		}
@@ -578,6 +597,7 @@ func (r *run) withdraw(a *ahead, units map[string]reaction.Kind, stillOwed func(
 		})
 		delete(a.wrote, unit)
 		delete(r.res.Recorded, unit)
+		r.res.Plan = append(r.res.Plan, "withdraw-pending "+unit)
 	}
 }
 
@@ -592,6 +612,27 @@ func (r *run) locked(unit string, f func() error) error {
 	}
 	defer release()
 	return f()
+}
+
+// stepPlan is one step's plan entries under the step's name: a file's and a process's
+// own plan, the packages step's operation per package.
+func stepPlan(step string, out map[string]any) []string {
+	var entries []string
+	if step == "packages" {
+		ps, _ := out["packages"].([]any)
+		for _, e := range ps {
+			m, _ := e.(map[string]any)
+			if op, _ := m["operation"].(string); op != "" && op != "none" {
+				entries = append(entries, fmt.Sprintf("%s %v", op, m["name"]))
+			}
+		}
+	} else {
+		entries = stringsOf(out["plan"])
+	}
+	for i, e := range entries {
+		entries[i] = step + ": " + e
+	}
+	return entries
 }
 
 // diff is one diff for the whole service: each step's, under its step's name.

@@ -116,3 +116,47 @@ func TestOrder(t *testing.T) {
 	_, err = Order([]Process{p("a"), p("a.service")}, false)
 	assert.ErrorContains(t, err, "declared twice")
 }
+
+// The service's plan lists every step's own plan under its name with the reactions recorded
+// ahead between them, and check mode reports the same list as the real run.
+func TestServicePlanIsTheSameInCheckMode(t *testing.T) {
+	planOf := func(check bool) []any {
+		changed := true
+		var calls []map[string]any
+		step := func(spec *ansible.Spec, result map[string]any) Module {
+			return Module{Spec: spec, Handler: func(_ context.Context, req *ansible.Request) (any, error) {
+				calls = append(calls, req.Params)
+				out := map[string]any{"changed": changed}
+				for k, v := range result {
+					out[k] = v
+				}
+				return out, nil
+			}}
+		}
+		d := Deps{
+			Packages:  step(rpmexact.Spec(), map[string]any{"packages": []any{map[string]any{"name": "demo", "operation": "install-nevra"}}}),
+			Files:     step(override.Spec(), map[string]any{"plan": []any{"secure-directory", "record-reload-due", "write", "daemon-reload"}}),
+			Processes: step(lifecycle.Spec(), map[string]any{"plan": []any{"enable", "start", "settle 300ms"}}),
+			Predict:   fakePredict{pkg: true, files: true},
+			Pending:   &fakePending{records: map[string]*durable.Pending{}},
+			Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
+		}
+		args := map[string]any{"name": "demo",
+			"packages":  []any{map[string]any{"name": "demo", "version": "0:1.0-1.noarch"}},
+			"dropins":   []any{map[string]any{"unit": "demo", "name": "20.conf", "reload": true, "content": "[Service]\n"}},
+			"processes": []any{map[string]any{"unit": "demo"}}}
+		out := ansible.Call(context.Background(), Spec(), args, check, false, Handler(d))
+		require.Nil(t, out["failed"], out["msg"])
+		return out["plan"].([]any)
+	}
+	want := []any{
+		"record-pending demo.service restart",
+		"packages: install-nevra demo",
+		"record-pending demo.service restart",
+		"file demo.service/20.conf: secure-directory", "file demo.service/20.conf: record-reload-due",
+		"file demo.service/20.conf: write", "file demo.service/20.conf: daemon-reload",
+		"process demo.service: enable", "process demo.service: start", "process demo.service: settle 300ms",
+	}
+	assert.Equal(t, want, planOf(false))
+	assert.Equal(t, want, planOf(true))
+}

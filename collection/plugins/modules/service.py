@@ -269,4 +269,17 @@ failed_step:
   description: The step that failed - C(packages), C(file UNIT/NAME), C(process UNIT) or C(manager reload).
   returned: when a step failed
   type: str
+plan:
+  description:
+    - The whole service's plan in the order it is carried out (up to a failed step), the same
+      in check mode.
+    - "Each step's own plan entries under the step's name and a colon (C(packages: install-nevra demo),
+      C(file demo.service/20-level.conf: write), C(process demo.service: start)), the
+      reactions recorded ahead of the packages and the files steps (C(record-pending UNIT
+      KIND)), a prediction withdrawn when its step changed nothing (C(withdraw-pending UNIT)),
+      and a removal's closing C(daemon-reload)."
+  returned: always
+  type: list
+  elements: str
+  sample: [record-pending demo.service restart, "packages: install-nevra demo", "file demo.service/20-level.conf: write", "process demo.service: start"]
 """
