@@ -59,6 +59,8 @@ func TestSettleAndHealth(t *testing.T) {
 			h := r.Map("health")
 			assert.Equal(t, true, h["healthy"])
 			assert.Greater(t, h["attempts"], float64(1), "refused until the server bound, a second later")
+			assert.Equal(t, []string{"start", "probe"}, r.Strings("plan"), "the passing probe is the start's proof: no default settle")
+			assert.Equal(t, "running", r.Map("after")["state"], "checked again after the probe")
 		})
 		t.Run("a wildcard address probes loopback", func(t *testing.T) {
 			r := e.run(t, map[string]any{"unit": u, "health": map[string]any{"tcp": "0.0.0.0:18081"}})

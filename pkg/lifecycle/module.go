@@ -259,8 +259,10 @@ func Spec() *ansible.Spec {
 					`How long the unit must stay C(active), with the same invocation, after a run-state
 					action before the action counts as verified. A Go duration of zero or more, such as
 					C(0s), C(300ms) or C(2s).`,
-					`Omitted, it is 300 ms after a start or restart and 0 after a reload. Given, it
-					applies to every run-state action. See the notes.`,
+					`Omitted, it is 300 ms after a start or restart and 0 after a reload; with I(health)
+					it is 0 after a start or restart too, since a process that answers its probe has
+					proved more, and the unit must still be active with the start's invocation once the
+					probe passed. Given, it applies to every run-state action. See the notes.`,
 				},
 			},
 			{
@@ -806,7 +808,22 @@ func (r *run) runState(ctx context.Context, p Plan, f Facts, step Step) error {
 			return err
 		}
 	}
-	return r.health(p, probing)
+	if err := r.health(p, probing); err != nil {
+		return err
+	}
+	if probing != nil && p.Settle == 0 && (action == reaction.Start || action == reaction.RestartIt) {
+		// The probe stood in for the settle time: the process that answered must be the
+		// start's, still active.
+		now, err := r.Systemd.Show(ctx, r.want.Unit)
+		if err != nil {
+			return err
+		}
+		if !now.Running() || now.InvocationID != final.InvocationID {
+			return fmt.Errorf("%s answered its health probe after its %s but did not stay up: it is %s (invocation %s, then %s)", r.want.Unit, action, now.ActiveState, final.InvocationID, now.InvocationID)
+		}
+		r.res.After = stateOf(now)
+	}
+	return nil
 }
 
 // converged finishes a plan without a run-state step: pending records it settled are

@@ -272,13 +272,19 @@ func masking(p Plan, w Want, f Facts) Plan {
 }
 
 // settleFor is the settle time of an action: the task's `settle` for every action when
-// given, else the defaults (a stop has nothing to settle).
+// given, else the defaults (a stop has nothing to settle). With a health probe a start has
+// no default settle: a process that answers the probe has proved more than one that stayed
+// active for 300 ms (Apply checks once more, after the probe, that the start's invocation
+// is still the active one).
 func settleFor(w Want, a reaction.Action) time.Duration {
 	if w.Settle != nil {
 		return *w.Settle
 	}
 	switch a {
 	case reaction.Start, reaction.RestartIt:
+		if w.Health != nil {
+			return 0
+		}
 		return DefaultStartSettle
 	case reaction.ReloadIt:
 		return DefaultReloadSettle

@@ -51,7 +51,9 @@ description:
   - "Verification polls systemd until the goal holds, under the same deadline as the action:
     start, restart and reload must reach C(active) and stay there, with the same invocation,
     for the settle time (by default 300 ms after a start or restart, so a process that exits
-    at once is caught, and none after a reload; see I(settle)); stop must reach C(inactive)
+    at once is caught, and none after a reload; with I(health) the passing probe stands in
+    for it, and the start's invocation must still be the active one after the probe; see
+    I(settle)); stop must reach C(inactive)
     or C(failed). A failure reports the observed state and the unit's last journal lines."
   - "Durable reactions: a due restart or reload is recorded under C(/var/lib/richt/pending/)
     (with I(scope=user), C(~/.local/state/richt/pending/)) as soon as the unit is observed,
@@ -169,8 +171,10 @@ options:
       - How long the unit must stay C(active), with the same invocation, after a run-state
         action before the action counts as verified. A Go duration of zero or more, such as
         C(0s), C(300ms) or C(2s).
-      - Omitted, it is 300 ms after a start or restart and 0 after a reload. Given, it applies
-        to every run-state action. See the notes.
+      - Omitted, it is 300 ms after a start or restart and 0 after a reload; with I(health) it
+        is 0 after a start or restart too, since a process that answers its probe has proved
+        more, and the unit must still be active with the start's invocation once the probe
+        passed. Given, it applies to every run-state action. See the notes.
     type: str
     version_added: "0.2.0"
   health:
