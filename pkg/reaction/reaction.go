@@ -273,6 +273,21 @@ func Due(t Triggers, pending Kind) Kind {
 	return None
 }
 
+// Stronger is the reaction that serves all of kinds: restart beats reload, reloads merge
+// into one (Due's rule, for reactions already decided); any other kind counts as none.
+func Stronger(kinds ...Kind) Kind {
+	out := None
+	for _, k := range kinds {
+		switch {
+		case k == Restart:
+			return Restart
+		case k == Reload:
+			out = Reload
+		}
+	}
+	return out
+}
+
 // Action is what to do to a unit's run state.
 type Action string
 

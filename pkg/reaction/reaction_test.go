@@ -61,6 +61,23 @@ func TestDueMerging(t *testing.T) {
 	}
 }
 
+func TestStronger(t *testing.T) {
+	cases := []struct {
+		kinds []Kind
+		want  Kind
+	}{
+		{nil, None},
+		{[]Kind{"", Ignored, Served}, None},
+		{[]Kind{Reload, Reload}, Reload},
+		{[]Kind{Reload, Restart}, Restart},
+		{[]Kind{Restart, Reload}, Restart},
+		{[]Kind{None, Reload}, Reload},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, Stronger(c.kinds...), "%v", c.kinds)
+	}
+}
+
 func decode(t *testing.T, s string) []any {
 	var v []any
 	require.NoError(t, json.Unmarshal([]byte(s), &v))

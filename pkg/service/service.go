@@ -511,9 +511,7 @@ func (r *run) predict(ctx context.Context, pkgs map[string]any, files []fileStep
 		if f.reload {
 			k = reaction.Reload
 		}
-		if a.files[f.unit] != reaction.Restart {
-			a.files[f.unit] = k
-		}
+		a.files[f.unit] = reaction.Stronger(a.files[f.unit], k)
 	}
 	return a, nil
 }
@@ -541,9 +539,10 @@ func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
 			if err != nil {
 				return err
 			}
-			if a.checked[unit] == reaction.Restart || earlier != nil && earlier.Reaction == string(reaction.Restart) {
-				due = reaction.Restart
+			if earlier != nil {
+				due = reaction.Stronger(due, reaction.Kind(earlier.Reaction))
 			}
+			due = reaction.Stronger(due, a.checked[unit])
 			a.checked[unit] = due
 			r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, due))
 			continue
@@ -559,9 +558,7 @@ func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
 			since := time.Now().UTC()
 			if earlier != nil {
 				since = earlier.Since
-				if earlier.Reaction == string(reaction.Restart) {
-					due = reaction.Restart
-				}
+				due = reaction.Stronger(due, reaction.Kind(earlier.Reaction))
 			}
 			at, err := now()
 			if err != nil {
