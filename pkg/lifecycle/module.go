@@ -656,7 +656,7 @@ func (r *run) apply(ctx context.Context, p Plan, f Facts) error {
 			return fmt.Errorf("%s: the plan did not converge after %v (a bug: please report it)", r.want.Unit, r.res.Actions)
 		}
 		step := p.Steps[0]
-		if !isRunStep(step) || step == StepStop && len(p.Steps) > 1 {
+		if !runStepAt(p.Steps, 0) {
 			// Configuration steps (and the stop before a mask) are verified one by one.
 			obs, err := r.configure(ctx, step)
 			if err != nil {

@@ -101,8 +101,8 @@ const (
 func (p Plan) Names() []string {
 	out := make([]string, 0, len(p.Steps)+3)
 	run := false
-	for _, s := range p.Steps {
-		if isRunStep(s) && !(s == StepStop && p.hasMask()) {
+	for i, s := range p.Steps {
+		if runStepAt(p.Steps, i) {
 			run = true
 			if p.RecordPending {
 				out = append(out, EntryStampPending)
@@ -124,14 +124,12 @@ func (p Plan) Names() []string {
 	return out
 }
 
-// hasMask: the plan masks the unit, so its stop is the one before the mask.
-func (p Plan) hasMask() bool {
-	for _, s := range p.Steps {
-		if s == StepMask {
-			return true
-		}
-	}
-	return false
+// runStepAt: steps[i] is the run-state step, carried out with its job, verification,
+// settle and probe. A stop with steps after it is the stop before a mask, carried out and
+// verified like a configuration step.
+func runStepAt(steps []Step, i int) bool {
+	s := steps[i]
+	return isRunStep(s) && !(s == StepStop && i < len(steps)-1)
 }
 
 // PlanState is the predicted state after a plan.

@@ -144,7 +144,7 @@ func TestPlanNames(t *testing.T) {
 		{"reload without settle", Plan{Steps: []Step{StepReload}, RecordPending: true, ClearPending: true},
 			[]string{"stamp-pending", "reload", "clear-pending"}},
 		{"served record", Plan{ClearPending: true}, []string{"clear-pending"}},
-		{"stop", Plan{Steps: []Step{StepStop, StepDisable}[:1]}, []string{"stop"}},
+		{"stop", Plan{Steps: []Step{StepStop}}, []string{"stop"}},
 		{"stop before a mask", Plan{Steps: []Step{StepStop, StepMask}, Settle: time.Second}, []string{"stop", "mask"}},
 	}
 	for _, c := range cases {
