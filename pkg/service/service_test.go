@@ -18,13 +18,19 @@ import (
 )
 
 // fakeModule is a module's real parameter contract with a handler that answers every call
-// with changed and keeps the arguments it was given.
-func fakeModule(spec *ansible.Spec, changed *bool, calls *[]map[string]any) Module {
+// with changed (and the keys of result, when given) and keeps the arguments it was given.
+func fakeModule(spec *ansible.Spec, changed *bool, calls *[]map[string]any, result ...map[string]any) Module {
 	return Module{
 		Spec: spec,
 		Handler: func(_ context.Context, req *ansible.Request) (any, error) {
 			*calls = append(*calls, req.Params)
-			return map[string]any{"changed": *changed}, nil
+			out := map[string]any{"changed": *changed}
+			for _, r := range result {
+				for k, v := range r {
+					out[k] = v
+				}
+			}
+			return out, nil
 		},
 	}
 }
@@ -124,14 +130,7 @@ func TestServicePlanIsTheSameInCheckMode(t *testing.T) {
 		changed := true
 		var calls []map[string]any
 		step := func(spec *ansible.Spec, result map[string]any) Module {
-			return Module{Spec: spec, Handler: func(_ context.Context, req *ansible.Request) (any, error) {
-				calls = append(calls, req.Params)
-				out := map[string]any{"changed": changed}
-				for k, v := range result {
-					out[k] = v
-				}
-				return out, nil
-			}}
+			return fakeModule(spec, &changed, &calls, result)
 		}
 		d := Deps{
 			Packages:  step(rpmexact.Spec(), map[string]any{"packages": []any{map[string]any{"name": "demo", "operation": "install-nevra"}}}),
