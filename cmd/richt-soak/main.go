@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -199,15 +200,6 @@ var ops = []struct {
 // faultKinds are the faults the soak injects, drawn for about a third of the steps.
 var faultKinds = []string{"kill-module", "kill-supervisor", "stop-caller", "concurrent", "corrupt-record", "daemon-reexec", "full-disk", "reboot", "power-loss"}
 
-func indexOf(list []string, v string) int {
-	for i, e := range list {
-		if e == v {
-			return i
-		}
-	}
-	return 0
-}
-
 // pickFaults parses -faults: known kinds only, in faultKinds' order.
 func pickFaults(list string) ([]string, error) {
 	want := map[string]bool{}
@@ -255,7 +247,7 @@ func (s *soak) step(ctx context.Context) {
 	if (fault == "reboot" || fault == "power-loss") && version == s.version {
 		// A restart is the fault of a transaction under way: the pin moves, when the step
 		// has one.
-		version = versions[(indexOf(versions, s.version)+1)%len(versions)]
+		version = versions[(slices.Index(versions, s.version)+1)%len(versions)]
 	}
 	module, args := s.args(op, version, level)
 	if check {
@@ -319,8 +311,7 @@ func (s *soak) inject(ctx context.Context, fault, module string, args map[string
 	case "kill-supervisor":
 		sh(fmt.Sprintf(`%s /var/tmp/soak-args.json >/var/tmp/soak-out 2>&1 & p=$!; sleep %s; pkill -9 -f 'exe rpm_exact$'; wait $p; cat /var/tmp/soak-out`, bin, delay))
 	case "stop-caller":
-		sh(fmt.Sprintf(`ls -d /var/lib/richt/transactions/*/ > /var/tmp/soak-records 2>/dev/null
-systemd-run --quiet --unit=soak-caller-%d --service-type=oneshot --no-block %s /var/tmp/soak-args.json; sleep %s; systemctl stop soak-caller-%d.service`, s.steps, bin, delay, s.steps))
+		sh(fmt.Sprintf(`systemd-run --quiet --unit=soak-caller-%d --service-type=oneshot --no-block %s /var/tmp/soak-args.json; sleep %s; systemctl stop soak-caller-%d.service`, s.steps, bin, delay, s.steps))
 	case "concurrent":
 		sh(fmt.Sprintf(`%[1]s /var/tmp/soak-args.json & %[1]s /var/tmp/soak-args.json & wait`, bin))
 	case "corrupt-record":
