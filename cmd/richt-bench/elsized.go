@@ -86,6 +86,14 @@ type aroundDNF struct {
 // elSized registers the generated packages in the first target's RPM database, runs the
 // EL-sized rows and the around-DNF runs, and unregisters them.
 func (b *bench) elSized(ctx context.Context, root string) ([]timing, *aroundDNF, error) {
+	plays := elPlays(b.rounds, b.mitogen)
+	wanted := b.selected("around-dnf")
+	for _, rp := range plays {
+		wanted = wanted || b.selected(rp.name)
+	}
+	if !wanted { // -only left nothing to run on it: no registering
+		return nil, nil, nil
+	}
 	t := b.targets[0]
 	register := `rpm -i --justdb --nodeps --noscripts --notriggers --nosignature --nodigest ` + elDir + `/noarch/*.rpm && rpm -qa | wc -l`
 	out, err := t.Exec(ctx, "sh", "-c", register)
@@ -101,10 +109,10 @@ func (b *bench) elSized(ctx context.Context, root string) ([]timing, *aroundDNF,
 		}
 	}()
 	var ts []timing
-	for _, rp := range elPlays(b.rounds, b.mitogen) {
+	for _, rp := range plays {
 		ts = append(ts, b.playRows(rp, rp.plays(root))...)
 	}
-	if b.only != "" && !strings.Contains(","+b.only+",", ",around-dnf,") {
+	if !b.selected("around-dnf") {
 		return ts, nil, nil
 	}
 	a, err := b.aroundDNF(ctx, t, 10)

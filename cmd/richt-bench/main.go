@@ -421,7 +421,7 @@ func (b *bench) play(name, hosts string, forks int, plays []map[string]any, extr
 // playRows is play for measured rows: a failure is logged and remembered (report marks
 // the play's rows failed) instead of ending the run.
 func (b *bench) playRows(rp rowsPlay, plays []map[string]any) []timing {
-	if b.only != "" && !strings.Contains(","+b.only+",", ","+rp.name+",") {
+	if !b.selected(rp.name) {
 		return nil
 	}
 	ts, err := b.play(rp.name, rp.hosts, rp.forks, plays)
@@ -431,6 +431,11 @@ func (b *bench) playRows(rp rowsPlay, plays []map[string]any) []timing {
 		return nil
 	}
 	return ts
+}
+
+// selected: -only names the play (or measurement), or -only is not given.
+func (b *bench) selected(name string) bool {
+	return b.only == "" || strings.Contains(","+b.only+",", ","+name+",")
 }
 
 func tailLines(s string, n int) string {
