@@ -320,3 +320,47 @@ func TestQueryMemo(t *testing.T) {
 	assert.Empty(t, r.Strings("before"))
 	assert.Equal(t, "demo-"+v1, f.installed(t))
 }
+
+// TestListingMemo: a transaction lists every installed package before and after DNF; the
+// listing after is remembered and stands for the next transaction's listing before, but
+// only while nobody else wrote the database (here dnf run by hand in between).
+func TestListingMemo(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true)
+	beforeListed := func(r testenv.Result) string {
+		t.Helper()
+		out := f.target.MustExec(t, "cat", r.String("transaction_log")+"/outcome.json")
+		var rec struct {
+			BeforeListed string `json:"before_listed"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &rec), out)
+		return rec.BeforeListed
+	}
+	moved := func(r testenv.Result) []any {
+		t.Helper()
+		m, _ := r["moved"].([]any)
+		return m
+	}
+
+	r := f.run(t, map[string]any{"name": "demo", "version": v1})
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, rpmexact.ListedRPM, beforeListed(r), "the first transaction lists")
+	f.target.MustExec(t, "test", "-f", rpmexact.DefaultListingDir+"/listing.json")
+
+	r = f.run(t, map[string]any{"name": "demo", "version": v2})
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, rpmexact.ListedMemo, beforeListed(r), "the next one uses the listing the first read after DNF")
+	require.Len(t, moved(r), 1)
+	assert.Equal(t, []any{"demo-" + v1}, moved(r)[0].(map[string]any)["before"])
+
+	// A downgrade by hand: a remembered listing would still say 2.0, and the upgrade
+	// below would then look like no move at all.
+	f.target.MustExec(t, "dnf", "-y", "-q", "install-nevra", "demo-"+v1)
+	r = f.run(t, map[string]any{"name": "demo", "version": v2})
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, rpmexact.ListedRPM, beforeListed(r), "the database changed: listed again")
+	require.Len(t, moved(r), 1)
+	assert.Equal(t, []any{"demo-" + v1}, moved(r)[0].(map[string]any)["before"])
+	assert.Equal(t, []any{"demo-" + v2}, moved(r)[0].(map[string]any)["after"])
+	assert.Equal(t, true, r["package_changed"])
+}

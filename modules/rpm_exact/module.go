@@ -19,7 +19,7 @@ func Main() {
 	// directory in the environment and no argument at all. A module run (arguments file or
 	// stdin) is never one, whatever a task's environment sets.
 	if dir := os.Getenv(rpmexact.SuperviseEnv); dir != "" && len(os.Args) == 1 {
-		os.Exit(rpmexact.Supervise(dir, store))
+		os.Exit(rpmexact.Supervise(dir, store, rpmexact.DefaultQueryMemo()))
 	}
 	os.Unsetenv(rpmexact.SuperviseEnv)
 	ansible.Main(rpmexact.Spec(), Handler())

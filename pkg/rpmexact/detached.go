@@ -122,6 +122,8 @@ type outcomeRecord struct {
 	Moves            []Move              `json:"moves"`
 	FilesPlaced      stamp.Stamp         `json:"files_placed"`
 	AfterErr         string              `json:"after_error,omitempty"`
+	// BeforeListed says where the listing before DNF came from (ListedRPM, ListedMemo).
+	BeforeListed string `json:"before_listed,omitempty"`
 }
 
 // Begin implements Transactor: it takes the transaction lock, waiting while an earlier
@@ -446,7 +448,7 @@ const settleTimeout = 2 * time.Minute
 // Supervise is the supervisor: it runs the transaction recorded in dir to its end, with
 // the transaction lock inherited as file descriptor 3, keeps DNF's output, settles the
 // transaction and writes its outcome. It returns the process exit code.
-func Supervise(dir string, sync SyncRecorder) int {
+func Supervise(dir string, sync SyncRecorder, listings *QueryMemo) int {
 	// The directory comes from the environment, which a task can set: its request is
 	// an argv run as root, so it is run only from where this module writes requests, in a
 	// directory and a file nobody else can have written. Nothing is written to a directory
@@ -491,7 +493,7 @@ func Supervise(dir string, sync SyncRecorder) int {
 	}
 	// The snapshot DNF's changes are read against; without it DNF does not run.
 	bctx, bcancel := context.WithTimeout(context.Background(), settleTimeout)
-	before, err := TakeSnapshot(bctx, runner.Exec{}, nil)
+	before, err := snapshotBefore(bctx, runner.Exec{}, nil, listings)
 	bcancel()
 	if err != nil {
 		rec.StartErr = err.Error()
@@ -512,7 +514,8 @@ func Supervise(dir string, sync SyncRecorder) int {
 	rec.ExitCode = res.ExitCode
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	out := settle(ctx, runner.Exec{}, sync, req.Transaction, before, nil, res)
+	out := settler{Runner: runner.Exec{}, Sync: sync, Listings: listings}.settle(ctx, req.Transaction, before, res)
+	rec.BeforeListed = out.BeforeListed
 	_ = lock.WriteHolder(held, os.Getpid()) // DNF has ended; the supervisor holds on while it settles
 	rec.UnitFilesChanged = out.UnitFilesChanged
 	rec.PackageChanged = out.AfterErr != nil || len(out.Moves) > 0

@@ -10,6 +10,7 @@ import (
 
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/statedir"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultQueryMemoDir is where remembered rpm answers live on a target. It is a cache:
@@ -17,10 +18,38 @@ import (
 const DefaultQueryMemoDir = "/var/cache/richt/rpm-query"
 
 // Settle is how old every file of a key must be, relative to the start of the query, before
-// the answer is remembered. File timestamps come from a coarse clock (a few milliseconds), so
-// a write in the same tick as an earlier one could leave a ctime unchanged; once a file is
-// older than this, any later write gives it a different ctime.
+// the answer is remembered, where the files' timestamps are whole seconds (as on a file
+// system without room for nanoseconds): a write in the same second as an earlier one could
+// leave the ctime unchanged, and once a file is older than this any later write gives it a
+// different ctime. Where every timestamp of the key carries nanoseconds, the clock that
+// stamps them advances every kernel tick and the rule is two ticks (settleFor).
 const Settle = 2 * time.Second
+
+// settleFor is how old the files of k must be: two ticks of the clock file timestamps come
+// from (the kernel's coarse clock, 1-10 ms) where every timestamp of k carries nanoseconds,
+// Settle otherwise (and when the tick cannot be read). A file written after the query began
+// is stamped at most one tick before that moment, so it is stamped later than any file that
+// was older than that, and its identity differs.
+func settleFor(k memoKey) time.Duration {
+	if !k.fine {
+		return Settle
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGetres(unix.CLOCK_REALTIME_COARSE, &ts); err != nil || ts.Nano() <= 0 || time.Duration(ts.Nano()) > Settle/2 {
+		return Settle
+	}
+	return 2 * time.Duration(ts.Nano())
+}
+
+// settled says why an answer read from the files of k by a query that began at queried
+// cannot be trusted later, or nil when it can.
+func settled(k memoKey, queried time.Time) error {
+	need := settleFor(k)
+	if !k.newest.Before(queried.Add(-need)) {
+		return fmt.Errorf("a file of the key changed at %s, less than %s before the query", k.newest.Format(time.RFC3339Nano), need)
+	}
+	return nil
+}
 
 // QueryMemo remembers the rpm query answer for a package name while every file that answer
 // depends on is unchanged: the RPM database (sqlite backend: the database file and its
@@ -39,6 +68,9 @@ type QueryMemo struct {
 	// Config lists rpm's configuration files and directories (a directory counts with
 	// each entry in it).
 	Config []string
+	// ListingDir holds the listing of every installed package a transaction read after
+	// DNF, for the next transaction (listingmemo.go); empty: no listing is remembered.
+	ListingDir string
 }
 
 // DefaultQueryMemo is the memo of this host, for the effective user's configuration.
@@ -47,7 +79,7 @@ func DefaultQueryMemo() *QueryMemo {
 	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
 		config = append(config, filepath.Join(home, ".rpmmacros"), filepath.Join(home, ".rpmrc"), filepath.Join(home, ".config/rpm"))
 	}
-	return &QueryMemo{Dir: DefaultQueryMemoDir, Config: config}
+	return &QueryMemo{Dir: DefaultQueryMemoDir, Config: config, ListingDir: DefaultListingDir}
 }
 
 // queryRecord is one remembered answer.
@@ -75,8 +107,8 @@ func (m *QueryMemo) Lookup(name string) (Installed, bool) {
 	if err := json.Unmarshal(data, &rec); err != nil || rec.Key == "" || rec.Version != queryVersion {
 		return Installed{}, false
 	}
-	key, _, err := m.key(rec.Database)
-	if err != nil || key != rec.Key {
+	key, err := m.key(rec.Database)
+	if err != nil || key.text != rec.Key {
 		return Installed{}, false
 	}
 	return Installed{NEVRAs: rec.NEVRAs, InstallOnly: rec.InstallOnly}, true
@@ -84,19 +116,14 @@ func (m *QueryMemo) Lookup(name string) (Installed, bool) {
 
 // Record remembers an answer that rpm gave from db in a query started at queried. It does
 // nothing (and says why) when the backend is not sqlite or when a file of the key changed
-// less than Settle before the query: its identity could then still match a later version.
+// too shortly before the query (settled): its identity could then still match a later
+// version.
 func (m *QueryMemo) Record(name string, inst Installed, db Database, queried time.Time) error {
-	if db.Backend != "sqlite" || !filepath.IsAbs(db.Path) {
-		return fmt.Errorf("not remembered: rpm database %q with backend %q", db.Path, db.Backend)
-	}
-	key, newest, err := m.key(db)
+	key, err := m.trustedKey(db, queried)
 	if err != nil {
-		return fmt.Errorf("not remembered: %w", err)
+		return err
 	}
-	if !newest.Before(queried.Add(-Settle)) {
-		return fmt.Errorf("not remembered: a file of the key changed at %s, less than %s before the query", newest.Format(time.RFC3339Nano), Settle)
-	}
-	data, err := json.Marshal(queryRecord{Version: queryVersion, Database: db, Key: key, NEVRAs: inst.NEVRAs, InstallOnly: inst.InstallOnly})
+	data, err := json.Marshal(queryRecord{Version: queryVersion, Database: db, Key: key.text, NEVRAs: inst.NEVRAs, InstallOnly: inst.InstallOnly})
 	if err != nil {
 		return fmt.Errorf("encode rpm query record: %w", err)
 	}
@@ -116,20 +143,48 @@ func (m *QueryMemo) read(name string) ([]byte, bool) {
 	return data, err == nil
 }
 
-// key names every file the answer from db depends on, and returns the newest ctime among
-// them.
-func (m *QueryMemo) key(db Database) (string, time.Time, error) {
+// trustedKey is the key of an answer read from db by a query that began at queried, or why
+// that answer must not be remembered.
+func (m *QueryMemo) trustedKey(db Database, queried time.Time) (memoKey, error) {
+	if db.Backend != "sqlite" || !filepath.IsAbs(db.Path) {
+		return memoKey{}, fmt.Errorf("not remembered: rpm database %q with backend %q", db.Path, db.Backend)
+	}
+	key, err := m.key(db)
+	if err != nil {
+		return memoKey{}, fmt.Errorf("not remembered: %w", err)
+	}
+	if err := settled(key, queried); err != nil {
+		return memoKey{}, fmt.Errorf("not remembered: %w", err)
+	}
+	return key, nil
+}
+
+// memoKey names every file an answer from the RPM database depends on.
+type memoKey struct {
+	text string
+	// newest is the latest of the timestamps that a write of one of the files moves.
+	newest time.Time
+	// fine: every such timestamp carries nanoseconds.
+	fine bool
+}
+
+// key names every file the answer from db depends on.
+func (m *QueryMemo) key(db Database) (memoKey, error) {
 	var b strings.Builder
-	var newest time.Time
-	add := func(path, id string, ctime time.Time) {
+	k := memoKey{fine: true}
+	add := func(path, id string, stamp time.Time) {
 		fmt.Fprintf(&b, "%s\t%s\n", path, id)
-		if ctime.After(newest) {
-			newest = ctime
+		if stamp.IsZero() { // absent: its appearance changes the id
+			return
 		}
+		if stamp.After(k.newest) {
+			k.newest = stamp
+		}
+		k.fine = k.fine && stamp.Nanosecond() != 0
 	}
 	id, ctime, err := executableIdentity("rpm")
 	if err != nil {
-		return "", time.Time{}, err
+		return memoKey{}, err
 	}
 	add("rpm", id, ctime)
 	fmt.Fprintf(&b, "env RPM_CONFIGDIR=%q\n", os.Getenv("RPM_CONFIGDIR"))
@@ -138,29 +193,30 @@ func (m *QueryMemo) key(db Database) (string, time.Time, error) {
 	// is named by what a write changes (size, mtime, inode), and its mtime must be settled.
 	wal, err := fileIdentity(filepath.Join(db.Path, "rpmdb.sqlite-wal"))
 	if err != nil {
-		return "", time.Time{}, err
+		return memoKey{}, err
 	}
 	add(filepath.Join(db.Path, "rpmdb.sqlite-wal"), wal.content, wal.mtime)
 	for _, p := range append([]string{filepath.Join(db.Path, "rpmdb.sqlite")}, m.Config...) {
 		f, err := fileIdentity(p)
 		if err != nil {
-			return "", time.Time{}, err
+			return memoKey{}, err
 		}
 		add(p, f.id, f.ctime)
 		if f.dir {
 			entries, err := os.ReadDir(p) // sorted by name
 			if err != nil {
-				return "", time.Time{}, fmt.Errorf("list %s: %w", p, err)
+				return memoKey{}, fmt.Errorf("list %s: %w", p, err)
 			}
 			for _, e := range entries {
 				n := e.Name()
 				f, err := fileIdentity(filepath.Join(p, n))
 				if err != nil {
-					return "", time.Time{}, err
+					return memoKey{}, err
 				}
 				add(filepath.Join(p, n), f.id, f.ctime)
 			}
 		}
 	}
-	return b.String(), newest, nil
+	k.text = b.String()
+	return k, nil
 }

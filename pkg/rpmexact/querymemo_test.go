@@ -117,7 +117,7 @@ func TestQueryMemoSurvivesReadersOfTheLog(t *testing.T) {
 func TestQueryMemoRecordsOnlyWhatItCanTrust(t *testing.T) {
 	f := newMemoFixture(t)
 	err := f.memo.Record("demo", installedV1, f.db, time.Now())
-	assert.ErrorContains(t, err, "less than 2s before the query", "files written just now could change again within the same clock tick")
+	assert.ErrorContains(t, err, "before the query", "files written just now could change again within the same clock tick")
 	assert.NoFileExists(t, f.memo.path("demo"))
 
 	for _, db := range []Database{{Path: f.db.Path, Backend: "ndb"}, {Path: f.db.Path, Backend: "%{_db_backend}"}, {Path: "relative", Backend: "sqlite"}, {}} {
@@ -225,4 +225,47 @@ func appendTo(t *testing.T, path, s string) {
 	_, err = f.WriteString(s)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
+}
+
+func TestSettled(t *testing.T) {
+	queried := time.Date(2026, 12, 1, 10, 0, 0, 500_000_000, time.UTC)
+	tick := settleFor(memoKey{fine: true})
+	require.Greater(t, tick, time.Duration(0))
+	require.Less(t, tick, Settle, "two ticks of the coarse clock")
+	cases := []struct {
+		name    string
+		key     memoKey
+		trusted bool
+	}{
+		{"fine stamps, older than two ticks", memoKey{newest: queried.Add(-tick - time.Millisecond), fine: true}, true},
+		{"fine stamps, within two ticks", memoKey{newest: queried.Add(-tick / 2), fine: true}, false},
+		{"fine stamps, after the query began", memoKey{newest: queried.Add(time.Millisecond), fine: true}, false},
+		// A file system keeping whole seconds: a second write in the same second looks
+		// like the first.
+		{"whole seconds, a second old", memoKey{newest: queried.Truncate(time.Second).Add(-time.Second)}, false},
+		{"whole seconds, older than Settle", memoKey{newest: queried.Add(-Settle - time.Second).Truncate(time.Second)}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := settled(c.key, queried)
+			if c.trusted {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, "before the query")
+			}
+		})
+	}
+}
+
+func TestKeyTellsWholeSecondStampsFromFine(t *testing.T) {
+	f := newMemoFixture(t)
+	require.NoError(t, os.WriteFile(filepath.Join(f.db.Path, "rpmdb.sqlite-wal"), nil, 0o644))
+	k, err := f.memo.key(f.db)
+	require.NoError(t, err)
+	assert.True(t, k.fine, "the test's files have nanosecond timestamps")
+	whole := time.Now().Add(-time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(filepath.Join(f.db.Path, "rpmdb.sqlite-wal"), whole, whole))
+	k, err = f.memo.key(f.db)
+	require.NoError(t, err)
+	assert.False(t, k.fine, "a log modified at a whole second: Settle applies")
 }

@@ -27,7 +27,20 @@ type Snapshot struct {
 	// Units fingerprints every entry of systemd's unit directories (and of their
 	// .d/.wants/.requires subdirectories).
 	Units map[string]string
+	// Database is where the packages were read from (empty when rpm did not say).
+	Database Database
+	// Listed says where Packages came from: ListedRPM or ListedMemo.
+	Listed string
 }
+
+// Where a snapshot's packages came from.
+const (
+	// ListedRPM: rpm listed them.
+	ListedRPM = "rpm"
+	// ListedMemo: the listing the previous transaction read after DNF, with the database
+	// files unchanged since (listingmemo.go).
+	ListedMemo = "remembered"
+)
 
 // Move is one package a transaction installed, upgraded, downgraded or removed.
 type Move struct {
@@ -38,11 +51,12 @@ type Move struct {
 	Requested bool `json:"requested"`
 }
 
-// allPackagesArgv lists every installed build, one line each. Without --nodigest
+// allPackagesArgv names the database (dbLine) and lists every installed build, one line
+// each. Without --nodigest
 // --nosignature rpm checks every header's digest as it reads it (the database's integrity is
 // DNF's and rpm's business, not a listing's): on 1,000 installed packages of 100 files that
 // was 60-70 ms a listing against 21-22 ms, and a transaction takes two (docs/benchmarks.md).
-var allPackagesArgv = []string{"rpm", "-qa", "--nodigest", "--nosignature", "--qf", "%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n"}
+var allPackagesArgv = []string{"rpm", "--eval", dbLine, "-qa", "--nodigest", "--nosignature", "--qf", "%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n"}
 
 // TakeSnapshot reads every installed package from the RPM database and fingerprints the
 // unit directories (systemd's, when dirs is nil).
@@ -57,11 +71,39 @@ func TakeSnapshot(ctx context.Context, r runner.Runner, dirs []string) (Snapshot
 	if res.ExitCode != 0 {
 		return Snapshot{}, fmt.Errorf("list installed packages: rpm exited %d: %s", res.ExitCode, res.Output())
 	}
-	pkgs, err := parseAll(res.Stdout)
+	db, rest := cutDBLine(res.Stdout)
+	pkgs, err := parseAll(rest)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	return Snapshot{Packages: pkgs, Units: fingerprintUnits(dirs)}, nil
+	return Snapshot{Packages: pkgs, Units: fingerprintUnits(dirs), Database: db, Listed: ListedRPM}, nil
+}
+
+// snapshotBefore is the snapshot a transaction's changes are read against: the packages
+// the previous transaction listed after DNF while the database is the same files, else
+// rpm's listing; the unit directories are always read now.
+func snapshotBefore(ctx context.Context, r runner.Runner, dirs []string, memo *QueryMemo) (Snapshot, error) {
+	if pkgs, db, ok := memo.LookupListing(); ok {
+		if dirs == nil {
+			dirs = unitDirs
+		}
+		return Snapshot{Packages: pkgs, Units: fingerprintUnits(dirs), Database: db, Listed: ListedMemo}, nil
+	}
+	return TakeSnapshot(ctx, r, dirs)
+}
+
+// snapshotAfter is TakeSnapshot once DNF has ended, remembered for the next transaction
+// when the database files allow it (db is where the packages were last read from).
+func snapshotAfter(ctx context.Context, r runner.Runner, dirs []string, memo *QueryMemo, db Database) (Snapshot, error) {
+	memo.settleBeforeListing(db)
+	listed := time.Now()
+	s, err := TakeSnapshot(ctx, r, dirs)
+	if err != nil {
+		return s, err
+	}
+	// Only a shortcut for the next transaction: when it cannot be remembered, that one lists.
+	_ = memo.RecordListing(s.Packages, s.Database, listed)
+	return s, nil
 }
 
 // parseAll reads allPackagesArgv's answer.

@@ -54,6 +54,8 @@ type Outcome struct {
 	// Log is the directory that keeps the transaction's request, output and outcome on
 	// the target; empty when the transaction ran inline.
 	Log string
+	// BeforeListed says where the packages before DNF came from (ListedRPM, ListedMemo).
+	BeforeListed string
 }
 
 // Transactor runs DNF transactions. Begin is called before the run observes anything and
@@ -96,6 +98,9 @@ type Inline struct {
 	Sync   SyncRecorder
 	// UnitDirs replaces systemd's unit directories, for tests.
 	UnitDirs []string
+	// Listings remembers each transaction's listing after DNF for the next one (nil:
+	// every transaction lists twice).
+	Listings *QueryMemo
 }
 
 // Begin implements Transactor: inline transactions end with their run, so nothing is
@@ -106,7 +111,8 @@ func (Inline) Begin(context.Context, bool, []string) (func(), *Earlier, error) {
 
 // Run implements Transactor.
 func (i Inline) Run(ctx context.Context, t Transaction) (Outcome, error) {
-	before, err := TakeSnapshot(ctx, i.Runner, i.UnitDirs)
+	st := settler{Runner: i.Runner, Sync: i.Sync, UnitDirs: i.UnitDirs, Listings: i.Listings}
+	before, err := snapshotBefore(ctx, i.Runner, i.UnitDirs, i.Listings)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("%w: %w", ErrNotStarted, err)
 	}
@@ -114,16 +120,25 @@ func (i Inline) Run(ctx context.Context, t Transaction) (Outcome, error) {
 	if err != nil {
 		return Outcome{Result: res}, err
 	}
-	return settle(ctx, i.Runner, i.Sync, t, before, i.UnitDirs, res), nil
+	return st.settle(ctx, t, before, res), nil
+}
+
+// settler is what settling a transaction reads and writes through.
+type settler struct {
+	Runner   runner.Runner
+	Sync     SyncRecorder
+	UnitDirs []string // nil: systemd's
+	Listings *QueryMemo
 }
 
 // settle reads the RPM database and the unit directories back once DNF has ended, and
 // records a manager sync when unit files changed, or when that cannot be ruled out.
 // Detached transactions settle in their supervisor, so this happens also when the module
 // that started them is gone.
-func settle(ctx context.Context, r runner.Runner, sync SyncRecorder, t Transaction, before Snapshot, dirs []string, res runner.Result) Outcome {
-	out := Outcome{Result: res}
-	after, err := TakeSnapshot(ctx, r, dirs)
+func (st settler) settle(ctx context.Context, t Transaction, before Snapshot, res runner.Result) Outcome {
+	r, sync := st.Runner, st.Sync
+	out := Outcome{Result: res, BeforeListed: before.Listed}
+	after, err := snapshotAfter(ctx, r, st.UnitDirs, st.Listings, before.Database)
 	reason := t.Reason
 	switch {
 	case err != nil:
