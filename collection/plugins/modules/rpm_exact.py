@@ -34,7 +34,9 @@ description:
     C(/var/cache/richt/rpm-query/NAME.json) while the RPM database (sqlite backend), the rpm
     executable and rpm's configuration are the same files (device, inode, size, mtime,
     ctime). Any transaction, by this module, DNF or rpm, changes the database and the next
-    run asks rpm again. Only a converged run records its answers; check mode reads the memo
+    run asks rpm again. An answer is recorded only when every one of those files is older
+    than two ticks of the kernel clock file times come from (1-10 ms) at the start of the
+    query, or older than 2 s where the files' times are whole seconds. Only a converged run records its answers; check mode reads the memo
     but never writes it; the answer after a transaction always comes from rpm.
   - Before any transaction, and before check mode reports one, C(MANAGER --version) must
     report DNF 4. DNF 5, YUM 3 and anything else are refused with the version found.
@@ -56,6 +58,12 @@ description:
     as C(NAME.service.d/) and C(multi-user.target.wants/)). What differs between the two is
     reported. When the snapshot before DNF cannot be taken, DNF is not run and the task fails
     without a change."
+  - "The listing after DNF is remembered in C(/var/cache/richt/rpm-listing/listing.json),
+    keyed like the query answers below, and stands for the next transaction's listing before
+    DNF while the RPM database and rpm's files are unchanged (one listing per transaction
+    instead of two when nothing else wrote the database in between). The transaction's
+    record says which it used (C(before_listed) in C(outcome.json): C(rpm) or
+    C(remembered))."
   - "After the transactions the task fails unless the RPM database shows the requested state
     for every entry, whatever DNF's exit code was."
   - "Installonly packages (kernel-like: those DNF's C(installonlypkgs) setting names, for
