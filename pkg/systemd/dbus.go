@@ -3,6 +3,7 @@ package systemd
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -16,9 +17,11 @@ import (
 // Bus talks to systemd over D-Bus: one call per observation and job results from systemd
 // itself instead of a process per query. Journal lines still come from journalctl.
 //
-// Observations use one plain connection (one dial, one authentication; see peer).
-// go-systemd's connection, which dials twice and subscribes to job signals (about 7 ms on a
-// target, a third of a converged run), is opened only when the run acts.
+// Observations, the manager reload and jobs use one plain connection (one dial, one
+// authentication; see peer). go-systemd's connection, which dials twice and subscribes to
+// job signals (about 7 ms on a target, a third of a converged run), is opened only to
+// enable, disable or mask unit files, or for everything when the manager is reached over
+// the system bus.
 type Bus struct {
 	obs     caller
 	private string // systemd's private socket obs uses, so jobs use it too ("": the system bus)
@@ -179,13 +182,17 @@ func busValue(v any) (string, error) {
 	return "", fmt.Errorf("unexpected type %T", v)
 }
 
-// DaemonReload implements Systemd.
+// jobMethods are the Manager's methods for the actions Job takes.
+var jobMethods = map[string]string{"start": "StartUnit", "stop": "StopUnit", "restart": "RestartUnit", "reload": "ReloadUnit"}
+
+// DaemonReload implements Systemd over the observation connection: systemd answers the
+// Manager's Reload once the reload is done. Every other connection open to systemd's
+// private socket during a reload receives its signals whether it subscribed or not, so
+// the job connection is not opened for it (measured in a trixie target: a run that
+// reloads the manager and then a unit took 137-163 ms with both open against
+// systemctl's 105 ms for the two commands).
 func (b *Bus) DaemonReload(ctx context.Context) error {
-	c, err := b.conn(ctx)
-	if err != nil {
-		return err
-	}
-	if err := c.ReloadContext(ctx); err != nil {
+	if _, err := b.obs.call(ctx, "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager.Reload"); err != nil {
 		return fmt.Errorf("daemon-reload over D-Bus: %w", err)
 	}
 	return nil
@@ -193,6 +200,24 @@ func (b *Bus) DaemonReload(ctx context.Context) error {
 
 // Job implements Systemd: it queues the job and waits for systemd's own result.
 func (b *Bus) Job(ctx context.Context, action, unit string) error {
+	if p, ok := b.obs.(*peer); ok {
+		method, known := jobMethods[action]
+		if !known {
+			return fmt.Errorf("unknown job %q", action)
+		}
+		res, err := p.job(ctx, method, unit)
+		if err != nil {
+			var derr dbus.Error
+			if errors.As(err, &derr) {
+				return fmt.Errorf("%s %s: systemd refused the job: %w", action, unit, err)
+			}
+			return fmt.Errorf("%s %s: %w", action, unit, err)
+		}
+		if res != "done" {
+			return fmt.Errorf("%s %s: systemd job result %q", action, unit, res)
+		}
+		return nil
+	}
 	c, err := b.conn(ctx)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"errors"
 	"io"
 	"math/bits"
@@ -30,6 +31,9 @@ type fakePeer struct {
 	answer    func(call *dbus.Message) *dbus.Message
 	order     binary.ByteOrder // of every message the peer writes
 	got       chan string      // auth lines and calls as seen
+	// before and after, when set, give messages written before the answer and after it
+	// (the signals of a job).
+	before, after func(call *dbus.Message) []*dbus.Message
 }
 
 // startPeer is a fakePeer that writes little-endian, as systemd does on x86_64 and aarch64.
@@ -84,7 +88,15 @@ func startPeerIn(t *testing.T, order binary.ByteOrder, authReply string, answer 
 			// the reply-serial header in the wrong byte order would take it for its reply (and
 			// skip the real one), so the test fails on its distinct error instead of timing out.
 			stale := errorReply(bits.ReverseBytes32(call.Serial()), "org.freedesktop.DBus.Error.Failed", "a stale reply, to a serial with the bytes reversed, was taken for the reply")
-			for _, m := range []*dbus.Message{signal, stale, f.answer(call)} {
+			msgs := []*dbus.Message{signal, stale}
+			if f.before != nil {
+				msgs = append(msgs, f.before(call)...)
+			}
+			msgs = append(msgs, f.answer(call))
+			if f.after != nil {
+				msgs = append(msgs, f.after(call)...)
+			}
+			for _, m := range msgs {
 				if m == nil {
 					continue
 				}
@@ -406,4 +418,71 @@ func readMessage(t *testing.T, r io.Reader) []byte {
 	_, err = io.ReadFull(r, rest)
 	require.NoError(t, err)
 	return append(fixed, rest...)
+}
+
+func jobRemoved(job uint32, unit, result string) *dbus.Message {
+	path := dbus.ObjectPath(fmt.Sprintf("/org/freedesktop/systemd1/job/%d", job))
+	return &dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
+		dbus.FieldPath: dbus.MakeVariant(dbus.ObjectPath("/org/freedesktop/systemd1")), dbus.FieldInterface: dbus.MakeVariant("org.freedesktop.systemd1.Manager"),
+		dbus.FieldMember: dbus.MakeVariant("JobRemoved"), dbus.FieldSignature: dbus.MakeVariant(dbus.SignatureOf(job, path, unit, result)),
+	}, Body: []any{job, path, unit, result}}
+}
+
+func TestJobOverThePeerWaitsForItsOwnJobRemoved(t *testing.T) {
+	queued := func(call *dbus.Message) *dbus.Message {
+		return replyTo(call, dbus.ObjectPath("/org/freedesktop/systemd1/job/7"))
+	}
+	none := func(*dbus.Message) []*dbus.Message { return nil }
+	cases := []struct {
+		name          string
+		answer        func(*dbus.Message) *dbus.Message
+		before, after func(*dbus.Message) []*dbus.Message
+		err           string
+		deadline      bool
+	}{
+		{name: "done, after another job's signal", answer: queued, before: none, after: func(*dbus.Message) []*dbus.Message {
+			return []*dbus.Message{jobRemoved(6, "other.service", "failed"), jobRemoved(7, "demo.service", "done")}
+		}},
+		{name: "the signal before the reply", answer: queued, after: none, before: func(*dbus.Message) []*dbus.Message {
+			return []*dbus.Message{jobRemoved(7, "demo.service", "done")}
+		}},
+		{name: "failed", answer: queued, before: none, after: func(*dbus.Message) []*dbus.Message {
+			return []*dbus.Message{jobRemoved(7, "demo.service", "failed")}
+		}, err: `reload demo.service: systemd job result "failed"`},
+		{name: "refused", answer: func(call *dbus.Message) *dbus.Message {
+			return errorReply(call.Serial(), "org.freedesktop.systemd1.NoSuchUnit", "Unit demo.service not found.")
+		}, before: none, after: none, err: "reload demo.service: systemd refused the job: Unit demo.service not found."},
+		{name: "no signal until the deadline", answer: queued, before: none, after: none, deadline: true,
+			err: "reload demo.service: wait for the ReloadUnit job of demo.service"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := startPeer(t, "OK 0123456789abcdef0123456789abcdef\r\n", c.answer)
+			f.before, f.after = c.before, c.after
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			p, err := dialPeer(ctx, f.path)
+			require.NoError(t, err)
+			defer p.Close()
+			b := &Bus{obs: p}
+			jctx := ctx
+			if c.deadline {
+				var jcancel context.CancelFunc
+				jctx, jcancel = context.WithTimeout(ctx, 200*time.Millisecond)
+				defer jcancel()
+			}
+			err = b.Job(jctx, "reload", "demo.service")
+			if c.err == "" {
+				require.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, c.err)
+			}
+			if c.deadline {
+				assert.ErrorIs(t, err, context.DeadlineExceeded)
+			}
+			<-f.got
+			<-f.got
+			assert.Contains(t, <-f.got, "member ReloadUnit")
+		})
+	}
 }
