@@ -492,8 +492,9 @@ func Supervise(dir string, sync SyncRecorder, listings *QueryMemo) int {
 		return 1
 	}
 	// The snapshot DNF's changes are read against; without it DNF does not run.
+	st := settler{Runner: runner.Exec{}, Sync: sync, Listings: listings}
 	bctx, bcancel := context.WithTimeout(context.Background(), settleTimeout)
-	before, err := snapshotBefore(bctx, runner.Exec{}, nil, listings)
+	before, err := st.before(bctx)
 	bcancel()
 	if err != nil {
 		rec.StartErr = err.Error()
@@ -514,7 +515,7 @@ func Supervise(dir string, sync SyncRecorder, listings *QueryMemo) int {
 	rec.ExitCode = res.ExitCode
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	out := settler{Runner: runner.Exec{}, Sync: sync, Listings: listings}.settle(ctx, req.Transaction, before, res)
+	out := st.settle(ctx, req.Transaction, before, res)
 	rec.BeforeListed = out.BeforeListed
 	_ = lock.WriteHolder(held, os.Getpid()) // DNF has ended; the supervisor holds on while it settles
 	rec.UnitFilesChanged = out.UnitFilesChanged

@@ -35,8 +35,9 @@ type listingRecord struct {
 }
 
 // LookupListing returns the remembered listing of every installed package, and the
-// database it was read from, when the files it was read from are unchanged; anything else (no record, an untrusted or unreadable one, a
-// changed file, no ListingDir) means "ask rpm".
+// database it was read from, when the files it was read from are unchanged; anything else
+// (no record, an untrusted or unreadable one, a changed file, no ListingDir) means "ask
+// rpm".
 func (m *QueryMemo) LookupListing() (map[string][]string, Database, bool) {
 	if m == nil || m.ListingDir == "" {
 		return nil, Database{}, false

@@ -52,18 +52,15 @@ type Move struct {
 }
 
 // allPackagesArgv names the database (dbLine) and lists every installed build, one line
-// each. Without --nodigest
-// --nosignature rpm checks every header's digest as it reads it (the database's integrity is
-// DNF's and rpm's business, not a listing's): on 1,000 installed packages of 100 files that
-// was 60-70 ms a listing against 21-22 ms, and a transaction takes two (docs/benchmarks.md).
+// each. Without --nodigest --nosignature rpm checks every header's digest as it reads it
+// (the database's integrity is DNF's and rpm's business, not a listing's): on 1,000
+// installed packages of 100 files that was 60-70 ms a listing against 21-22 ms
+// (docs/benchmarks.md).
 var allPackagesArgv = []string{"rpm", "--eval", dbLine, "-qa", "--nodigest", "--nosignature", "--qf", "%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n"}
 
 // TakeSnapshot reads every installed package from the RPM database and fingerprints the
 // unit directories (systemd's, when dirs is nil).
 func TakeSnapshot(ctx context.Context, r runner.Runner, dirs []string) (Snapshot, error) {
-	if dirs == nil {
-		dirs = unitDirs
-	}
 	res, err := r.Run(ctx, allPackagesArgv...)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("list installed packages: %w", err)
@@ -79,30 +76,27 @@ func TakeSnapshot(ctx context.Context, r runner.Runner, dirs []string) (Snapshot
 	return Snapshot{Packages: pkgs, Units: fingerprintUnits(dirs), Database: db, Listed: ListedRPM}, nil
 }
 
-// snapshotBefore is the snapshot a transaction's changes are read against: the packages
-// the previous transaction listed after DNF while the database is the same files, else
-// rpm's listing; the unit directories are always read now.
-func snapshotBefore(ctx context.Context, r runner.Runner, dirs []string, memo *QueryMemo) (Snapshot, error) {
-	if pkgs, db, ok := memo.LookupListing(); ok {
-		if dirs == nil {
-			dirs = unitDirs
-		}
-		return Snapshot{Packages: pkgs, Units: fingerprintUnits(dirs), Database: db, Listed: ListedMemo}, nil
+// before is the snapshot a transaction's changes are read against: the packages the
+// previous transaction listed after DNF while the database is the same files, else rpm's
+// listing; the unit directories are always read now.
+func (st settler) before(ctx context.Context) (Snapshot, error) {
+	if pkgs, db, ok := st.Listings.LookupListing(); ok {
+		return Snapshot{Packages: pkgs, Units: fingerprintUnits(st.UnitDirs), Database: db, Listed: ListedMemo}, nil
 	}
-	return TakeSnapshot(ctx, r, dirs)
+	return TakeSnapshot(ctx, st.Runner, st.UnitDirs)
 }
 
-// snapshotAfter is TakeSnapshot once DNF has ended, remembered for the next transaction
-// when the database files allow it (db is where the packages were last read from).
-func snapshotAfter(ctx context.Context, r runner.Runner, dirs []string, memo *QueryMemo, db Database) (Snapshot, error) {
-	memo.settleBeforeListing(db)
+// after is TakeSnapshot once DNF has ended, remembered for the next transaction when the
+// database files allow it (db is where the packages were last read from).
+func (st settler) after(ctx context.Context, db Database) (Snapshot, error) {
+	st.Listings.settleBeforeListing(db)
 	listed := time.Now()
-	s, err := TakeSnapshot(ctx, r, dirs)
+	s, err := TakeSnapshot(ctx, st.Runner, st.UnitDirs)
 	if err != nil {
 		return s, err
 	}
 	// Only a shortcut for the next transaction: when it cannot be remembered, that one lists.
-	_ = memo.RecordListing(s.Packages, s.Database, listed)
+	_ = st.Listings.RecordListing(s.Packages, s.Database, listed)
 	return s, nil
 }
 
@@ -125,11 +119,15 @@ func parseAll(out string) (map[string][]string, error) {
 	return pkgs, nil
 }
 
-// fingerprintUnits names each entry of the unit directories by what any write or
+// fingerprintUnits names each entry of the unit directories (systemd's, when dirs is nil)
+// by what any write or
 // replacement changes (inode, size, mode, mtime, link target). A file DNF replaces with
 // the same content still counts as changed: a spare daemon-reload is harmless, a missed
 // one is not. Unreadable directories fingerprint as themselves with the error.
 func fingerprintUnits(dirs []string) map[string]string {
+	if dirs == nil {
+		dirs = unitDirs
+	}
 	fp := map[string]string{}
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {

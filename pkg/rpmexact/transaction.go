@@ -112,7 +112,7 @@ func (Inline) Begin(context.Context, bool, []string) (func(), *Earlier, error) {
 // Run implements Transactor.
 func (i Inline) Run(ctx context.Context, t Transaction) (Outcome, error) {
 	st := settler{Runner: i.Runner, Sync: i.Sync, UnitDirs: i.UnitDirs, Listings: i.Listings}
-	before, err := snapshotBefore(ctx, i.Runner, i.UnitDirs, i.Listings)
+	before, err := st.before(ctx)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("%w: %w", ErrNotStarted, err)
 	}
@@ -123,7 +123,7 @@ func (i Inline) Run(ctx context.Context, t Transaction) (Outcome, error) {
 	return st.settle(ctx, t, before, res), nil
 }
 
-// settler is what settling a transaction reads and writes through.
+// settler is what a transaction's snapshots and its settling read and write through.
 type settler struct {
 	Runner   runner.Runner
 	Sync     SyncRecorder
@@ -138,7 +138,7 @@ type settler struct {
 func (st settler) settle(ctx context.Context, t Transaction, before Snapshot, res runner.Result) Outcome {
 	r, sync := st.Runner, st.Sync
 	out := Outcome{Result: res, BeforeListed: before.Listed}
-	after, err := snapshotAfter(ctx, r, st.UnitDirs, st.Listings, before.Database)
+	after, err := st.after(ctx, before.Database)
 	reason := t.Reason
 	switch {
 	case err != nil:
