@@ -91,8 +91,8 @@ func (p *peer) deadline(ctx context.Context) {
 }
 
 // call sends one method call to systemd and returns its reply's body. Messages that are not
-// its reply (systemd sends none unless subscribed) are skipped; an error reply is an error
-// naming the D-Bus error.
+// its reply (the Manager's signals, which systemd sends every direct connection) are
+// skipped, a JobRemoved kept for job; an error reply is an error naming the D-Bus error.
 func (p *peer) call(ctx context.Context, path dbus.ObjectPath, method string, args ...any) ([]any, error) {
 	dot := strings.LastIndexByte(method, '.')
 	if dot < 0 {

@@ -80,10 +80,7 @@ func startPeerIn(t *testing.T, order binary.ByteOrder, authReply string, answer 
 				return
 			}
 			f.got <- call.String()
-			signal := &dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
-				dbus.FieldPath: dbus.MakeVariant(dbus.ObjectPath("/org/freedesktop/systemd1")), dbus.FieldInterface: dbus.MakeVariant("org.freedesktop.systemd1.Manager"),
-				dbus.FieldMember: dbus.MakeVariant("Reloading"), dbus.FieldSignature: dbus.MakeVariant(dbus.SignatureOf(true)),
-			}, Body: []any{true}}
+			signal := managerSignal("Reloading", true)
 			// The stale reply's serial is the call's with its bytes reversed: a client that read
 			// the reply-serial header in the wrong byte order would take it for its reply (and
 			// skip the real one), so the test fails on its distinct error instead of timing out.
@@ -420,12 +417,16 @@ func readMessage(t *testing.T, r io.Reader) []byte {
 	return append(fixed, rest...)
 }
 
-func jobRemoved(job uint32, unit, result string) *dbus.Message {
-	path := dbus.ObjectPath(fmt.Sprintf("/org/freedesktop/systemd1/job/%d", job))
+// managerSignal is a signal of systemd's Manager object with body.
+func managerSignal(member string, body ...any) *dbus.Message {
 	return &dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
 		dbus.FieldPath: dbus.MakeVariant(dbus.ObjectPath("/org/freedesktop/systemd1")), dbus.FieldInterface: dbus.MakeVariant("org.freedesktop.systemd1.Manager"),
-		dbus.FieldMember: dbus.MakeVariant("JobRemoved"), dbus.FieldSignature: dbus.MakeVariant(dbus.SignatureOf(job, path, unit, result)),
-	}, Body: []any{job, path, unit, result}}
+		dbus.FieldMember: dbus.MakeVariant(member), dbus.FieldSignature: dbus.MakeVariant(dbus.SignatureOf(body...)),
+	}, Body: body}
+}
+
+func jobRemoved(job uint32, unit, result string) *dbus.Message {
+	return managerSignal("JobRemoved", job, dbus.ObjectPath(fmt.Sprintf("/org/freedesktop/systemd1/job/%d", job)), unit, result)
 }
 
 func TestJobOverThePeerWaitsForItsOwnJobRemoved(t *testing.T) {
