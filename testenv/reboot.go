@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -53,7 +52,7 @@ func (t *Target) Reboot(ctx context.Context, hard bool, grace time.Duration) err
 	}
 	for {
 		res, err := t.Exec(ctx, "systemctl", "is-system-running")
-		if err == nil && (strings.Contains(res.Stdout, "running") || strings.Contains(res.Stdout, "degraded")) {
+		if err == nil && systemUp(res.Stdout) {
 			return nil
 		}
 		select {

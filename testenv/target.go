@@ -96,8 +96,7 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 		WithResponseMatcher(func(body io.Reader) bool {
 			var b bytes.Buffer
 			_, _ = b.ReadFrom(body)
-			s := b.String()
-			return strings.Contains(s, "running") || strings.Contains(s, "degraded")
+			return systemUp(b.String())
 		}).
 		WithPollInterval(200 * time.Millisecond).
 		WithStartupTimeout(o.readyAfter)
@@ -344,6 +343,12 @@ find "$1" -type f -printf '%P\0' | xargs -0r chmod 0644 --
 		err = fmt.Errorf("install %s in target: %s", dir, strings.TrimSpace(res.Stderr))
 	}
 	return err
+}
+
+// systemUp reads `systemctl is-system-running`: the boot is over, every unit started or
+// failed ("degraded" is a target whose units are not all fine, still a booted one).
+func systemUp(out string) bool {
+	return strings.Contains(out, "running") || strings.Contains(out, "degraded")
 }
 
 // shellQuote makes s one word for /bin/sh.
