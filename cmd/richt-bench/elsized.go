@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -35,23 +32,9 @@ func buildELSized(dir string, n, files int) error {
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&spec, "%%files -n elsize%04d\n/usr/share/elsize/%04d\n", i, i)
 	}
-	top := dir + ".top"
-	if err := os.MkdirAll(top, 0o755); err != nil {
-		return err
-	}
-	defer os.RemoveAll(top)
-	specPath := filepath.Join(top, "elsize.spec")
-	if err := os.WriteFile(specPath, []byte(spec.String()), 0o644); err != nil {
-		return err
-	}
 	// No install-time post-processing (brp scripts, build-id links): the files are text and
 	// only their headers matter.
-	cmd := exec.Command("rpmbuild", "-bb", "--define", "_topdir "+top, "--define", "_rpmdir "+dir,
-		"--define", "__spec_install_post %{nil}", "--define", "_build_id_links none", specPath)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("rpmbuild elsize: %w\n%s", err, tailLines(string(out), 20))
-	}
-	return nil
+	return rpmbuildSpec(dir, "elsize", spec.String(), "__spec_install_post %{nil}", "_build_id_links none")
 }
 
 // dnfTimer stands first in PATH for `dnf` during the around-DNF runs: DNF 4's own entry

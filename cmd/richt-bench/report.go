@@ -155,6 +155,14 @@ func (b *bench) report(ts []timing, dir []direct, around *aroundDNF) error {
 	return nil
 }
 
+// meets is the verdict on value against a target it must not exceed.
+func meets(value, target float64) string {
+	if value > target {
+		return "**no**"
+	}
+	return "yes"
+}
+
 // ratioCell is ours ÷ theirs with the target's verdict, or why there is none.
 func ratioCell(ours, theirs side, target float64) (string, float64, string) {
 	switch {
@@ -168,10 +176,7 @@ func ratioCell(ours, theirs side, target float64) (string, float64, string) {
 	r := ours.Median / theirs.Median
 	verdict := ""
 	if target > 0 {
-		verdict = fmt.Sprintf("≤ %.2f: yes", target)
-		if r > target {
-			verdict = fmt.Sprintf("≤ %.2f: **no**", target)
-		}
+		verdict = fmt.Sprintf("≤ %.2f: %s", target, meets(r, target))
 	}
 	return fmt.Sprintf("%.3f", r), r, verdict
 }
@@ -366,19 +371,11 @@ func writeReport(w io.Writer, res results, scale []int) ([]plot.Bar, []plot.Poin
 		}
 	}
 	if d, ok := byName["service"]; ok && d.Ms > 0 {
-		verdict := "yes"
-		if d.Ms > serviceDirectTarget {
-			verdict = "**no**"
-		}
-		fmt.Fprintf(w, "\nThe demo service converged, one direct run of the service module: %.1f ms (target ≤ %.0f ms: %s).\n", d.Ms, serviceDirectTarget, verdict)
+		fmt.Fprintf(w, "\nThe demo service converged, one direct run of the service module: %.1f ms (target ≤ %.0f ms: %s).\n", d.Ms, serviceDirectTarget, meets(d.Ms, serviceDirectTarget))
 	}
 	if a := res.AroundDNF; a != nil {
-		verdict := "yes"
-		if a.AroundMs > aroundTarget {
-			verdict = "**no**"
-		}
 		fmt.Fprintf(w, "\nTime around DNF on the EL-sized RPM database (%d packages): %d transactions by rpm_exact run directly, median run %.0f ms, of it DNF's process %.0f ms; median per transaction besides DNF: %.0f ms (target ≤ %.0f ms: %s).\n",
-			a.Packages, a.Transactions, a.ModuleMs, a.DNFMs, a.AroundMs, aroundTarget, verdict)
+			a.Packages, a.Transactions, a.ModuleMs, a.DNFMs, a.AroundMs, aroundTarget, meets(a.AroundMs, aroundTarget))
 	}
 	if len(res.FailedPlays) > 0 {
 		fmt.Fprintf(w, "\nPlays that failed (their rows say n/a): %s\n", strings.Join(res.FailedPlays, ", "))
