@@ -54,6 +54,10 @@ MITOGEN_PACKAGE = 'ansible_mitogen'
 MEMORY_FACT = 'richt_services_fast_path_unusable'
 # Exit status of the remote scripts when they did not run the module (with a marker line).
 MISS_STATUS = 97
+# The remote scripts' status for a home, ~/.cache or cache directory that group or others can
+# write (its path follows the architecture): the task fails, as the modules do for their state
+# directories, instead of running a binary from there or quietly taking the normal path.
+INSECURE_STATUS = 'insecure-dir'
 CACHE_DIR = '.cache/richt.services'
 COLLECTION = 'richt.services'
 HASH_FILE = 'SHA256SUMS'
@@ -71,19 +75,27 @@ _ARCH_RE = re.compile(r'^[A-Za-z0-9_.-]{1,32}$')
 # Shared by both remote scripts: learns the target's architecture (every marker line carries
 # it, so a fallback to the normal path knows which build to upload), and checks that the
 # effective user's home, its cache parent and the cache directory are real directories owned
-# by that user, creating the last two with mode 0700. Placeholders are filled by _script();
-# nothing user-controlled is interpolated.
+# by that user, creating the last two with mode 0700. A directory of the three that group or
+# others can write is refused with INSECURE_STATUS and its path after the architecture (as
+# pkg/statedir refuses the modules' state directories): whoever can write there can swap the
+# cached binary or its stamp between the check and the exec. Placeholders are filled by
+# _script(); nothing user-controlled is interpolated.
 _PREAMBLE = r'''umask 077
 a=$(uname -m 2>/dev/null) || a=
 case $a in *[!A-Za-z0-9_.-]*|'') a=unknown ;; esac
-m() { printf '%s\n' "RICHT_FASTPATH @NONCE@ $1 $a"; exit @MISS@; }
+m() { printf '%s\n' "RICHT_FASTPATH @NONCE@ $1 $a${2:+ $2}"; exit @MISS@; }
 own() { [ -d "$1" ] && [ ! -L "$1" ] && [ -O "$1" ]; }
+tight() { case $(stat -c %A "$1" 2>/dev/null) in '') m "$2" ;; ?????w*|????????w*) m @INSECURE@ "$1" ;; esac; }
 case ${HOME:-} in /*) ;; *) m unusable-home ;; esac
 h=$HOME c=$HOME/.cache d=$HOME/@CACHE@
 own "$h" || m unusable-home
+tight "$h" unusable-home
 [ -e "$c" ] || [ -L "$c" ] || mkdir -m 700 "$c" 2>/dev/null
 [ -e "$d" ] || [ -L "$d" ] || mkdir -m 700 "$d" 2>/dev/null
-own "$c" && own "$d" && chmod 700 "$d" || m unusable-cache'''
+own "$c" && own "$d" || m unusable-cache
+tight "$c" unusable-cache
+tight "$d" unusable-cache
+chmod 700 "$d" || m unusable-cache'''
 
 # Runs the cached build of the target's architecture (bin/MULTICALL-ARCH cached as
 # MULTICALL-ARCH-SHA256, so a home shared by hosts of several architectures holds one of each
@@ -135,7 +147,7 @@ def _script(template, name, hashes, nonce, env='', arch=''):
     out = template
     for key, value in (('@CASES@', cases), ('@NONCE@', nonce), ('@MISS@', str(MISS_STATUS)), ('@CACHE@', CACHE_DIR),
                        ('@BIN@', MULTICALL), ('@NAME@', name), ('@ARCH@', arch), ('@HASH@', hashes.get(arch, '')),
-                       ('@STAMP@', _STAMP), ('@ENV@', env)):
+                       ('@STAMP@', _STAMP), ('@ENV@', env), ('@INSECURE@', INSECURE_STATUS)):
         out = out.replace(key, value)
     return out.strip()
 
@@ -149,20 +161,45 @@ def marker(res, nonce):
     return status[0] if status else None
 
 
-def marker_arch(res, nonce):
-    """(status, target architecture or None) of a remote script's marker, or None when the
-    module itself ran."""
+def _marker_line(res, nonce):
+    """What follows this task's marker prefix on the first line carrying it, or None when
+    the module itself ran."""
     if res.get('rc') != MISS_STATUS:
         return None
     prefix = 'RICHT_FASTPATH %s ' % nonce
     for line in (res.get('stdout') or '').splitlines():
         if line.startswith(prefix):
-            parts = line[len(prefix):].split()
-            if not parts:
-                return ('', None)
-            arch = parts[1] if len(parts) > 1 and _ARCH_RE.match(parts[1]) and parts[1] != 'unknown' else None
-            return (parts[0], arch)
+            return line[len(prefix):]
     return None
+
+
+def marker_arch(res, nonce):
+    """(status, target architecture or None) of a remote script's marker, or None when the
+    module itself ran."""
+    rest = _marker_line(res, nonce)
+    if rest is None:
+        return None
+    parts = rest.split()
+    if not parts:
+        return ('', None)
+    arch = parts[1] if len(parts) > 1 and _ARCH_RE.match(parts[1]) and parts[1] != 'unknown' else None
+    return (parts[0], arch)
+
+
+def marker_path(res, nonce):
+    """The directory a marker names after the architecture (INSECURE_STATUS's), or ''."""
+    rest = _marker_line(res, nonce)
+    parts = (rest or '').split(' ', 2)
+    return parts[2] if len(parts) == 3 else ''
+
+
+def insecure(name, path):
+    """The failure of a task whose cache directory, or one above it, group or others can
+    write: nothing was run."""
+    return {'failed': True, 'changed': False,
+            'msg': 'richt.services.%s was not run: %s on the target is writable by group or others, so '
+                   'the module binary cached below it could be replaced before it runs (chmod go-w %s)'
+                   % (name, path or 'the cache directory', path or '~/%s' % CACHE_DIR)}
 
 
 def read_hashes(bin_dir):
@@ -389,6 +426,8 @@ class FastPathAction(NormalAction):
             return self._module_result(res)
         if status == 'unsupported-arch':
             return unsupported(name, arch, hashes)
+        if status == INSECURE_STATUS:
+            return insecure(name, marker_path(res, nonce))
         if status not in ('miss', 'tampered') or arch not in hashes:
             return 'cache unusable on the target (%s)' % status
         digest = hashes[arch]
@@ -406,6 +445,8 @@ class FastPathAction(NormalAction):
             return '%s does not match bin/%s (rebuild the collection)' % (path, HASH_FILE)
         installed = self._low_level_execute_command(_script(_INSTALL, name, hashes, nonce, arch=arch), sudoable=True, in_data=data)
         status = marker(installed, nonce)
+        if status == INSECURE_STATUS:
+            return insecure(name, marker_path(installed, nonce))
         if status == 'cannot-execute':
             return 'cannot execute binaries in ~/%s (home mounted noexec?)' % CACHE_DIR
         if status != 'installed':
@@ -417,6 +458,8 @@ class FastPathAction(NormalAction):
         if status is None:
             display.vvv('richt.services fast path: ran cached %s' % name, host=host)
             return self._module_result(res)
+        if status == INSECURE_STATUS:
+            return insecure(name, marker_path(res, nonce))
         return 'cache unusable right after install (%s)' % status
 
     def _module_result(self, res):

@@ -462,6 +462,47 @@ def test_install_script_installs_its_build_and_tidies_the_cache(remote):
     assert res['rc'] == 0 and res['stdout'].startswith('build x86_64: rpm_exact -\n')
 
 
+def loosen(remote, which, mode):
+    """The cache laid out as a run leaves it, then one of its directories given mode."""
+    remote.put('x86_64')
+    path = {'home': remote.home, 'cache-parent': remote.home / '.cache', 'cache': remote.cache}[which]
+    path.chmod(mode)
+    return path
+
+
+@pytest.mark.parametrize('which', ['home', 'cache-parent', 'cache'])
+@pytest.mark.parametrize('mode', [0o770, 0o757, 0o1777], ids=['group', 'others', 'sticky'])
+def test_run_script_refuses_a_directory_others_can_write(remote, which, mode):
+    """Who can write to the home, ~/.cache or the cache directory can swap the build or its
+    stamp between the check and the exec: the script names the directory and runs nothing
+    (pkg/statedir refuses the modules' state directories the same way)."""
+    path = loosen(remote, which, mode)
+    res = remote.run('x86_64')
+    assert fastpath.marker_arch(res, NONCE) == (fastpath.INSECURE_STATUS, 'x86_64'), res
+    assert fastpath.marker_path(res, NONCE) == str(path)
+    assert remote.ran() == []
+    # Not tightened behind the owner's back either.
+    assert os.stat(str(path)).st_mode & 0o7777 == mode
+
+
+@pytest.mark.parametrize('which', ['home', 'cache-parent', 'cache'])
+def test_install_script_refuses_a_directory_others_can_write(remote, which):
+    path = loosen(remote, which, 0o775)
+    (remote.cache / remote.name('x86_64')).unlink()
+    res = remote.install('x86_64')
+    assert fastpath.marker_arch(res, NONCE) == (fastpath.INSECURE_STATUS, 'x86_64'), res
+    assert fastpath.marker_path(res, NONCE) == str(path)
+    assert remote.files() == []
+
+
+def test_run_script_takes_a_home_closed_to_others(remote):
+    """Read and search by group and others is fine: only writing is refused."""
+    loosen(remote, 'home', 0o755)
+    (remote.home / '.cache').chmod(0o755)
+    assert remote.run('x86_64')['rc'] == 0
+    assert remote.ran() == ['x86_64']
+
+
 def test_install_script_refuses_when_the_arch_changed(remote):
     """The build was chosen by the run script's uname; a target that now says otherwise
     (a home shared by hosts of two architectures, a reinstalled host) gets nothing."""
@@ -890,6 +931,23 @@ def test_run_fails_when_the_script_finds_no_build(paths):
     assert result == {'failed': True, 'changed': False, 'msg': unsupported_msg('riscv64')}
     assert calls == []
     assert len(act._low_level_execute_command.commands) == 1
+
+
+@pytest.mark.parametrize('answers', [
+    ['insecure-dir x86_64 /home/app/.cache'],
+    ['miss', 'insecure-dir x86_64 /home/app/.cache'],
+    ['miss', 'installed', 'insecure-dir x86_64 /home/app/.cache'],
+], ids=['run', 'install', 'after-install'])
+def test_run_fails_for_a_directory_others_can_write(paths, answers):
+    """Neither the fast path nor, quietly, the normal path: the task fails naming the
+    directory, as the modules do for a state directory others can write."""
+    calls = paths[0]
+    act = wired(answers)
+    result = act.run(task_vars={})
+    assert result['failed'] is True and result['changed'] is False
+    assert '/home/app/.cache on the target is writable by group or others' in result['msg']
+    assert 'chmod go-w /home/app/.cache' in result['msg']
+    assert calls == []
 
 
 def test_builds_are_the_architectures_with_a_link(paths, tmp_path):
