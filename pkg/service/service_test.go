@@ -159,3 +159,44 @@ func TestServicePlanIsTheSameInCheckMode(t *testing.T) {
 	assert.Equal(t, want, planOf(false))
 	assert.Equal(t, want, planOf(true))
 }
+
+// One unit file twice, or one drop-in twice, would be written twice every run (the second
+// undoing the first, the process restarted every time): refused, naming the parameter and
+// the duplicate, with unit names compared as the modules normalise them.
+func TestDuplicateFilesAreRefused(t *testing.T) {
+	unit := func(u, description string) any {
+		return map[string]any{"unit": u, "content": "[Unit]\nDescription=" + description + "\n"}
+	}
+	dropin := func(u, name string) any {
+		return map[string]any{"unit": u, "name": name, "content": "[Service]\n"}
+	}
+	cases := []struct {
+		name    string
+		args    map[string]any
+		wantErr string
+	}{
+		{"one unit twice", map[string]any{"units": []any{unit("foo", "a"), unit("foo.service", "b")}},
+			"units[1]: foo.service is already given by units[0]"},
+		{"one drop-in twice", map[string]any{"dropins": []any{dropin("foo.service", "10.conf"), dropin("bar", "10.conf"), dropin("foo", "10.conf")}},
+			"dropins[2]: foo.service/10.conf is already given by dropins[0]"},
+		{"a removal too", map[string]any{"state": "absent", "units": []any{unit("foo.timer", "a"), unit("foo.timer", "a")}},
+			"units[1]: foo.timer is already given by units[0]"},
+		{"other units, other names, a unit and its drop-in", map[string]any{
+			"units":   []any{unit("foo", "a"), unit("foo.socket", "b")},
+			"dropins": []any{dropin("foo", "10.conf"), dropin("foo", "20.conf"), dropin("foo.socket", "10.conf")}}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := map[string]any{"name": "demo"}
+			for k, v := range c.args {
+				args[k] = v
+			}
+			_, err := Spec().Validate(args)
+			if c.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, c.wantErr)
+		})
+	}
+}

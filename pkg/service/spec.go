@@ -46,9 +46,10 @@ func Spec() *ansible.Spec {
 					{Name: "timeout", Kind: ansible.Str, Description: []string{`The packages step's timeout, for the whole set.`}},
 				}},
 			{Name: "units", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
-				`Owned full unit files (richt.services.unit_override).`}, Suboptions: fileOptions(false)},
+				`Owned full unit files (richt.services.unit_override), each unit once (C(foo) and
+				C(foo.service) are one unit).`}, Suboptions: fileOptions(false)},
 			{Name: "dropins", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
-				`Owned drop-ins (richt.services.unit_override).`}, Suboptions: fileOptions(true)},
+				`Owned drop-ins (richt.services.unit_override), each I(unit) and I(name) once.`}, Suboptions: fileOptions(true)},
 			{Name: "processes", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
 				`Processes (richt.services.systemd_lifecycle), in declared order unless I(after) says
 				otherwise. A package change restarts every process; a changed unit file or drop-in
@@ -96,6 +97,9 @@ func Spec() *ansible.Spec {
 				shared[key] = *val
 			}
 		}
+		if err := duplicateFiles(p); err != nil {
+			return err
+		}
 		if _, err := Order(p.Processes, false); err != nil {
 			return err
 		}
@@ -120,4 +124,28 @@ func Spec() *ansible.Spec {
 		return nil
 	}
 	return s
+}
+
+// duplicateFiles refuses a unit file given twice, or a drop-in (unit, name) given twice:
+// both would be written on every run, the second undoing the first, and the unit
+// restarted each time. Unit names are compared as the modules normalise them (foo is
+// foo.service).
+func duplicateFiles(p Params) error {
+	seen := map[string]int{}
+	for i, u := range p.Units {
+		key := unitOf(u.Unit)
+		if j, dup := seen[key]; dup {
+			return fmt.Errorf("units[%d]: %s is already given by units[%d]; give each unit file once", i, key, j)
+		}
+		seen[key] = i
+	}
+	seen = map[string]int{}
+	for i, d := range p.Dropins {
+		key := unitOf(d.Unit) + "/" + d.Name
+		if j, dup := seen[key]; dup {
+			return fmt.Errorf("dropins[%d]: %s is already given by dropins[%d]; give each drop-in once", i, key, j)
+		}
+		seen[key] = i
+	}
+	return nil
 }
