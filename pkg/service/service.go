@@ -14,8 +14,12 @@
 package service
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -210,6 +214,13 @@ func (r *run) present(ctx context.Context) error {
 		pkgRes, err = r.call(ctx, r.d.Packages, "packages", pkgs)
 		r.res.Packages = pkgRes
 		pkgChanged, _ = pkgRes["changed"].(bool)
+		if pkgChanged {
+			// A change the prediction missed (the database moved under it) owes the same
+			// restart: recorded before the next step, also when this one then failed.
+			if rerr := r.record(ahead, missed(ahead.pkg, ahead.every(reaction.Restart))); rerr != nil {
+				return rerr
+			}
+		}
 		if !pkgChanged {
 			// Predicted, but nothing changed (DNF refused, the step failed early): no
 			// reaction is owed on its account; the files step's own is recorded next.
@@ -225,12 +236,27 @@ func (r *run) present(ctx context.Context) error {
 		return err
 	}
 	changedUnits := map[string]bool{}
+	// What the files step has recorded per unit: ahead, then for changes it missed.
+	filesRecorded := maps.Clone(ahead.files)
 	for _, f := range files {
 		out, err := r.call(ctx, r.d.Files, "file "+fileLabel(f), f.args)
 		out["item"] = f.item
 		r.res.Files = append(r.res.Files, out)
 		if c, _ := out["changed"].(bool); c {
 			changedUnits[f.unit] = true
+			// Stamped after the write: recorded ahead of the packages step, the reaction
+			// would count as served by a restart before the file changed.
+			due := map[string]reaction.Kind{}
+			if ahead.running[f.unit] {
+				due[f.unit] = fileReaction(f)
+			}
+			owed := missed(filesRecorded, due)
+			if rerr := r.record(ahead, owed); rerr != nil {
+				return rerr
+			}
+			for u, k := range owed {
+				filesRecorded[u] = reaction.Stronger(filesRecorded[u], k)
+			}
 		}
 		if err != nil {
 			return err
@@ -242,7 +268,8 @@ func (r *run) present(ctx context.Context) error {
 			unchanged[u] = k
 		}
 	}
-	r.withdraw(ahead, unchanged, func(u string) bool { _, pkg := ahead.pkg[u]; return pkg && pkgChanged })
+	// A package change owes every process to run a restart, predicted or not.
+	r.withdraw(ahead, unchanged, func(string) bool { return pkgChanged })
 	for _, proc := range r.order {
 		restart, reload := r.triggers(proc, pkgRes, files)
 		args := processArgs(proc)
@@ -466,14 +493,49 @@ type ahead struct {
 	wrote   map[string]bool
 	// checked is what check mode would have recorded, per unit.
 	checked map[string]reaction.Kind
+	// running are the units of processes that are to run: the ones a change owes a
+	// reaction.
+	running map[string]bool
+	// written is the record this run last wrote per unit, to tell it from another run's.
+	written map[string]durable.Pending
+}
+
+// every is kind for each unit that is to run.
+func (a *ahead) every(kind reaction.Kind) map[string]reaction.Kind {
+	out := map[string]reaction.Kind{}
+	for u := range a.running {
+		out[u] = kind
+	}
+	return out
+}
+
+// missed is what due owes beyond what was recorded for it: the units whose recorded
+// reaction (none, or a reload) does not serve their due one.
+func missed(recorded, due map[string]reaction.Kind) map[string]reaction.Kind {
+	out := map[string]reaction.Kind{}
+	for u, k := range due {
+		if had := reaction.Stronger(recorded[u]); reaction.Stronger(had, k) != had {
+			out[u] = k
+		}
+	}
+	return out
+}
+
+// fileReaction is what a changed unit file or drop-in owes its unit's process.
+func fileReaction(f fileStep) reaction.Kind {
+	if f.reload {
+		return reaction.Reload
+	}
+	return reaction.Restart
 }
 
 // predict decides, reading only (the modules' own Observe and Decide), what the packages
 // and the files steps are about to change, and so which reaction each process that is to
 // run will owe for each.
 func (r *run) predict(ctx context.Context, pkgs map[string]any, files []fileStep) (*ahead, error) {
-	a := &ahead{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, earlier: map[string]*durable.Pending{}, wrote: map[string]bool{}, checked: map[string]reaction.Kind{}}
 	running := map[string]bool{}
+	a := &ahead{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, earlier: map[string]*durable.Pending{}, wrote: map[string]bool{},
+		checked: map[string]reaction.Kind{}, running: running, written: map[string]durable.Pending{}}
 	for _, p := range r.order {
 		if p.State == nil || *p.State == "running" {
 			running[unitOf(p.Unit)] = true
@@ -507,11 +569,7 @@ func (r *run) predict(ctx context.Context, pkgs map[string]any, files []fileStep
 		if !c {
 			continue
 		}
-		k := reaction.Restart
-		if f.reload {
-			k = reaction.Reload
-		}
-		a.files[f.unit] = reaction.Stronger(a.files[f.unit], k)
+		a.files[f.unit] = reaction.Stronger(a.files[f.unit], fileReaction(f))
 	}
 	return a, nil
 }
@@ -530,6 +588,9 @@ func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
 		units = append(units, u)
 	}
 	sort.Strings(units)
+	if r.d.Pending == nil {
+		return nil
+	}
 	for _, unit := range units {
 		due := owed[unit]
 		if r.req.CheckMode {
@@ -564,7 +625,12 @@ func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
 			if err != nil {
 				return err
 			}
-			return r.d.Pending.SetPending(unit, durable.Pending{Reaction: string(due), Triggers: []string{"service " + r.p.Name}, Since: since, At: at})
+			rec := durable.Pending{Reaction: string(due), Triggers: []string{"service " + r.p.Name}, Since: since, At: at}
+			if err := r.d.Pending.SetPending(unit, rec); err != nil {
+				return err
+			}
+			a.written[unit] = rec
+			return nil
 		}); err != nil {
 			r.res.FailedStep = "record reactions"
 			return fmt.Errorf("record the %s %s owes: %w", due, unit, err)
@@ -581,12 +647,21 @@ func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
 
 // withdraw puts back what a unit's record was before this run, for the units whose
 // predicted change did not happen, unless another step of this run still owes them one.
+// Only while the record is still the one this run wrote: one another run wrote since
+// (systemd_lifecycle, another service run, under the same lock) is that run's reaction,
+// and putting this run's earlier record back would lose it.
 func (r *run) withdraw(a *ahead, units map[string]reaction.Kind, stillOwed func(unit string) bool) {
-	for unit := range units {
+	for _, unit := range slices.Sorted(maps.Keys(units)) {
 		if !a.wrote[unit] || stillOwed(unit) {
 			continue
 		}
+		withdrawn := false
 		_ = r.locked(unit, func() error {
+			now, err := r.d.Pending.GetPending(unit)
+			if err != nil || !samePending(now, a.written[unit]) {
+				return err
+			}
+			withdrawn = true
 			if earlier := a.earlier[unit]; earlier != nil {
 				return r.d.Pending.SetPending(unit, *earlier)
 			}
@@ -594,8 +669,21 @@ func (r *run) withdraw(a *ahead, units map[string]reaction.Kind, stillOwed func(
 		})
 		delete(a.wrote, unit)
 		delete(r.res.Recorded, unit)
-		r.res.Plan = append(r.res.Plan, "withdraw-pending "+unit)
+		if withdrawn {
+			r.res.Plan = append(r.res.Plan, "withdraw-pending "+unit)
+		}
 	}
+}
+
+// samePending reports whether the record read back is the one written: compared as
+// stored (JSON), so a time's monotonic reading or location does not tell them apart.
+func samePending(read *durable.Pending, wrote durable.Pending) bool {
+	if read == nil {
+		return false
+	}
+	a, errA := json.Marshal(*read)
+	b, errB := json.Marshal(wrote)
+	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
 // locked runs f under the unit's lock, as systemd_lifecycle's runs on it are.

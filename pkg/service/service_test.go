@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,7 +63,12 @@ func TestReactionsRecordedAhead(t *testing.T) {
 		{"package predicted, nothing changed: withdrawn", true, false, false, false, ""},
 		{"reload drop-in changed: the reload stays owed", false, true, false, true, "reload"},
 		{"drop-in predicted, not changed: withdrawn", false, true, false, false, ""},
-		{"nothing predicted: nothing recorded", false, false, true, true, ""},
+		{"nothing predicted, nothing changed: nothing recorded", false, false, false, false, ""},
+		{"a package change the prediction missed: recorded after its step", false, false, true, false, "restart"},
+		{"a drop-in change the prediction missed: recorded after its step", false, false, false, true, "reload"},
+		{"both missed: the stronger", false, false, true, true, "restart"},
+		{"a reload predicted, a restart happened: the restart", false, true, true, true, "restart"},
+		{"a package change missed, a drop-in predicted that did not change: the restart stays", false, true, true, false, "restart"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -197,6 +203,112 @@ func TestDuplicateFilesAreRefused(t *testing.T) {
 				return
 			}
 			assert.ErrorContains(t, err, c.wantErr)
+		})
+	}
+}
+
+// stepModule is a module's real parameter contract with a handler that runs during the
+// step, as a concurrent run (or the step itself) would act at that moment.
+func stepModule(spec *ansible.Spec, during func(), changed bool) Module {
+	return Module{Spec: spec, Handler: func(context.Context, *ansible.Request) (any, error) {
+		during()
+		return map[string]any{"changed": changed}, nil
+	}}
+}
+
+// A change the prediction missed is recorded before the next step starts: a run killed in
+// that step leaves the reaction it owes for the next run.
+func TestUnpredictedChangeIsRecordedBeforeTheNextStep(t *testing.T) {
+	pending := &fakePending{records: map[string]*durable.Pending{}}
+	var atFiles, atProcess string
+	reactionOf := func() string {
+		if r := pending.records["demo.service"]; r != nil {
+			return r.Reaction
+		}
+		return ""
+	}
+	d := Deps{
+		Packages:  stepModule(rpmexact.Spec(), func() {}, true),
+		Files:     stepModule(override.Spec(), func() { atFiles = reactionOf() }, true),
+		Processes: stepModule(lifecycle.Spec(), func() { atProcess = reactionOf() }, false),
+		Predict:   fakePredict{},
+		Pending:   pending,
+		Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
+	}
+	out := ansible.Call(context.Background(), Spec(), demoArgs(), false, false, Handler(d))
+	require.Nil(t, out["failed"], out["msg"])
+	assert.Equal(t, "restart", atFiles, "the package change, recorded before the files step")
+	assert.Equal(t, "restart", atProcess)
+	assert.Contains(t, out["plan"], "record-pending demo.service restart")
+}
+
+func demoArgs() map[string]any {
+	return map[string]any{"name": "demo",
+		"packages":  []any{map[string]any{"name": "demo", "version": "0:1.0-1.noarch"}},
+		"dropins":   []any{map[string]any{"unit": "demo", "name": "20.conf", "reload": true, "content": "[Service]\n"}},
+		"processes": []any{map[string]any{"unit": "demo"}}}
+}
+
+// A run withdraws the record it wrote when its predicted change did not happen, but only
+// while the record is still the one it wrote: a record another run wrote meanwhile (under
+// the unit's lock, as this run's) is that run's reaction, and stays.
+func TestWithdrawLeavesAnotherRunsRecord(t *testing.T) {
+	theirs := durable.Pending{Reaction: "restart", Triggers: []string{"systemd_lifecycle"},
+		Since: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC), At: stamp.Stamp{BootID: "b", Mono: 7}}
+	earlier := durable.Pending{Reaction: "reload", Triggers: []string{"earlier"},
+		Since: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), At: stamp.Stamp{BootID: "b", Mono: 2}}
+	cases := []struct {
+		name              string
+		earlier           *durable.Pending
+		predictPkg        bool
+		concurrent        bool
+		want              *durable.Pending
+		wantWithdrawnPlan bool
+	}{
+		{"packages unchanged, another run's record meanwhile: theirs stays", nil, true, true, &theirs, false},
+		{"drop-in unchanged, another run's record meanwhile: theirs stays", &earlier, false, true, &theirs, false},
+		{"packages unchanged, nobody else: withdrawn to nothing", nil, true, false, nil, true},
+		{"drop-in unchanged, nobody else: the earlier record back", &earlier, false, false, &earlier, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pending := &fakePending{records: map[string]*durable.Pending{}}
+			if c.earlier != nil {
+				e := *c.earlier
+				pending.records["demo.service"] = &e
+			}
+			concurrent := func() {
+				if c.concurrent {
+					p := theirs
+					pending.records["demo.service"] = &p
+				}
+			}
+			pkgDuring, filesDuring := concurrent, func() {}
+			if !c.predictPkg {
+				pkgDuring, filesDuring = func() {}, concurrent
+			}
+			d := Deps{
+				Packages:  stepModule(rpmexact.Spec(), pkgDuring, false),
+				Files:     stepModule(override.Spec(), filesDuring, false),
+				Processes: stepModule(lifecycle.Spec(), func() {}, false),
+				Predict:   fakePredict{pkg: c.predictPkg, files: !c.predictPkg},
+				Pending:   pending,
+				Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
+			}
+			out := ansible.Call(context.Background(), Spec(), demoArgs(), false, false, Handler(d))
+			require.Nil(t, out["failed"], out["msg"])
+			got := pending.records["demo.service"]
+			if c.want == nil {
+				assert.Nil(t, got)
+			} else {
+				require.NotNil(t, got)
+				assert.Equal(t, *c.want, *got)
+			}
+			if c.wantWithdrawnPlan {
+				assert.Contains(t, out["plan"], "withdraw-pending demo.service")
+			} else {
+				assert.NotContains(t, out["plan"], "withdraw-pending demo.service")
+			}
 		})
 	}
 }
