@@ -242,3 +242,80 @@ kill -9 $p; wait $p; echo "module exit $?"; rm -f /usr/local/bin/systemctl; pkil
 		assert.Equal(t, "600", strings.TrimSpace(e.t.MustExec(t, "stat", "-c", "%a", "/etc/systemd/system/richt-mode.service")))
 	})
 }
+
+// Unit files and drop-ins without a process: no process step syncs the manager, so the
+// service reloads it itself, once, and says so.
+func TestServiceFilesWithoutProcessesReloadTheManager(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const unit = "richt-plain.service"
+	args := func(description, env string) map[string]any {
+		a := map[string]any{"name": "plain", "units": []any{map[string]any{"unit": unit,
+			"content": "[Unit]\nDescription=" + description + "\n[Service]\nExecStart=/bin/sleep infinity\n"}}}
+		if env != "" {
+			a["dropins"] = []any{map[string]any{"unit": unit, "name": "10-env.conf", "content": "[Service]\nEnvironment=" + env + "\n"}}
+		}
+		return a
+	}
+	show := func(prop string) string {
+		return strings.TrimSpace(e.t.MustExec(t, "systemctl", "show", "--value", "-p", prop, unit))
+	}
+	r := e.run(t, args("first", ""))
+	require.False(t, r.Failed(), r.Msg())
+	// Running, the unit stays loaded: what systemd has loaded is what the next run must sync.
+	e.t.MustExec(t, "systemctl", "daemon-reload")
+	e.t.MustExec(t, "systemctl", "start", unit)
+	t.Cleanup(func() { _, _ = e.t.Exec(context.Background(), "systemctl", "stop", unit) })
+
+	r = e.run(t, args("second", "RICHT_PLAIN=1"))
+	require.False(t, r.Failed(), r.Msg())
+	assert.True(t, r.Changed())
+	assert.Equal(t, "no", show("NeedDaemonReload"), "the unit file and drop-in the run wrote are loaded")
+	assert.Equal(t, "second", show("Description"))
+	assert.Contains(t, show("Environment"), "RICHT_PLAIN=1")
+	assert.Equal(t, "performed", r.String("manager_reload"))
+	assert.Contains(t, r["plan"], "daemon-reload")
+
+	r = e.run(t, args("second", "RICHT_PLAIN=1"))
+	require.False(t, r.Failed(), r.Msg())
+	assert.False(t, r.Changed())
+	assert.Empty(t, r.String("manager_reload"), "nothing changed: no reload")
+}
+
+// Removing a service's package that another package requires: refused before anything
+// changes, naming the dependent, unless remove_dependents says the dependents may go too.
+func TestServiceRemovalRefusesToTakeDependents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	lib := testenv.Package{Name: "richt-deplib", Version: "1.0"}
+	app := testenv.Package{Name: "richt-depapp", Version: "1.0", Requires: []string{"richt-deplib"}}
+	require.NoError(t, e.t.AddRepo(context.Background(), "dependents", testenv.Repo(t, lib, app)))
+	e.t.MustExec(t, "dnf", "-y", "-q", "install", "richt-depapp")
+	installed := func(name string) bool {
+		res, err := e.t.Exec(context.Background(), "rpm", "-q", name)
+		require.NoError(t, err)
+		return res.ExitCode == 0
+	}
+	require.True(t, installed("richt-deplib"))
+	args := map[string]any{"name": "deplib", "state": "absent", "packages": []any{map[string]any{"name": "richt-deplib"}}}
+
+	check := e.run(t, with(args, "_ansible_check_mode", true))
+	assert.True(t, check.Failed(), "check mode refuses too")
+	assert.Contains(t, check.Msg(), "richt-depapp")
+
+	r := e.run(t, args)
+	require.True(t, r.Failed(), "refused")
+	assert.Contains(t, r.Msg(), "richt-depapp-1.0-1.noarch")
+	assert.Contains(t, r.Msg(), "remove_dependents")
+	assert.Equal(t, "packages", r.String("failed_step"))
+	assert.False(t, r.Changed())
+	assert.True(t, installed("richt-deplib"), "nothing removed")
+	assert.True(t, installed("richt-depapp"), "nothing removed")
+
+	r = e.run(t, with(args, "remove_dependents", true))
+	require.False(t, r.Failed(), r.Msg())
+	assert.True(t, r.Changed())
+	assert.Equal(t, []string{"richt-depapp-1.0-1.noarch"}, r.Strings("removed_dependents"))
+	assert.False(t, installed("richt-deplib"))
+	assert.False(t, installed("richt-depapp"), "the dependent went with it, as the task allowed")
+}

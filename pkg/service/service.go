@@ -7,7 +7,8 @@
 //
 // Present: packages (one set, one transaction) → unit files and drop-ins (written without
 // a manager reload of their own) → processes in order (the first that needs it reloads the
-// manager once). Absent: the reverse, then one manager reload when anything was removed.
+// manager once; without processes, one manager reload at the end). Absent: the reverse,
+// then one manager reload when anything was removed.
 // Before any step changes anything, the reaction each process will owe is recorded on the
 // target (durable pending reactions), so a run killed between its steps leaves it for the
 // next run.
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/reaction"
@@ -127,7 +129,8 @@ type Result struct {
 	Files []map[string]any `json:"files"`
 	// Processes are the processes' results, in the order they ran.
 	Processes []map[string]any `json:"processes"`
-	// ManagerReload is "performed" when the removal reloaded the manager at its end.
+	// ManagerReload is "performed" when the service reloaded the manager at its end: after a
+	// removal, or after writing unit files when no process step would.
 	ManagerReload string `json:"manager_reload,omitempty"`
 	// FailedStep names the step that failed ("packages", "file UNIT/NAME", "process
 	// UNIT"); the results of the steps before it say what they did.
@@ -193,9 +196,27 @@ func (r *run) call(ctx context.Context, m Module, step string, args map[string]a
 	return out, nil
 }
 
-func (r *run) present(ctx context.Context) error {
+func (r *run) present(ctx context.Context) (err error) {
 	pkgs := r.packageArgs(false)
 	files := r.fileArgs(false)
+	// The files are written without a manager reload of their own, and the packages step
+	// may leave one needed: the first process step reloads. Without a process nothing
+	// would, and the unit files on disk would not be the ones systemd runs
+	// (NeedDaemonReload=yes, the task ok): then the service reloads, once, after its steps,
+	// also when a later one failed; and when an earlier run left one due.
+	changedFiles := false
+	defer func() {
+		if len(r.order) > 0 {
+			return
+		}
+		needed := changedFiles
+		if m, ok := r.res.Packages.(map[string]any); ok && m["daemon_reload"] == string(contract.ReloadNeeded) {
+			needed = true
+		}
+		if needed || r.syncDue() {
+			err = r.reloadManager(ctx, err, "writing the unit files of")
+		}
+	}()
 	// The prediction reads only, so check mode makes it too and reports the records a
 	// real run writes.
 	ahead, err := r.predict(ctx, pkgs, files)
@@ -244,6 +265,7 @@ func (r *run) present(ctx context.Context) error {
 		r.res.Files = append(r.res.Files, out)
 		if c, _ := out["changed"].(bool); c {
 			changedUnits[f.unit] = true
+			changedFiles = true
 			// Stamped after the write: recorded ahead of the packages step, the reaction
 			// would count as served by a restart before the file changed.
 			due := map[string]reaction.Kind{}
@@ -292,19 +314,8 @@ func (r *run) absent(ctx context.Context) (err error) {
 	// later step failed after something was removed, and when an earlier run's removal left
 	// one due (it failed or was killed before its reload).
 	defer func() {
-		if !removed && (r.d.SyncDue == nil || !r.d.SyncDue()) {
-			return
-		}
-		r.res.ManagerReload = "performed"
-		r.res.Plan = append(r.res.Plan, "daemon-reload")
-		if r.req.CheckMode || r.d.Reload == nil {
-			return
-		}
-		if rerr := r.d.Reload(ctx); rerr != nil {
-			if err == nil {
-				r.res.FailedStep = "manager reload"
-				err = fmt.Errorf("manager reload after removing %s: %w", r.p.Name, rerr)
-			}
+		if removed || r.syncDue() {
+			err = r.reloadManager(ctx, err, "removing")
 		}
 	}()
 	for _, proc := range r.order {
@@ -340,6 +351,24 @@ func (r *run) absent(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// syncDue reports whether a manager reload is recorded as due.
+func (r *run) syncDue() bool { return r.d.SyncDue != nil && r.d.SyncDue() }
+
+// reloadManager reloads systemd's manager as the service's last step (planned in check
+// mode) and returns the run's error: err when a step failed before, else the reload's.
+func (r *run) reloadManager(ctx context.Context, err error, after string) error {
+	r.res.ManagerReload = "performed"
+	r.res.Plan = append(r.res.Plan, "daemon-reload")
+	if r.req.CheckMode || r.d.Reload == nil {
+		return err
+	}
+	if rerr := r.d.Reload(ctx); rerr != nil && err == nil {
+		r.res.FailedStep = "manager reload"
+		return fmt.Errorf("manager reload after %s %s: %w", after, r.p.Name, rerr)
+	}
+	return err
 }
 
 // packageArgs is rpm_exact's arguments for the service's packages as one set, or nil when

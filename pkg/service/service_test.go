@@ -312,3 +312,58 @@ func TestWithdrawLeavesAnotherRunsRecord(t *testing.T) {
 		})
 	}
 }
+
+// Unit files and drop-ins written without a manager reload of their own are loaded by the
+// first process step; a service without processes reloads the manager itself, once.
+func TestPresentReloadsTheManagerWhenNoProcessWill(t *testing.T) {
+	cases := []struct {
+		name         string
+		processes    bool
+		filesChanged bool
+		syncDue      bool
+		check        bool
+		wantReload   bool
+	}{
+		{"files changed, no process: reloaded", false, true, false, false, true},
+		{"files changed, no process, check mode: planned, not done", false, true, false, true, true},
+		{"nothing changed: no reload", false, false, false, false, false},
+		{"an earlier run's change left one due: reloaded", false, false, true, false, true},
+		{"a process step will: not here", true, true, false, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var calls []map[string]any
+			unchanged := false
+			reloads := 0
+			d := Deps{
+				Packages:  fakeModule(rpmexact.Spec(), &unchanged, &calls),
+				Files:     fakeModule(override.Spec(), &c.filesChanged, &calls),
+				Processes: fakeModule(lifecycle.Spec(), &unchanged, &calls),
+				Reload:    func(context.Context) error { reloads++; return nil },
+				SyncDue:   func() bool { return c.syncDue },
+			}
+			args := map[string]any{"name": "plain",
+				"units":   []any{map[string]any{"unit": "plain", "content": "[Service]\nExecStart=/bin/true\n"}},
+				"dropins": []any{map[string]any{"unit": "plain", "name": "10.conf", "content": "[Service]\n"}}}
+			if c.processes {
+				args["processes"] = []any{map[string]any{"unit": "plain"}}
+			}
+			out := ansible.Call(context.Background(), Spec(), args, c.check, false, Handler(d))
+			require.Nil(t, out["failed"], out["msg"])
+			plan := out["plan"].([]any)
+			if !c.wantReload {
+				assert.Zero(t, reloads)
+				assert.Nil(t, out["manager_reload"])
+				assert.NotContains(t, plan, "daemon-reload")
+				return
+			}
+			assert.Equal(t, "performed", out["manager_reload"])
+			assert.Equal(t, "daemon-reload", plan[len(plan)-1], "after the files")
+			if c.check {
+				assert.Zero(t, reloads)
+			} else {
+				assert.Equal(t, 1, reloads)
+			}
+		})
+	}
+}

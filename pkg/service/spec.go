@@ -31,7 +31,9 @@ func Spec() *ansible.Spec {
 		Params: []ansible.Param{
 			{Name: "name", Kind: ansible.Str, Required: true, Description: []string{`The service's name, for messages and the diff.`}},
 			{Name: "state", Kind: ansible.Str, Default: "present", Choices: []string{"present", "absent"}, Description: []string{
-				`C(present): packages, then unit files and drop-ins, then processes in order.`,
+				`C(present): packages, then unit files and drop-ins, then processes in order (the
+				first that needs it reloads the manager); without processes, one manager reload
+				at the end when unit files changed.`,
 				`C(absent): the processes stopped and disabled (reverse order, a missing unit is
 				fine), the unit files and drop-ins removed, the packages removed, then one manager
 				reload when anything was removed.`}},
