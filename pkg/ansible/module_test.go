@@ -234,6 +234,15 @@ func TestURLPasswordsAreMasked(t *testing.T) {
 		{"no password: https://user@host/x", "no password: https://user@host/x"},
 		{"not a URL: user:pass@host", "not a URL: user:pass@host"},
 		{"an address: root@localhost", "an address: root@localhost"},
+		// The user information ends at the last @ before the host: a password (as
+		// configured, unencoded) may hold /, @ and :.
+		{"http://deploy:pa/ss@repo.example/el9/", "http://deploy:********@repo.example/el9/"},
+		{"http://deploy:p@ss@repo.example/el9/", "http://deploy:********@repo.example/el9/"},
+		{"http://deploy:a:b/c@d@repo.example/", "http://deploy:********@repo.example/"},
+		{"https://me@corp.example:s3cret@repo.example/x", "https://me@corp.example:********@repo.example/x"},
+		{"baseurl=ftp://a:b/c@h1/,https://c:d@e@h2/ end", "baseurl=ftp://a:********@h1/,https://c:********@h2/ end"},
+		{"a port, no user: http://repo.example:8080/el9/ and http://u:p/w@h/", "a port, no user: http://repo.example:8080/el9/ and http://u:********@h/"},
+		{"no password: https://user@host/a:b", "no password: https://user@host/a:b"},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, maskURLPasswords(c.in), c.in)

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 
 	"encoding/json"
 )
@@ -148,10 +149,47 @@ func moduleArgs(spec *Spec, raw map[string]any, vals Values) map[string]any {
 	return out
 }
 
-// urlPassword is the password of a URL's user information (scheme://user:password@host):
-// commands the modules run print URLs as they are configured (DNF names a repository's
-// baseurl in its errors), and a result must not carry the password on.
-var urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+@`)
+// urlScheme starts a URL (scheme://). Commands the modules run print URLs as they are
+// configured (DNF names a repository's baseurl in its errors), and a result must not carry
+// a password in one on.
+var urlScheme = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// maskURLPasswordsIn replaces the password of every URL in s. A configured URL's password
+// is not percent-encoded, so it may hold /, : and @: a URL's user information runs from
+// its scheme to the LAST @ before the host, where the URL ends at white space or at the
+// next URL (a comma-separated baseurl list), and its password from the first : in it.
+// Reading a path's @ (http://host:8080/a@b) as the end of a password masks too much, never
+// too little.
+func maskURLPasswordsIn(s string) string {
+	starts := urlScheme.FindAllStringIndex(s, -1)
+	var b strings.Builder
+	done := 0
+	for i, loc := range starts {
+		from, to := loc[1], len(s)
+		if i+1 < len(starts) {
+			to = starts[i+1][0]
+		}
+		if ws := strings.IndexFunc(s[from:to], unicode.IsSpace); ws >= 0 {
+			to = from + ws
+		}
+		at := strings.LastIndexByte(s[from:to], '@')
+		if at < 0 {
+			continue // no user information
+		}
+		colon := strings.IndexByte(s[from:from+at], ':')
+		if colon < 0 {
+			continue // a user without a password
+		}
+		b.WriteString(s[done : from+colon+1])
+		b.WriteString(URLPasswordMask)
+		done = from + at
+	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
 
 // URLPasswordMask is what stands for a URL's password in module output.
 const URLPasswordMask = "********"
@@ -164,7 +202,7 @@ func maskURLPasswords(v any) any {
 		if !strings.Contains(x, "@") {
 			return x
 		}
-		return urlPassword.ReplaceAllString(x, "${1}"+URLPasswordMask+"@")
+		return maskURLPasswordsIn(x)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
