@@ -41,10 +41,12 @@ type Module struct {
 }
 
 // Prediction answers, before anything is changed, whether the packages step and each file
-// step will change something (from the modules' own Observe and Decide, reading only).
+// step will change something (from the modules' own Observe and Decide, reading only), and
+// which installed packages outside a removal's names it would take along.
 type Prediction interface {
 	PackagesChange(ctx context.Context, packages []any) (bool, error)
 	FileChanges(ctx context.Context, file map[string]any) (bool, error)
+	Dependents(ctx context.Context, names []string) ([]string, error)
 }
 
 // Pending records a reaction a process will owe (package durable).
@@ -79,6 +81,9 @@ type Params struct {
 	Units     []Unit    `ansible:"units"`
 	Dropins   []DropIn  `ansible:"dropins"`
 	Processes []Process `ansible:"processes"`
+	// RemoveDependents lets a removal take installed packages outside Packages that
+	// require them.
+	RemoveDependents bool `ansible:"remove_dependents"`
 }
 
 // Package is one item of packages.
@@ -135,6 +140,9 @@ type Result struct {
 	// FailedStep names the step that failed ("packages", "file UNIT/NAME", "process
 	// UNIT"); the results of the steps before it say what they did.
 	FailedStep string `json:"failed_step,omitempty"`
+	// RemovedDependents are the packages outside the service's that its removal took along
+	// (remove_dependents), as NAME-VERSION-RELEASE.ARCH.
+	RemovedDependents []string `json:"removed_dependents,omitempty"`
 	// Recorded are the reactions recorded before the first step, per unit.
 	Recorded map[string]string `json:"recorded,omitempty"`
 	// Plan is the whole service's plan in the order it is carried out: each step's own
@@ -309,6 +317,12 @@ func (r *run) present(ctx context.Context) (err error) {
 }
 
 func (r *run) absent(ctx context.Context) (err error) {
+	// Before anything changes: a removal that would take other packages along.
+	dependents, err := r.dependents(ctx)
+	if err != nil {
+		r.res.FailedStep = "packages"
+		return err
+	}
 	removed := false
 	// One reload so systemd forgets the removed units, as part of the removal: also when a
 	// later step failed after something was removed, and when an earlier run's removal left
@@ -345,6 +359,10 @@ func (r *run) absent(ctx context.Context) (err error) {
 		r.res.Packages = out
 		if c, _ := out["changed"].(bool); c {
 			removed = true
+			if len(dependents) > 0 {
+				r.res.RemovedDependents = dependents
+				r.req.Warn("removing %s also removed %s, which required its packages (remove_dependents)", r.p.Name, strings.Join(dependents, ", "))
+			}
 		}
 		if err != nil {
 			return err
@@ -369,6 +387,32 @@ func (r *run) reloadManager(ctx context.Context, err error, after string) error 
 		return fmt.Errorf("manager reload after %s %s: %w", after, r.p.Name, rerr)
 	}
 	return err
+}
+
+// dependents are the installed packages outside the service's that removing its packages
+// would take along (DNF removes what requires a removed package). Without
+// remove_dependents they refuse the removal, naming them; with it they are what the
+// removal will report.
+func (r *run) dependents(ctx context.Context) ([]string, error) {
+	if len(r.p.Packages) == 0 || r.d.Predict == nil {
+		return nil, nil
+	}
+	names := make([]string, 0, len(r.p.Packages))
+	for _, p := range r.p.Packages {
+		names = append(names, p.Name)
+	}
+	// Reading only, but bounded: an rpm that hangs must not hold the run forever.
+	ctx, cancel := context.WithTimeout(ctx, predictTimeout)
+	defer cancel()
+	deps, err := r.d.Predict.Dependents(ctx, names)
+	if err != nil {
+		return nil, fmt.Errorf("packages: find what requires %s: %w", strings.Join(names, ", "), err)
+	}
+	if len(deps) > 0 && !r.p.RemoveDependents {
+		return nil, fmt.Errorf("packages: removing %s would also remove %s, which require them and are not packages of this service; nothing was changed (remove those first, add them to packages, or set remove_dependents: true to let them go)",
+			strings.Join(names, ", "), strings.Join(deps, ", "))
+	}
+	return deps, nil
 }
 
 // packageArgs is rpm_exact's arguments for the service's packages as one set, or nil when

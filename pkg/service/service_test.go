@@ -45,10 +45,16 @@ func (f *fakePending) SetPending(u string, p durable.Pending) error {
 }
 func (f *fakePending) ClearPending(u string) error { delete(f.records, u); return nil }
 
-type fakePredict struct{ pkg, files bool }
+type fakePredict struct {
+	pkg, files bool
+	dependents []string
+}
 
 func (f fakePredict) PackagesChange(context.Context, []any) (bool, error)       { return f.pkg, nil }
 func (f fakePredict) FileChanges(context.Context, map[string]any) (bool, error) { return f.files, nil }
+func (f fakePredict) Dependents(context.Context, []string) ([]string, error) {
+	return f.dependents, nil
+}
 
 // The reactions recorded ahead: kept when the step they are for changed something,
 // withdrawn when it did not, so a failed or empty step never leaves a restart owed.

@@ -47,6 +47,12 @@ func Spec() *ansible.Spec {
 					{Name: "manager", Kind: ansible.Str, Choices: []string{"dnf", "yum"}, Description: []string{`DNF 4 command, for the whole set.`}},
 					{Name: "timeout", Kind: ansible.Str, Description: []string{`The packages step's timeout, for the whole set.`}},
 				}},
+			{Name: "remove_dependents", Kind: ansible.Bool, Default: false, Description: []string{
+				`With C(state=absent): let the removal take installed packages that are not in
+				I(packages) but require one of them (DNF removes them with what they require);
+				they are named in C(removed_dependents) and a warning.`,
+				`When false, such a removal is refused before anything changes, naming them
+				(rpm's test removal on the installed packages finds them).`}},
 			{Name: "units", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
 				`Owned full unit files (richt.services.unit_override), each unit once (C(foo) and
 				C(foo.service) are one unit).`}, Suboptions: fileOptions(false)},

@@ -25,9 +25,13 @@ description:
     the packages and files steps are about to change (decided from the RPM database and the
     files, reading only) is recorded on the target; a run killed between its steps leaves it
     for the next run, which carries it out.
+  - A service with unit files or drop-ins and no processes reloads systemd's manager once at
+    its end when any of them changed.
   - With I(state=absent) the processes are stopped and disabled (reverse order; a missing
     unit is fine), the unit files and drop-ins removed, the packages removed, and systemd's
-    manager reloaded once when anything was removed.
+    manager reloaded once when anything was removed. A removal that would also remove
+    installed packages outside I(packages) (they require one of them) is refused before
+    anything changes, naming them, unless I(remove_dependents) is true.
   - The first step that fails ends the task; I(failed_step) names it, and the results of
     the steps before it say what they did.
 options:
@@ -38,7 +42,9 @@ options:
     required: true
   state:
     description:
-      - "C(present): packages, then unit files and drop-ins, then processes in order."
+      - "C(present): packages, then unit files and drop-ins, then processes in order (the first
+        that needs it reloads the manager); without processes, one manager reload at the end
+        when unit files changed."
       - "C(absent): the processes stopped and disabled (reverse order, a missing unit is fine),
         the unit files and drop-ins removed, the packages removed, then one manager reload when
         anything was removed."
@@ -71,9 +77,19 @@ options:
         description:
           - The packages step's timeout, for the whole set.
         type: str
+  remove_dependents:
+    description:
+      - "With C(state=absent): let the removal take installed packages that are not in
+        I(packages) but require one of them (DNF removes them with what they require); they are
+        named in C(removed_dependents) and a warning."
+      - When false, such a removal is refused before anything changes, naming them (rpm's test
+        removal on the installed packages finds them).
+    type: bool
+    default: false
   units:
     description:
-      - Owned full unit files (richt.services.unit_override).
+      - Owned full unit files (richt.services.unit_override), each unit once (C(foo) and
+        C(foo.service) are one unit).
     type: list
     elements: dict
     suboptions:
@@ -99,7 +115,7 @@ options:
         default: false
   dropins:
     description:
-      - Owned drop-ins (richt.services.unit_override).
+      - Owned drop-ins (richt.services.unit_override), each I(unit) and I(name) once.
     type: list
     elements: dict
     suboptions:
@@ -262,9 +278,14 @@ recorded:
   returned: when a reaction was recorded
   type: dict
 manager_reload:
-  description: C(performed) when a removal reloaded systemd's manager at its end.
-  returned: when a removal changed something
+  description: C(performed) when the service reloaded systemd's manager at its end - after a removal, or after writing unit files or drop-ins when it has no process to do it.
+  returned: when a removal changed something, or unit files or drop-ins changed and there are no processes
   type: str
+removed_dependents:
+  description: The packages outside I(packages) that the removal took along because they required one of them (NAME-VERSION-RELEASE.ARCH), allowed by I(remove_dependents).
+  returned: when a removal with I(remove_dependents) took some
+  type: list
+  elements: str
 failed_step:
   description: The step that failed - C(packages), C(file UNIT/NAME), C(process UNIT) or C(manager reload).
   returned: when a step failed
@@ -275,9 +296,10 @@ plan:
       in check mode.
     - "Each step's own plan entries under the step's name and a colon (C(packages: install-nevra demo),
       C(file demo.service/20-level.conf: write), C(process demo.service: start)), the
-      reactions recorded ahead of the packages and the files steps (C(record-pending UNIT
-      KIND)), a prediction withdrawn when its step changed nothing (C(withdraw-pending UNIT)),
-      and a removal's closing C(daemon-reload)."
+      reactions recorded ahead of the packages and the files steps, and after a step whose
+      change was not predicted (C(record-pending UNIT KIND)), a prediction withdrawn when its
+      step changed nothing (C(withdraw-pending UNIT)), and the closing C(daemon-reload) of a
+      removal or of a service without processes."
   returned: always
   type: list
   elements: str
