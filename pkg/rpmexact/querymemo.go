@@ -66,16 +66,27 @@ type QueryMemo struct {
 	// Dir holds one record per package name.
 	Dir string
 	// Config lists rpm's configuration files and directories (a directory counts with
-	// each entry in it).
+	// each entry in it) and patterns of rpm's macro path (addPattern).
 	Config []string
 	// ListingDir holds the listing of every installed package a transaction read after
 	// DNF, for the next transaction (listingmemo.go); empty: no listing is remembered.
 	ListingDir string
 }
 
-// DefaultQueryMemo is the memo of this host, for the effective user's configuration.
+// DefaultQueryMemo is the memo of this host, for the effective user's configuration: every
+// file rpm 4.16 to 4.20 reads its macros and rpmrc from (rpm --showrc, "Macro path"), in
+// the configuration directory RPM_CONFIGDIR names as rpm does. Every target's platform
+// macros and every vendor's directory are in the key, not only those of this host's
+// %{_target} and rpm's build vendor: a change to another one costs one rpm query.
 func DefaultQueryMemo() *QueryMemo {
-	config := []string{"/etc/rpm", "/etc/rpmrc", "/usr/lib/rpm/macros", "/usr/lib/rpm/rpmrc", "/usr/lib/rpm/macros.d"}
+	confdir := os.Getenv("RPM_CONFIGDIR")
+	if !filepath.IsAbs(confdir) {
+		confdir = "/usr/lib/rpm"
+	}
+	config := []string{"/etc/rpm", "/etc/rpm/*/macros", "/etc/rpmrc"}
+	for _, p := range []string{"macros", "rpmrc", "macros.d", "platform/*/macros", "fileattrs", "*/macros", "*/rpmrc"} {
+		config = append(config, filepath.Join(confdir, p))
+	}
 	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
 		config = append(config, filepath.Join(home, ".rpmmacros"), filepath.Join(home, ".rpmrc"), filepath.Join(home, ".config/rpm"))
 	}
@@ -197,26 +208,116 @@ func (m *QueryMemo) key(db Database) (memoKey, error) {
 	}
 	add(filepath.Join(db.Path, "rpmdb.sqlite-wal"), wal.content, wal.mtime)
 	for _, p := range append([]string{filepath.Join(db.Path, "rpmdb.sqlite")}, m.Config...) {
-		f, err := fileIdentity(p)
-		if err != nil {
+		if err := addConfig(p, add); err != nil {
 			return memoKey{}, err
-		}
-		add(p, f.id, f.ctime)
-		if f.dir {
-			entries, err := os.ReadDir(p) // sorted by name
-			if err != nil {
-				return memoKey{}, fmt.Errorf("list %s: %w", p, err)
-			}
-			for _, e := range entries {
-				n := e.Name()
-				f, err := fileIdentity(filepath.Join(p, n))
-				if err != nil {
-					return memoKey{}, err
-				}
-				add(filepath.Join(p, n), f.id, f.ctime)
-			}
 		}
 	}
 	k.text = b.String()
 	return k, nil
+}
+
+// addConfig adds one entry of QueryMemo.Config to a key: a file, a directory with each
+// entry in it, or a pattern (addPattern).
+func addConfig(p string, add func(path, id string, stamp time.Time)) error {
+	if strings.ContainsAny(p, "*?[") {
+		return addPattern(filepath.Clean(p), add)
+	}
+	f, err := fileIdentity(p)
+	if err != nil {
+		return err
+	}
+	add(p, f.id, f.ctime)
+	if !f.dir {
+		return nil
+	}
+	entries, err := os.ReadDir(p) // sorted by name
+	if err != nil {
+		return fmt.Errorf("list %s: %w", p, err)
+	}
+	for _, e := range entries {
+		n := filepath.Join(p, e.Name())
+		f, err := fileIdentity(n)
+		if err != nil {
+			return err
+		}
+		add(n, f.id, f.ctime)
+	}
+	return nil
+}
+
+// addPattern adds what a pattern of rpm's macro path (/usr/lib/rpm/platform/*/macros,
+// /etc/rpm/*/macros) names: every file it matches and every directory listed to match it,
+// so that a match appearing or going changes a listed directory (its entries) and one
+// edited changes itself. A part without a wildcard is added whether it exists or not
+// ("absent"): its appearance changes the key.
+func addPattern(pattern string, add func(path, id string, stamp time.Time)) error {
+	parts := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
+	dir := "/"
+	for len(parts) > 0 && !strings.ContainsAny(parts[0], "*?[") {
+		dir = filepath.Join(dir, parts[0])
+		parts = parts[1:]
+	}
+	f, err := fileIdentity(dir)
+	if err != nil {
+		return err
+	}
+	add(dir, f.id, f.ctime)
+	if !f.dir || len(parts) == 0 {
+		return nil
+	}
+	return addMatches(dir, parts, add)
+}
+
+// addMatches adds what parts match below dir, a directory already in the key.
+func addMatches(dir string, parts []string, add func(path, id string, stamp time.Time)) error {
+	part, rest := parts[0], parts[1:]
+	var names []string
+	isDir := map[string]bool{}
+	if strings.ContainsAny(part, "*?[") {
+		entries, err := os.ReadDir(dir) // sorted by name
+		if err != nil {
+			return fmt.Errorf("list %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			ok, err := filepath.Match(part, e.Name())
+			if err != nil {
+				return fmt.Errorf("rpm configuration pattern %s: %w", filepath.Join(dir, part), err)
+			}
+			// Only a directory can hold what the rest names: regular files are skipped
+			// unread (a configuration directory holds many scripts).
+			if ok && (len(rest) == 0 || !e.Type().IsRegular()) {
+				names = append(names, e.Name())
+				isDir[e.Name()] = e.IsDir()
+			}
+		}
+	} else {
+		names = []string{part}
+	}
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		// A file that exists as the last part is enough on its own (an edit, a replacement
+		// or its removal changes its identity): sixty platform directories then cost one
+		// stat each. Where it is absent, its directory stands for its appearance.
+		if isDir[n] && len(rest) == 1 && !strings.ContainsAny(rest[0], "*?[") {
+			leaf := filepath.Join(p, rest[0])
+			if f, err := fileIdentity(leaf); err == nil && f.id != "absent" {
+				add(leaf, f.id, f.ctime)
+				continue
+			}
+		}
+		f, err := fileIdentity(p)
+		if err != nil {
+			return err
+		}
+		if len(rest) > 0 && !f.dir {
+			continue // only a directory can hold what the rest names
+		}
+		add(p, f.id, f.ctime)
+		if len(rest) > 0 {
+			if err := addMatches(p, rest, add); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -269,3 +269,96 @@ func TestKeyTellsWholeSecondStampsFromFine(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, k.fine, "a log modified at a whole second: Settle applies")
 }
+
+// rpm reads macros from more places than /etc/rpm and /usr/lib/rpm/macros(.d) (rpm
+// --showrc, "Macro path"): the per-platform file of its target, the vendor's macros and
+// rpmrc, the file attributes, and /etc/rpm/%{_target}/macros. Any of them can redefine
+// %_dbpath, so each is part of the key: edited, appearing or going, it changes the key.
+// The default configuration follows RPM_CONFIGDIR, as rpm does.
+func TestDefaultQueryMemoKeysRPMsWholeMacroPath(t *testing.T) {
+	changes := []struct {
+		name   string
+		change func(t *testing.T, confdir string)
+	}{
+		{"platform macros of the target edited", func(t *testing.T, confdir string) {
+			appendTo(t, filepath.Join(confdir, "platform/x86_64-linux/macros"), "%_dbpath /elsewhere\n")
+		}},
+		{"platform macros appear", func(t *testing.T, confdir string) {
+			require.NoError(t, os.WriteFile(filepath.Join(confdir, "platform/aarch64-linux/macros"), []byte("%_dbpath /elsewhere\n"), 0o644))
+		}},
+		{"vendor macros edited", func(t *testing.T, confdir string) {
+			appendTo(t, filepath.Join(confdir, "redhat/macros"), "%_dbpath /elsewhere\n")
+		}},
+		{"vendor macros appear", func(t *testing.T, confdir string) {
+			require.NoError(t, os.WriteFile(filepath.Join(confdir, "debian/macros"), []byte("%_dbpath /elsewhere\n"), 0o644))
+		}},
+		{"vendor rpmrc edited", func(t *testing.T, confdir string) {
+			appendTo(t, filepath.Join(confdir, "redhat/rpmrc"), "include: /elsewhere\n")
+		}},
+		{"file attributes edited", func(t *testing.T, confdir string) {
+			appendTo(t, filepath.Join(confdir, "fileattrs/elf.attr"), "%_dbpath /elsewhere\n")
+		}},
+		{"rpmrc edited", func(t *testing.T, confdir string) {
+			appendTo(t, filepath.Join(confdir, "rpmrc"), "include: /elsewhere\n")
+		}},
+	}
+	for _, c := range changes {
+		t.Run(c.name, func(t *testing.T) {
+			f := newMemoFixture(t)
+			confdir := filepath.Join(t.TempDir(), "usr-lib-rpm")
+			for _, p := range []string{"macros", "rpmrc", "macros.d/macros.dist", "platform/x86_64-linux/macros",
+				"redhat/macros", "redhat/rpmrc", "fileattrs/elf.attr", "platform/aarch64-linux/.keep", "debian/.keep"} {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(confdir, p)), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(confdir, p), []byte("# "+p+"\n"), 0o644))
+			}
+			t.Setenv("RPM_CONFIGDIR", confdir)
+			t.Setenv("HOME", t.TempDir())
+			m := DefaultQueryMemo()
+			before, err := m.key(f.db)
+			require.NoError(t, err)
+			c.change(t, confdir)
+			after, err := m.key(f.db)
+			require.NoError(t, err)
+			assert.NotEqual(t, before.text, after.text)
+		})
+	}
+	assert.Contains(t, DefaultQueryMemo().Config, "/etc/rpm/*/macros", "rpm reads /etc/rpm/%{_target}/macros")
+}
+
+// A configuration entry with a wildcard names every file it matches, and every directory
+// it lists to find them: a file that matches is in the key edited, appearing or going.
+func TestQueryMemoKeyFollowsWildcards(t *testing.T) {
+	changes := []struct {
+		name   string
+		change func(t *testing.T, etc string)
+	}{
+		{"target macros edited", func(t *testing.T, etc string) {
+			appendTo(t, filepath.Join(etc, "x86_64-linux/macros"), "%_dbpath /elsewhere\n")
+		}},
+		{"target macros appear", func(t *testing.T, etc string) {
+			require.NoError(t, os.WriteFile(filepath.Join(etc, "aarch64-linux/macros"), []byte("%_dbpath /elsewhere\n"), 0o644))
+		}},
+		{"target macros go", func(t *testing.T, etc string) {
+			require.NoError(t, os.Remove(filepath.Join(etc, "x86_64-linux/macros")))
+		}},
+		{"a target directory appears", func(t *testing.T, etc string) {
+			require.NoError(t, os.Mkdir(filepath.Join(etc, "ppc64le-linux"), 0o755))
+		}},
+	}
+	for _, c := range changes {
+		t.Run(c.name, func(t *testing.T) {
+			f := newMemoFixture(t)
+			etc := filepath.Join(t.TempDir(), "etc-rpm")
+			require.NoError(t, os.MkdirAll(filepath.Join(etc, "x86_64-linux"), 0o755))
+			require.NoError(t, os.MkdirAll(filepath.Join(etc, "aarch64-linux"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(etc, "x86_64-linux/macros"), []byte("%_vendor x\n"), 0o644))
+			f.memo.Config = []string{filepath.Join(etc, "*/macros")}
+			before, err := f.memo.key(f.db)
+			require.NoError(t, err)
+			c.change(t, etc)
+			after, err := f.memo.key(f.db)
+			require.NoError(t, err)
+			assert.NotEqual(t, before.text, after.text)
+		})
+	}
+}
