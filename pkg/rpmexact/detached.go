@@ -449,6 +449,14 @@ const settleTimeout = 2 * time.Minute
 // the transaction lock inherited as file descriptor 3, keeps DNF's output, settles the
 // transaction and writes its outcome. It returns the process exit code.
 func Supervise(dir string, sync SyncRecorder, listings *QueryMemo) int {
+	held := os.NewFile(3, "transaction lock")
+	defer held.Close()
+	return supervise(DefaultTransactionDir, dir, held, sync, listings)
+}
+
+// supervise is Supervise for a request in root (the transactions directory), with the
+// transaction lock held.
+func supervise(root, dir string, held *os.File, sync SyncRecorder, listings *QueryMemo) int {
 	// The directory comes from the environment, which a task can set: its request is
 	// an argv run as root, so it is run only from where this module writes requests, in a
 	// directory and a file nobody else can have written. Nothing is written to a directory
@@ -457,8 +465,6 @@ func Supervise(dir string, sync SyncRecorder, listings *QueryMemo) int {
 		fmt.Fprintf(os.Stderr, "rpm_exact: not a transaction this module started: %v\n", err)
 		return 2
 	}
-	held := os.NewFile(3, "transaction lock")
-	defer held.Close()
 	done := false
 	rec := outcomeRecord{Done: &done}
 	// Stopping the transaction's scope (a shutdown, an administrator) sends SIGTERM to DNF
