@@ -242,13 +242,34 @@ func TestSupervisorEntryRunsNothingPlanted(t *testing.T) {
 	assert.False(t, ran())
 	assert.Equal(t, "request.json", strings.TrimSpace(f.target.MustExec(t, "ls", "/var/tmp/evil/tx")), "no outcome written into it")
 
-	// Even root's own 0755 directory with a request of another owner is refused.
-	f.target.Shell(t, `chown -R root /var/tmp/evil && chmod 0755 /var/tmp/evil /var/tmp/evil/tx && chmod 0666 /var/tmp/evil/tx/request.json`)
+	// Root's own 0700 directory elsewhere is no transaction either: only the transactions
+	// directory's entries are.
+	f.target.Shell(t, `chown -R root /var/tmp/evil && chmod 0700 /var/tmp/evil /var/tmp/evil/tx && chmod 0600 /var/tmp/evil/tx/request.json`)
 	res, err = f.target.ExecEnv(context.Background(), []string{rpmexact.SuperviseEnv + "=/var/tmp/evil/tx"}, bin)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.ExitCode)
+	assert.Contains(t, res.Stderr, "is not a transaction in "+rpmexact.DefaultTransactionDir)
+	assert.False(t, ran())
+
+	// In the transactions directory, a request of another owner is refused.
+	plantedDir := rpmexact.DefaultTransactionDir + "/000000000099-planted-1"
+	f.target.Shell(t, `cp -a /var/tmp/evil/tx `+plantedDir+` && chmod 0755 `+plantedDir+` && chmod 0666 `+plantedDir+`/request.json`)
+	res, err = f.target.ExecEnv(context.Background(), []string{rpmexact.SuperviseEnv + "=" + plantedDir}, bin)
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.ExitCode)
 	assert.Contains(t, res.Stderr, "writable by group or others")
 	assert.False(t, ran())
+
+	// The transaction of the module run above ran once: started on it again, the
+	// supervisor refuses, and its outcome stays.
+	f.target.MustExec(t, "rm", "-rf", plantedDir)
+	done := strings.TrimSpace(f.target.MustExec(t, "sh", "-c", "ls -d "+rpmexact.DefaultTransactionDir+"/*/outcome.json | tail -1"))
+	outcome := f.target.MustExec(t, "cat", done)
+	res, err = f.target.ExecEnv(context.Background(), []string{rpmexact.SuperviseEnv + "=" + filepath.Dir(done)}, bin)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.ExitCode)
+	assert.Contains(t, res.Stderr, "has an outcome already")
+	assert.Equal(t, outcome, f.target.MustExec(t, "cat", done))
 }
 
 // Records named in the future (a clock that stepped back since they were written): a new

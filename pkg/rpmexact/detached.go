@@ -45,20 +45,41 @@ const (
 	stderrFile   = "stderr"
 )
 
-// TrustedRequest checks that dir holds a request this module wrote: dir and its parent
-// (the transactions directory) are real directories of the running user that neither
-// group nor others can write, and the request is such a file too.
-func TrustedRequest(dir string) error {
-	dir = filepath.Clean(dir)
+// TrustedRequest checks that dir holds a request this module wrote: dir is a transaction
+// of root (the transactions directory: one of its entries, not any directory that looks
+// safe), root and dir are real directories of the running user that neither group nor
+// others can write, and the request is such a file too.
+func TrustedRequest(root, dir string) error {
+	root, dir = filepath.Clean(root), filepath.Clean(dir)
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("%s is not an absolute path", dir)
 	}
-	for _, d := range []string{filepath.Dir(dir), dir} {
+	if filepath.Dir(dir) != root {
+		return fmt.Errorf("%s is not a transaction in %s", dir, root)
+	}
+	for _, d := range []string{root, dir} {
 		if err := statedir.CheckExisting(d); err != nil {
 			return err
 		}
 	}
 	return statedir.CheckFile(filepath.Join(dir, requestFile))
+}
+
+// claimRequest makes this supervisor the only one to run the request in dir: one with an
+// outcome, or whose command was started (its output file exists), ran already; creating
+// the output file exclusively keeps two supervisors started at once from both running it.
+func claimRequest(dir string) error {
+	if _, err := os.Lstat(filepath.Join(dir, outcomeFile)); !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("transaction %s has an outcome already (%v): a request runs once", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("transaction %s was started already: a request runs once", dir)
+	}
+	if err != nil {
+		return fmt.Errorf("claim transaction %s: %w", dir, err)
+	}
+	return f.Close()
 }
 
 // SuperviseEnv names the transaction directory when the module binary is started as a
@@ -461,10 +482,17 @@ func supervise(root, dir string, held *os.File, sync SyncRecorder, listings *Que
 	// an argv run as root, so it is run only from where this module writes requests, in a
 	// directory and a file nobody else can have written. Nothing is written to a directory
 	// that fails this.
-	if err := TrustedRequest(dir); err != nil {
+	if err := TrustedRequest(root, dir); err != nil {
 		fmt.Fprintf(os.Stderr, "rpm_exact: not a transaction this module started: %v\n", err)
 		return 2
 	}
+	if err := claimRequest(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "rpm_exact: %v\n", err)
+		return 2
+	}
+	// Nothing the supervisor starts (rpm, DNF, the scriptlets) is a supervisor: a module a
+	// scriptlet runs is a module run.
+	_ = os.Unsetenv(SuperviseEnv)
 	done := false
 	rec := outcomeRecord{Done: &done}
 	// Stopping the transaction's scope (a shutdown, an administrator) sends SIGTERM to DNF
@@ -559,7 +587,7 @@ func runLogged(dir string, held *os.File, argv []string) (runner.Result, error) 
 	}
 	defer stderr.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = runner.Env()
+	cmd.Env = slices.DeleteFunc(runner.Env(), func(kv string) bool { return strings.HasPrefix(kv, SuperviseEnv+"=") })
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		return res, err
