@@ -274,8 +274,8 @@ func (r *run) present(ctx context.Context) (err error) {
 		if c, _ := out["changed"].(bool); c {
 			changedUnits[f.unit] = true
 			changedFiles = true
-			// Stamped after the write: recorded ahead of the packages step, the reaction
-			// would count as served by a restart before the file changed.
+			// A change the prediction missed, recorded now, after the write: a record
+			// stamped earlier (the packages step's) counts a restart in between as serving it.
 			due := map[string]reaction.Kind{}
 			if ahead.running[f.unit] {
 				due[f.unit] = fileReaction(f)
