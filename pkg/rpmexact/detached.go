@@ -323,6 +323,27 @@ func scopeArgv(scope, path string, argv []string, name string) (string, []string
 	return bin, append(run, argv...)
 }
 
+// supervisorCmd is the command that starts the supervisor of the transaction in dir, in
+// scope ("": none), holding the transaction lock.
+func (d *Detached) supervisorCmd(dir, scope string, h host) (*exec.Cmd, error) {
+	path, argv := selfArgv(h, os.Getpid(), d.Self, d.Name)
+	if scope != "" {
+		// A transient scope of its own (systemd-run --scope registers it, then executes the
+		// supervisor, which keeps its file descriptors and environment): stopping the
+		// caller's unit, its session or its cgroup no longer reaches DNF.
+		path, argv = scopeArgv(scope, path, argv, d.Name)
+	}
+	cmd := exec.Command(path)
+	cmd.Args = argv
+	cmd.Env = append(os.Environ(), SuperviseEnv+"="+dir)
+	// Its own session: no signal sent to the module's process group or terminal (Ansible's
+	// timeout, a closed SSH connection) reaches it. No stdio: Ansible waits for the
+	// module's output to close, and must not wait for DNF.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.ExtraFiles = []*os.File{d.held.File()}
+	return cmd, nil
+}
+
 // exitOf describes how the supervisor ended.
 func exitOf(werr error) string {
 	if werr == nil {
@@ -394,24 +415,15 @@ func (d *Detached) Run(ctx context.Context, t Transaction) (out Outcome, err err
 		return out, err
 	}
 
-	path, argv := osSelfArgv(d.Self, d.Name)
-	if scope := d.scopeUnit(dir); scope != "" {
-		// A transient scope of its own (systemd-run --scope registers it, then executes the
-		// supervisor, which keeps its file descriptors and environment): stopping the
-		// caller's unit, its session or its cgroup no longer reaches DNF.
-		path, argv = scopeArgv(scope, path, argv, d.Name)
-		out.Scope = scope
-	} else {
+	scope := d.scopeUnit(dir)
+	out.Scope = scope
+	if scope == "" {
 		out.Scope = "none: systemd is not PID 1 here; the transaction runs in the caller's cgroup"
 	}
-	cmd := exec.Command(path)
-	cmd.Args = argv
-	cmd.Env = append(os.Environ(), SuperviseEnv+"="+dir)
-	// Its own session: no signal sent to the module's process group or terminal (Ansible's
-	// timeout, a closed SSH connection) reaches it. No stdio: Ansible waits for the
-	// module's output to close, and must not wait for DNF.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.ExtraFiles = []*os.File{d.held.File()}
+	cmd, err := d.supervisorCmd(dir, scope, osHost{})
+	if err != nil {
+		return out, err
+	}
 	if err := cmd.Start(); err != nil {
 		return out, fmt.Errorf("start the transaction's supervisor: %w", err)
 	}

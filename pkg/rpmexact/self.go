@@ -16,12 +16,12 @@ import (
 // same link under /proc/self/task/PID, which names the program the kernel really runs:
 // when the two differ, the supervisor is started through that same emulator. name is the
 // module's name (the multi-call binary runs the module its argv[0] names).
-func selfArgv(readlink func(string) (string, error), pid int, self, name string) (path string, argv []string) {
+func selfArgv(h host, pid int, self, name string) (path string, argv []string) {
 	if self != "/proc/self/exe" {
 		return self, []string{nameOr(name, self)}
 	}
-	emulated, err1 := readlink("/proc/self/exe")
-	real, err2 := readlink(fmt.Sprintf("/proc/self/task/%d/exe", pid))
+	emulated, err1 := h.Readlink("/proc/self/exe")
+	real, err2 := h.Readlink(fmt.Sprintf("/proc/self/task/%d/exe", pid))
 	if err1 != nil || err2 != nil || emulated == real {
 		return self, []string{nameOr(name, self)}
 	}
@@ -37,7 +37,14 @@ func nameOr(name, self string) string {
 	return self
 }
 
-// osSelfArgv is selfArgv on this process.
-func osSelfArgv(self, name string) (string, []string) {
-	return selfArgv(os.Readlink, os.Getpid(), self, name)
+// host is what starting the supervisor learns from this process and the kernel; tests
+// fake it.
+type host interface {
+	// Readlink is os.Readlink.
+	Readlink(path string) (string, error)
 }
+
+// osHost is this process on this kernel.
+type osHost struct{}
+
+func (osHost) Readlink(path string) (string, error) { return os.Readlink(path) }

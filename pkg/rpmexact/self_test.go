@@ -46,12 +46,19 @@ func TestSelfArgv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path, argv := selfArgv(links(tt.links), 42, tt.self, "rpm_exact")
+			path, argv := selfArgv(fakeHost{readlink: links(tt.links)}, 42, tt.self, "rpm_exact")
 			assert.Equal(t, tt.wantPath, path)
 			assert.Equal(t, tt.wantArgv, argv)
 		})
 	}
 }
+
+// fakeHost answers readlink from a table.
+type fakeHost struct {
+	readlink func(string) (string, error)
+}
+
+func (h fakeHost) Readlink(p string) (string, error) { return h.readlink(p) }
 
 // Transactions are ordered by their sequence number, not by the time in their names: a
 // clock stepped back, or records named in the future, never make the newest look oldest.
