@@ -69,10 +69,14 @@ func scenario() []step {
 			step{name: "unit_override converged " + unit, module: "unit_override", args: map[string]any{"unit": unit, "content": content}},
 			step{name: "unit_override drop-in " + unit, module: "unit_override", args: map[string]any{"unit": unit, "name": "10-env.conf",
 				"content": "[Service]\nEnvironment=LEVEL=" + b + "\n"}},
-			step{name: b + " start " + unit, module: "systemd_lifecycle", backend: b, args: map[string]any{"unit": unit, "state": "running"}},
-			step{name: b + " converged " + unit, module: "systemd_lifecycle", backend: b, args: map[string]any{"unit": unit, "state": "running"}},
+			// The module's 5s default is for an idle host, not for an emulated build on a
+			// loaded test machine.
+			step{name: b + " start " + unit, module: "systemd_lifecycle", backend: b, args: map[string]any{"unit": unit, "state": "running",
+				"timeout": testenv.ModuleTimeout()}},
+			step{name: b + " converged " + unit, module: "systemd_lifecycle", backend: b, args: map[string]any{"unit": unit, "state": "running",
+				"timeout": testenv.ModuleTimeout()}},
 			step{name: b + " restart_on " + unit, module: "systemd_lifecycle", backend: b, args: map[string]any{"unit": unit, "state": "running",
-				"restart_on": []any{map[string]any{"changed": true}}}},
+				"timeout": testenv.ModuleTimeout(), "restart_on": []any{map[string]any{"changed": true}}}},
 		)
 	}
 	return s

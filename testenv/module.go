@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // moduleDir is where InstallModule puts module binaries in a target.
@@ -18,13 +19,22 @@ const moduleDir = "/usr/local/libexec/richt"
 
 var builds sync.Map // buildKey -> *buildOnce
 
-type buildKey struct{ pkg, goarch, name string }
+type buildKey struct {
+	pkg, goarch, name string
+	// defaults is the JSON of Defaults' arguments: binaries with other defaults are other
+	// files, since RunModule finds a binary's defaults by its path.
+	defaults string
+}
 
 type buildOnce struct {
 	once sync.Once
 	path string
 	err  error
 }
+
+// builtDefaults remembers the arguments of [Defaults] for every binary built with them
+// (path -> map[string]any).
+var builtDefaults sync.Map
 
 // builtArch remembers the GOARCH of every binary BuildModule made for another
 // architecture than the host's (path -> GOARCH), so RunModule runs it under QEMU.
@@ -42,6 +52,48 @@ func Arch(goarch string) BuildOption { return func(k *buildKey) { k.goarch = goa
 // Named gives the binary the file name name: a multi-call binary (one program holding
 // several modules) picks the module to run by its file name.
 func Named(name string) BuildOption { return func(k *buildKey) { k.name = name } }
+
+// defaultModuleTimeout is ModuleTimeout without TESTENV_MODULE_TIMEOUT: twelve times the
+// 5 s a systemd module may default to. On the 2-core machine this suite is measured on, a
+// manager reload took 2.6 s under the suite's own load (issue 29), so a 5 s deadline
+// meant for an idle host passed in a test that was not about deadlines.
+const defaultModuleTimeout = "60s"
+
+// ModuleTimeout is the deadline a test gives module runs that are not about a deadline:
+// TESTENV_MODULE_TIMEOUT (a positive Go duration, such as 90s or 2m) or 60s. It fits a
+// test machine running several targets at once; a module's own default is meant for a
+// host doing one thing. Use it with [Defaults]:
+//
+//	testenv.BuildModule(t, "./cmd/NAME", testenv.Defaults(map[string]any{"timeout": testenv.ModuleTimeout()}))
+//
+// An invalid TESTENV_MODULE_TIMEOUT panics, naming the variable: every run would
+// otherwise fail on it with a message about the module's parameter.
+func ModuleTimeout() string {
+	v := os.Getenv("TESTENV_MODULE_TIMEOUT")
+	if v == "" {
+		return defaultModuleTimeout
+	}
+	if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+		panic(fmt.Sprintf("TESTENV_MODULE_TIMEOUT=%q is not a positive Go duration (such as 90s or 2m)", v))
+	}
+	return v
+}
+
+// Defaults gives the binary arguments that every run of it gets where the run's own
+// arguments do not set the key, as Ansible's module_defaults does for a play: for
+// example a deadline that fits a loaded test machine, {"timeout": [ModuleTimeout]()}, for
+// a module whose own default is meant for an idle host. Only top-level keys are filled;
+// a run that sets the key keeps its value, so a test about the module's own default or
+// about a deadline passing sets "timeout" itself. A key set to nil in args removes the
+// default for that run, and the module sees its own default.
+func Defaults(args map[string]any) BuildOption {
+	data, err := json.Marshal(args)
+	if err != nil {
+		// The arguments are a test's literal; one that JSON cannot encode is a bug in it.
+		panic(fmt.Sprintf("testenv.Defaults: %v", err))
+	}
+	return func(k *buildKey) { k.defaults = string(data) }
+}
 
 // BuildModule builds the Go package pkg as a static Linux binary (CGO_ENABLED=0,
 // GOOS=linux), once per test process and options, and returns its path on the host. pkg
@@ -84,6 +136,13 @@ func buildModule(k buildKey) (string, error) {
 	}
 	if k.goarch != runtime.GOARCH {
 		builtArch.Store(out, k.goarch)
+	}
+	if k.defaults != "" {
+		var d map[string]any
+		if err := json.Unmarshal([]byte(k.defaults), &d); err != nil {
+			return "", fmt.Errorf("module defaults of %s: %w", k.pkg, err)
+		}
+		builtDefaults.Store(out, d)
 	}
 	return out, nil
 }
@@ -177,15 +236,41 @@ func (t *Target) installEmulator(ctx context.Context, goarch string) (string, er
 	return t.InstallModule(ctx, host)
 }
 
+// ModuleArgs is what a run of binary with args gets: args with the binary's [Defaults]
+// filled in where args has no such key (a key args sets to nil is dropped, so the module
+// applies its own default). RunModule applies it; use it when you run a binary from
+// [Target.InstallModule] yourself.
+func ModuleArgs(binary string, args map[string]any) map[string]any {
+	v, ok := builtDefaults.Load(binary)
+	if !ok {
+		return args
+	}
+	out := map[string]any{}
+	for k, val := range v.(map[string]any) {
+		out[k] = val
+	}
+	for k, val := range args {
+		if val == nil {
+			if _, isDefault := out[k]; isDefault {
+				delete(out, k)
+				continue
+			}
+		}
+		out[k] = val
+	}
+	return out
+}
+
 // RunModuleRaw runs a module binary in the target the way Ansible does (MODULE ARGS_FILE,
 // working directory /) and returns its raw stdout. A binary built for another architecture
-// ([Arch]) runs under QEMU (EMULATOR MODULE ARGS_FILE).
+// ([Arch]) runs under QEMU (EMULATOR MODULE ARGS_FILE). A binary built with [Defaults]
+// gets them where args does not set the key.
 func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[string]any, env ...string) (string, error) {
 	dest, err := t.InstallModule(ctx, binary)
 	if err != nil {
 		return "", err
 	}
-	data, err := json.Marshal(args)
+	data, err := json.Marshal(ModuleArgs(binary, args))
 	if err != nil {
 		return "", fmt.Errorf("encode module args: %w", err)
 	}

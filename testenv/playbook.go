@@ -32,7 +32,9 @@ type Playbook struct {
 	Group   string
 	// HostVars are added to every host (for example ansible_user for become tests).
 	HostVars map[string]any
-	// ExtraVars are passed with -e as JSON.
+	// ExtraVars are passed with -e as JSON. Every run also gets testenv_module_timeout,
+	// [ModuleTimeout] unless ExtraVars sets it, for plays to give their modules a deadline
+	// that fits a loaded test machine (module_defaults, or a task's timeout).
 	ExtraVars map[string]any
 	// Args are more ansible-playbook arguments, such as --check, --diff, -vvv, -f 2.
 	Args []string
@@ -49,6 +51,14 @@ type Playbook struct {
 	// example a second ansible-core version's wrapper.
 	Command string
 }
+
+// ModuleTimeoutVar is the extra variable every [Playbook] run gets: [ModuleTimeout], for
+// example in a play's module_defaults:
+//
+//	module_defaults:
+//	  my.collection.my_module:
+//	    timeout: "{{ testenv_module_timeout }}"
+const ModuleTimeoutVar = "testenv_module_timeout"
 
 // Recap is one host's line of the play recap.
 type Recap struct {
@@ -146,11 +156,15 @@ func (p Playbook) Run(tb testing.TB) PlaybookResult {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	args := []string{"-i", p.Inventory(tb)}
-	if len(p.ExtraVars) > 0 {
-		data, _ := json.Marshal(p.ExtraVars)
-		args = append(args, "-e", string(data))
+	vars := map[string]any{ModuleTimeoutVar: ModuleTimeout()}
+	for k, v := range p.ExtraVars {
+		vars[k] = v
 	}
+	data, err := json.Marshal(vars)
+	if err != nil {
+		tb.Fatalf("encode extra vars: %v", err)
+	}
+	args := []string{"-i", p.Inventory(tb), "-e", string(data)}
 	args = append(append(args, p.Args...), p.Path)
 	command := p.Command
 	if command == "" {

@@ -204,3 +204,47 @@ func TestCopyDirKeepsModesAndGetsCurrentTimes(t *testing.T) {
 		find . -newermt '2000-01-01' -type f | wc -l && ls -A /var/tmp | grep -c richt-stage || true`)
 	assert.Equal(t, "644 plain\n600 secret\n755 sub dir/it's a tool\ntool\n3\n0\n", out)
 }
+
+// A binary built with Defaults gets them in every run that does not set the key: here a
+// start that outlasts the module's own 5s deadline goes through on the test-wide one,
+// while the same start without the defaults runs out of time.
+func TestDefaultsReachTheModule(t *testing.T) {
+	t.Parallel()
+	e2e(t)
+	tg := testenv.Start(t)
+	plain := testenv.BuildModule(t, "./cmd/richt-modules", testenv.Named("systemd_lifecycle"))
+	loaded := testenv.BuildModule(t, "./cmd/richt-modules", testenv.Named("systemd_lifecycle"),
+		testenv.Defaults(map[string]any{"timeout": testenv.ModuleTimeout()}))
+	for _, u := range []string{"slow-a", "slow-b"} {
+		require.NoError(t, tg.WriteFile(context.Background(), "/etc/systemd/system/"+u+".service",
+			[]byte("[Service]\nExecStartPre=/bin/sleep 7\nExecStart=/bin/sleep infinity\n"), 0o644))
+	}
+	r := tg.RunModule(t, plain, map[string]any{"unit": "slow-a"})
+	require.True(t, r.Failed(), "a 7 s start passes the module's 5s default")
+	assert.Contains(t, r.Msg(), "deadline of 5s passed")
+	r = tg.RunModule(t, loaded, map[string]any{"unit": "slow-b"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.Equal(t, "active\n", tg.MustExec(t, "systemctl", "is-active", "slow-b.service"))
+}
+
+// Every playbook run carries the test-wide deadline as a variable, for module_defaults.
+func TestPlaybookGetsModuleTimeout(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs ansible-playbook")
+	}
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook not installed")
+	}
+	path := filepath.Join(t.TempDir(), "var.yml")
+	require.NoError(t, os.WriteFile(path, []byte(`- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - ansible.builtin.assert:
+        that: [testenv_module_timeout == want]
+`), 0o600))
+	testenv.Playbook{Path: path, ExtraVars: map[string]any{"want": testenv.ModuleTimeout()}}.RunOK(t)
+	r := testenv.Playbook{Path: path, ExtraVars: map[string]any{testenv.ModuleTimeoutVar: "3m", "want": "3m"}}.Run(t)
+	assert.Zero(t, r.ExitCode, "ExtraVars outrank it:\n%s", r.Output)
+}

@@ -35,7 +35,7 @@ func newEnv(t *testing.T) *env {
 // demo is the demo service (fixtures.DemoService) with the demo play's health probe.
 func demo(version, level string) map[string]any {
 	args := fixtures.DemoService(version, level)
-	args["processes"] = []any{map[string]any{"unit": "demo.service", "enabled": true, "timeout": "20s",
+	args["processes"] = []any{map[string]any{"unit": "demo.service", "enabled": true, "timeout": testenv.ModuleTimeout(),
 		"health": map[string]any{"banner": "127.0.0.1:8080", "expect": "demo ready"}}}
 	return args
 }

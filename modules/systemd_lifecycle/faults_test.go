@@ -40,7 +40,7 @@ func TestConcurrentRestartsAreSerialized(t *testing.T) {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				results[i] = e.run(t, map[string]any{"unit": u, "timeout": "30s", "restart_on": []any{changed}})
+				results[i] = e.run(t, map[string]any{"unit": u, "restart_on": []any{changed}})
 			}(i)
 		}
 		wg.Wait()
@@ -77,7 +77,7 @@ func TestKilledBetweenTriggerAndRestart(t *testing.T) {
 			// little later (after it sent the restart).
 			e.t.Shell(t, fmt.Sprintf(`RICHT_SYSTEMD_BACKEND=%s %s /var/tmp/kr-args.json >/dev/null & p=$!
 while [ ! -e %s ]; do :; done; sleep 0.0%d; kill -9 $p; wait $p || true`, e.backend, bin, pending, i*3))
-			r := e.run(t, map[string]any{"unit": u, "timeout": "30s", "restart_on": []any{unchanged}})
+			r := e.run(t, map[string]any{"unit": u, "restart_on": []any{unchanged}})
 			ok(t, r)
 			assert.Contains(t, r.String("pending_from_earlier_run"), "restart due since", "round %d", i)
 			if strings.Contains(r.String("pending_from_earlier_run"), "already served") {
@@ -99,15 +99,20 @@ func TestUnitLockHolderNamed(t *testing.T) {
 	e := newEnv(t, "dbus")
 	u := e.unit(t, "lk")
 	lockFile := "/run/richt/lock/unit-" + u + ".lock"
-	e.t.Shell(t, fmt.Sprintf(`mkdir -p -m 0700 /run/richt/lock; sh -c 'echo $$ > %[1]s; exec flock %[1]s sleep 4' >/dev/null 2>&1 &
+	// The holder keeps the lock until the test lets it go, however long the machine takes
+	// to begin the run (a holder that slept 4 s was gone before a run on a loaded machine
+	// got to the lock). flock -o keeps the lock in flock itself, so killing it frees it.
+	e.t.Shell(t, fmt.Sprintf(`mkdir -p -m 0700 /run/richt/lock; sh -c 'echo $$ > %[1]s; exec flock -o %[1]s sleep 600' >/dev/null 2>&1 &
 while ! grep -q . %[1]s 2>/dev/null; do :; done`, lockFile))
+	holder := strings.TrimSpace(e.t.MustExec(t, "cat", lockFile))
 	r := e.run(t, map[string]any{"unit": u, "timeout": "1s"})
 	require.True(t, r.Failed())
 	assert.Contains(t, r.Msg(), "another run for "+u+" did not finish within the timeout of 1s")
-	assert.Regexp(t, `held by another run \(PID [0-9]+: flock .*sleep 4\)`, r.Msg())
+	assert.Regexp(t, `held by another run \(PID [0-9]+: flock .*sleep 600\)`, r.Msg())
 	assert.Empty(t, actions(r))
 	// Once the holder is gone, the same run goes through.
-	ok(t, e.run(t, map[string]any{"unit": u, "timeout": "10s"}))
+	e.t.MustExec(t, "kill", holder)
+	ok(t, e.run(t, map[string]any{"unit": u}))
 }
 
 // Records that cannot be trusted are never read as "nothing due".

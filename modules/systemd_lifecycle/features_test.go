@@ -45,7 +45,7 @@ func TestSettleAndHealth(t *testing.T) {
 		t.Run("a unit dying 1.5 s after its start fails settle: 3s", func(t *testing.T) {
 			require.NoError(t, e.t.WriteFile(context.Background(), "/etc/systemd/system/dies.service",
 				[]byte("[Service]\nExecStart=/bin/sh -c 'sleep 1.5; exit 1'\n"), 0o644))
-			r := e.run(t, map[string]any{"unit": "dies", "settle": "3s", "timeout": "10s"})
+			r := e.run(t, map[string]any{"unit": "dies", "settle": "3s"})
 			require.True(t, r.Failed())
 			assert.Contains(t, r.Msg(), "did not stay up after start")
 			assert.Equal(t, []string{"start"}, actions(r))
@@ -53,7 +53,7 @@ func TestSettleAndHealth(t *testing.T) {
 
 		u := e.server(t, "late", 18081, "1", "echo hello")
 		t.Run("a TCP probe waits for a late bind", func(t *testing.T) {
-			r := e.run(t, map[string]any{"unit": u, "health": map[string]any{"tcp": "127.0.0.1:18081"}, "timeout": "15s"})
+			r := e.run(t, map[string]any{"unit": u, "health": map[string]any{"tcp": "127.0.0.1:18081"}})
 			ok(t, r)
 			assert.Equal(t, []string{"start"}, actions(r))
 			h := r.Map("health")
@@ -71,7 +71,9 @@ func TestSettleAndHealth(t *testing.T) {
 
 		t.Run("a probe that never answers fails on the deadline naming the address; converged, nothing is restarted", func(t *testing.T) {
 			plain := e.unit(t, "mute")
-			r := e.run(t, map[string]any{"unit": plain, "health": map[string]any{"tcp": "127.0.0.1:18089"}, "timeout": "2s"})
+			// The deadline ends the wait for a probe that never answers, after the start: long
+			// enough for a start on a loaded machine, so it is the probe that runs out of time.
+			r := e.run(t, map[string]any{"unit": plain, "health": map[string]any{"tcp": "127.0.0.1:18089"}, "timeout": "10s"})
 			require.True(t, r.Failed())
 			assert.Contains(t, r.Msg(), "127.0.0.1:18089")
 			assert.Contains(t, r.Msg(), "not healthy")
@@ -87,17 +89,17 @@ func TestSettleAndHealth(t *testing.T) {
 
 		t.Run("HTTP 503 fails naming 503; 200 passes", func(t *testing.T) {
 			bad := e.server(t, "http503", 18082, "0", httpReply("503 Service Unavailable"))
-			r := e.run(t, map[string]any{"unit": bad, "health": map[string]any{"http": "http://127.0.0.1:18082/health"}, "timeout": "3s"})
+			r := e.run(t, map[string]any{"unit": bad, "health": map[string]any{"http": "http://127.0.0.1:18082/health"}, "timeout": "10s"})
 			require.True(t, r.Failed())
 			assert.Contains(t, r.Msg(), "HTTP 503")
 			good := e.server(t, "http200", 18083, "0", httpReply("200 OK"))
-			ok(t, e.run(t, map[string]any{"unit": good, "health": map[string]any{"http": "http://127.0.0.1:18083/"}, "timeout": "5s"}))
+			ok(t, e.run(t, map[string]any{"unit": good, "health": map[string]any{"http": "http://127.0.0.1:18083/"}}))
 		})
 
 		t.Run("banner match and mismatch", func(t *testing.T) {
 			b := e.server(t, "banner", 18084, "0", "echo 220 richt ready")
-			ok(t, e.run(t, map[string]any{"unit": b, "health": map[string]any{"banner": "127.0.0.1:18084", "expect": "richt ready"}, "timeout": "5s"}))
-			r := e.run(t, map[string]any{"unit": b, "health": map[string]any{"banner": "127.0.0.1:18084", "expect": "ESMTP"}, "timeout": "2s"})
+			ok(t, e.run(t, map[string]any{"unit": b, "health": map[string]any{"banner": "127.0.0.1:18084", "expect": "richt ready"}}))
+			r := e.run(t, map[string]any{"unit": b, "health": map[string]any{"banner": "127.0.0.1:18084", "expect": "ESMTP"}, "timeout": "10s"})
 			require.True(t, r.Failed())
 			assert.Contains(t, r.Msg(), "220 richt ready", "the greeting read is quoted")
 		})
@@ -220,7 +222,7 @@ func runAs(t *testing.T, e *env, user string, args map[string]any) testenv.Resul
 	e.t.RunModuleEnv(t, e.module, map[string]any{"unit": "none-such", "state": "stopped", "allow_missing": true})
 	bin, err := e.t.InstallModule(context.Background(), e.module)
 	require.NoError(t, err)
-	data, err := json.Marshal(args)
+	data, err := json.Marshal(testenv.ModuleArgs(e.module, args))
 	require.NoError(t, err)
 	path := "/var/tmp/args-" + user + ".json"
 	require.NoError(t, e.t.WriteFile(context.Background(), path, data, 0o600))

@@ -34,10 +34,11 @@ func newEnv(t *testing.T) *env {
 	}
 	repo := testenv.Repo(t, fixtures.DemoPackage("1.0"))
 	e := &env{
-		t:         testenv.Start(t),
-		override:  testenv.BuildModule(t, modules.Command, testenv.Named("unit_override")),
-		lifecycle: testenv.BuildModule(t, modules.Command, testenv.Named("systemd_lifecycle")),
-		rpm:       testenv.BuildModule(t, modules.Command, testenv.Named("rpm_exact")),
+		t:        testenv.Start(t),
+		override: testenv.BuildModule(t, modules.Command, testenv.Named("unit_override")),
+		lifecycle: testenv.BuildModule(t, modules.Command, testenv.Named("systemd_lifecycle"),
+			testenv.Defaults(map[string]any{"timeout": testenv.ModuleTimeout()})), // 5s is for an idle host
+		rpm: testenv.BuildModule(t, modules.Command, testenv.Named("rpm_exact")),
 	}
 	ctx := context.Background()
 	require.NoError(t, e.t.AddRepo(ctx, "fixtures", repo))
