@@ -136,6 +136,30 @@ kill -9 $p; wait $p; echo "module exit $?"`, bin))
 	assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"))
 }
 
+// The module gone before its supervisor starts (its deadline, a SIGKILL, a lost SSH
+// session between systemd-run's start and its executing the supervisor; here a systemd-run
+// that kills its caller and waits before it goes on): the supervisor still starts, from
+// the executable the module passed it rather than through the module's PID, DNF runs, and
+// the next run reports the outcome.
+func TestModuleGoneBeforeTheSupervisorStarts(t *testing.T) {
+	t.Parallel()
+	f := faultFixture(t)
+	bin := f.slowStart(t, "/var/tmp/slow-args.json", "5m")
+	late := "#!/bin/sh\nkill -9 $PPID\nsleep 2\nexec /usr/bin/systemd-run \"$@\"\n"
+	require.NoError(t, f.target.WriteFile(context.Background(), "/var/tmp/late-bin/systemd-run", []byte(late), 0o755))
+	out := f.target.Shell(t, fmt.Sprintf(`PATH=/var/tmp/late-bin:$PATH %s /var/tmp/slow-args.json >/dev/null 2>&1; echo "module exit $?"`, bin))
+	assert.Contains(t, out, "module exit 137", "killed by SIGKILL")
+
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "2m"})
+	require.False(t, r.Failed(), r.Msg())
+	earlier := r.Map("earlier_transaction")
+	require.NotNil(t, earlier, "the killed run's transaction")
+	assert.Equal(t, "succeeded", earlier["outcome"], "DNF ran although the module was gone")
+	assert.Equal(t, "none", r.String("operation"), "no transaction of its own")
+	assert.True(t, r.Changed())
+	assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"))
+}
+
 // A failing scriptlet fails the task with DNF's words, and nothing is half-done.
 func TestFailingScriptlet(t *testing.T) {
 	t.Parallel()

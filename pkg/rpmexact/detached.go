@@ -125,6 +125,9 @@ type request struct {
 	// reloads the manager.
 	AheadID string    `json:"ahead_id"`
 	Started time.Time `json:"started"`
+	// ExeFD is the inherited descriptor the supervisor was executed from (exeFD), which
+	// it keeps from DNF and the scriptlets; 0: none.
+	ExeFD int `json:"exe_fd,omitempty"`
 }
 
 type outcomeRecord struct {
@@ -303,12 +306,10 @@ func (d *Detached) scopeUnit(dir string) string {
 }
 
 // scopeArgv wraps the supervisor's command line in systemd-run --scope. systemd-run
-// executes the program it is given, so /proc/self/exe would be systemd-run itself: the
-// module's own executable is named through its PID, which lives while the module waits,
-// and the module's name goes first among the arguments, where the multi-call binary looks.
+// executes the program it is given by its path, with that path as argv[0]: the module's
+// name goes first among the arguments, where the multi-call binary looks.
 func scopeArgv(scope, path string, argv []string, name string) (string, []string) {
-	if path == "/proc/self/exe" {
-		path = fmt.Sprintf("/proc/%d/exe", os.Getpid())
+	if path == exePath && name != "" {
 		argv = []string{path, name}
 	} else {
 		argv = append([]string{path}, argv[1:]...)
@@ -326,6 +327,14 @@ func scopeArgv(scope, path string, argv []string, name string) (string, []string
 // supervisorCmd is the command that starts the supervisor of the transaction in dir, in
 // scope ("": none), holding the transaction lock.
 func (d *Detached) supervisorCmd(dir, scope string, h host) (*exec.Cmd, error) {
+	files := []*os.File{d.held.File()}
+	if d.Self == "/proc/self/exe" {
+		exe, err := h.OpenSelf()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, exe) // exeFD
+	}
 	path, argv := selfArgv(h, os.Getpid(), d.Self, d.Name)
 	if scope != "" {
 		// A transient scope of its own (systemd-run --scope registers it, then executes the
@@ -333,14 +342,15 @@ func (d *Detached) supervisorCmd(dir, scope string, h host) (*exec.Cmd, error) {
 		// caller's unit, its session or its cgroup no longer reaches DNF.
 		path, argv = scopeArgv(scope, path, argv, d.Name)
 	}
-	cmd := exec.Command(path)
-	cmd.Args = argv
+	// Path set as is: exec.Command would look exePath up in this process, where exeFD is
+	// some other file.
+	cmd := &exec.Cmd{Path: path, Args: argv}
 	cmd.Env = append(os.Environ(), SuperviseEnv+"="+dir)
 	// Its own session: no signal sent to the module's process group or terminal (Ansible's
 	// timeout, a closed SSH connection) reaches it. No stdio: Ansible waits for the
 	// module's output to close, and must not wait for DNF.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.ExtraFiles = []*os.File{d.held.File()}
+	cmd.ExtraFiles = files
 	return cmd, nil
 }
 
@@ -385,6 +395,9 @@ func (d *Detached) Run(ctx context.Context, t Transaction) (out Outcome, err err
 	}
 	out = Outcome{Result: runner.Result{Argv: t.Argv}, Log: dir}
 	req := request{Transaction: t, Started: now}
+	if d.Self == "/proc/self/exe" { // supervisorCmd passes it
+		req.ExeFD = exeFD
+	}
 	started := false
 	defer func() {
 		if started {
@@ -536,6 +549,9 @@ func supervise(root, dir string, held *os.File, sync SyncRecorder, listings *Que
 		rec.StartErr = fmt.Sprintf("read %s: %v", filepath.Join(dir, requestFile), err)
 		done = true
 		return 1
+	}
+	if req.ExeFD > 2 {
+		syscall.CloseOnExec(req.ExeFD) // the module's executable is no business of DNF's
 	}
 	// The snapshot DNF's changes are read against; without it DNF does not run.
 	st := settler{Runner: runner.Exec{}, Sync: sync, Listings: listings}
