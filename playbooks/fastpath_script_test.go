@@ -204,6 +204,18 @@ func TestFastPathScripts(t *testing.T) {
 		assert.Equal(t, marker("unusable-home"), runScript(t, "relative/home", run, nil))
 	})
 
+	t.Run("a home, ~/.cache or cache directory others can write is named, nothing run", func(t *testing.T) {
+		for _, rel := range []string{"", ".cache", ".cache/richt.services"} {
+			home := t.TempDir()
+			require.Equal(t, marker("installed"), runScript(t, home, install, []byte(fakeModule)))
+			dir := filepath.Join(home, rel)
+			require.NoError(t, os.Chmod(dir, 0o775))
+			want := shResult{97, "RICHT_FASTPATH " + scriptNonce + " insecure-dir " + markerArch + " " + dir + "\n"}
+			assert.Equal(t, want, runScript(t, home, run, nil), "group-writable %s", dir)
+			assert.Equal(t, want, runScript(t, home, install, []byte(fakeModule)))
+		}
+	})
+
 	t.Run("concurrent installs leave one verified file", func(t *testing.T) {
 		home := t.TempDir()
 		var wg sync.WaitGroup
