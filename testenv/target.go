@@ -79,10 +79,23 @@ func Start(tb testing.TB, opts ...Option) *Target {
 // when `systemctl is-system-running` says running or degraded; when it never gets there,
 // the error names the failed units and queued jobs it waited on, and ends with the
 // journal.
+//
+// In a test binary, the first start takes one of the machine's target slots for the whole
+// process (TESTENV_MAX_TARGET_PROCESSES test processes at once, default one per two CPUs,
+// 0 for no limit), waiting while other test processes hold them all: `go test ./...` runs
+// GOMAXPROCS packages at once, and several packages' targets on a small machine made
+// deadlines pass that fit it alone. Other programs (a benchmark, a command) take no slot.
 func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 	o, err := newConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	// The slot comes before everything that loads the machine (an image build, the boot),
+	// and the time waiting for it counts against no deadline of the target's.
+	if waited, err := holdSlot(ctx); err != nil {
+		return nil, fmt.Errorf("start target: %w", err)
+	} else if waited > time.Second {
+		o.logger.Printf("waited %s for a target slot (%s)", waited.Round(time.Millisecond), slotsEnv)
 	}
 	if o.image == "" {
 		img, err := EnsureImage(ctx, o.packages...)
