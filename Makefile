@@ -75,9 +75,12 @@ lint:
 # Everything: unit tests, fuzz seed corpora, and the end-to-end suite on real systemd
 # targets. TESTENV_SUITE=bookworm runs the end-to-end suite on the older generation.
 # testenv's own tests (a cold image build among them, heavy on disk and CPU) run after the
-# rest, so they do not slow the module and playbook tests' deadlines.
+# rest, so they do not slow the module and playbook tests' deadlines. Test processes with
+# targets take turns, one per two CPUs (TESTENV_MAX_TARGET_PROCESSES, docs/testenv.md), and
+# a package's -timeout includes its wait for a turn: 45m covers waiting for the longest
+# package on 2 cores and running.
 test: setup lint ansible-gates
-	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/testenv$$')
+	$(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -v '/testenv$$')
 	$(GO) test -count=1 -timeout 15m ./testenv
 
 unit: lint
