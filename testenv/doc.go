@@ -67,8 +67,11 @@
 //	}
 //
 // Options build for another architecture ([Arch]: the binary then runs under QEMU's
-// user-mode emulator) or under another file name ([Named]: a multi-call binary, such as this
-// collection's cmd/richt-modules, picks its module by its name).
+// user-mode emulator), under another file name ([Named]: a multi-call binary, such as this
+// collection's cmd/richt-modules, picks its module by its name), or with arguments every
+// run gets unless it sets them ([Defaults], as Ansible's module_defaults: for example
+// [ModuleTimeout], a deadline that fits a test machine running many targets, for a module
+// whose own default is meant for an idle host).
 //
 // [Result.Changed], [Result.Msg], [Result.String] and friends read the result. To run the
 // binary some other way (as another user, in the background), [Target.InstallModule]
