@@ -241,7 +241,9 @@ func service(version, level string) map[string]any {
 			m["content"] = "[Service]\nExecStartPre=" + markerPath + " start\nExecReload=" + markerPath + " reload\nExecReload=/bin/kill -HUP $MAINPID\n"
 		}
 	}
-	args["dropins"] = append(dropins, map[string]any{"unit": "demo.service", "name": "30-secret.conf",
+	// reload: true as the level's drop-in: a change of the level owes one reload, not a
+	// restart, so a lost reload cannot hide behind a restart the secret's change owed.
+	args["dropins"] = append(dropins, map[string]any{"unit": "demo.service", "name": "30-secret.conf", "reload": true,
 		"sensitive": true, "mode": "0600", "content": "[Service]\nEnvironment=" + secret + "-" + level + "\n"})
 	return args
 }
