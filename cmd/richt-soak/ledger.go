@@ -64,6 +64,10 @@ type obligation struct {
 	kind  string
 	since int
 	why   string
+	// level, for a reload owed by the level's drop-in: only a reaction that gave the unit
+	// this level serves it (a restart in the same run before the drop-in was written, such
+	// as a package's %postun, does not).
+	level string
 }
 
 // run is what the ledger needs to know of one module run (or of the soak acting as an
@@ -74,8 +78,10 @@ type run struct {
 	failed bool
 	// from is the index of the first event the run could have written.
 	from int
-	// levelChanged: 20-level.conf (the drop-in with reload: true) differs after the run.
+	// levelChanged: 20-level.conf (the drop-in with reload: true) differs after the run,
+	// and holds level.
 	levelChanged bool
+	level        string
 }
 
 // ledger holds this boot's events and the reactions owed and not yet served.
@@ -112,8 +118,10 @@ func (l *ledger) owe(kind string, since int, why string) {
 //     wiring: a package change restarts the process), or when the version it replaced
 //     restarts its unit from the transaction (then rpm_exact alone owes it too, and the
 //     service module must not restart a second time);
-//   - the service module's change of the reload: true drop-in owes one reload (a restart
-//     in the same run serves it);
+//   - the service module's change of the reload: true drop-in owes one reload, served by a
+//     reload or a start that gave the unit the new level; a start that serves nothing but
+//     a reload is a reload turned into a restart (a restart owed as well serves it, as
+//     restart beats reload);
 //   - systemd_lifecycle's restart_on (a trigger that always reports a change) owes one
 //     restart, when the run did not fail (a refused run owes nothing);
 //   - the soak's own systemctl restart (operator) owes one restart.
@@ -140,7 +148,16 @@ func (l *ledger) account(r run) {
 		// Owed by the run as a whole: any reaction it wrote may serve it.
 		switch since := r.from - 1; {
 		case r.module == "service" && r.levelChanged:
-			l.owe("reload", since, "service changed the reload: true drop-in")
+			// A reload owed for a level the drop-in no longer holds is owed no more.
+			keep := l.open[:0]
+			for _, o := range l.open {
+				if o.level == "" {
+					keep = append(keep, o)
+				}
+			}
+			l.open = keep
+			l.owe("reload", since, "service changed the reload: true drop-in to level "+r.level)
+			l.open[len(l.open)-1].level = r.level
 		case r.module == "systemd_lifecycle" && !r.failed:
 			l.owe("restart", since, "systemd_lifecycle's restart_on")
 		case r.module == "operator":
@@ -170,18 +187,22 @@ func (l *ledger) settle() {
 		default:
 			continue
 		}
-		served := false
+		served, restart := false, false
 		keep := l.open[:0]
 		for _, o := range l.open {
-			if o.since < i && (e.kind == "start" || o.kind == "reload") {
+			if o.since < i && (e.kind == "start" || o.kind == "reload") && (o.level == "" || o.level == e.level) {
 				served = true
+				restart = restart || o.kind == "restart"
 				continue
 			}
 			keep = append(keep, o)
 		}
 		l.open = keep
-		if !served {
+		switch {
+		case !served:
 			l.unowed = append(l.unowed, fmt.Sprintf("%s #%d", e, i))
+		case e.kind == "start" && !restart:
+			l.unowed = append(l.unowed, fmt.Sprintf("%s #%d, where only a reload was owed (a reload turned into a restart)", e, i))
 		}
 	}
 }

@@ -282,7 +282,7 @@ func (s *soak) accounted(ctx context.Context, module string, check bool, f func(
 		from = -1 // the start at boot, and whatever came after, belong to this run
 	}
 	changed := s.snapshot(ctx)
-	s.led.account(run{module: module, check: check, failed: failed, from: from, levelChanged: changed})
+	s.led.account(run{module: module, check: check, failed: failed, from: from, levelChanged: changed, level: s.levelNow})
 }
 
 // run runs a module in the target with diff on and keeps its output.

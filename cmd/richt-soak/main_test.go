@@ -111,14 +111,27 @@ func TestLedger(t *testing.T) {
 			{run{module: "rpm_exact"}, []string{"soak-install 2.0"}},
 			{run{module: "rpm_exact"}, []string{"soak-install 1.0"}},
 		}, false, 1, 0},
+		{"%postun's restart before the drop-in's write, then its reload: owed", []seg{
+			{run{module: "service", levelChanged: true, level: "info"}, []string{"soak-install 2.0", "soak-install 1.0", "soak-start version=1.0 level=debug", "soak-reload version=1.0 level=info"}},
+		}, false, 0, 0},
+		{"%postun's restart before the drop-in's write, then a restart: the reload turned into a restart", []seg{
+			{run{module: "service", levelChanged: true, level: "info"}, []string{"soak-install 2.0", "soak-install 1.0", "soak-start version=1.0 level=debug", "soak-start version=1.0 level=info"}},
+		}, false, 0, 1},
+		{"%postun's restart before the drop-in's write and nothing after: the reload is lost", []seg{
+			{run{module: "service", levelChanged: true, level: "info"}, []string{"soak-install 2.0", "soak-install 1.0", "soak-start version=1.0 level=debug"}},
+		}, false, 1, 0},
+		{"a reload owed for a level the drop-in no longer holds is owed no more", []seg{
+			{run{module: "service", levelChanged: true, level: "warn", failed: true}, nil},
+			{run{module: "service", levelChanged: true, level: "info"}, []string{"soak-reload version=1.0 level=info"}},
+		}, false, 0, 0},
 		{"a drop-in change with reload: true and no reload is lost", []seg{
-			{run{module: "service", levelChanged: true}, nil},
+			{run{module: "service", levelChanged: true, level: "warn"}, nil},
 		}, false, 1, 0},
 		{"one reload serves the drop-in; a second is doubled", []seg{
-			{run{module: "service", levelChanged: true}, []string{"soak-reload version=1.0 level=warn", "soak-reload version=1.0 level=warn"}},
+			{run{module: "service", levelChanged: true, level: "warn"}, []string{"soak-reload version=1.0 level=warn", "soak-reload version=1.0 level=warn"}},
 		}, false, 0, 1},
 		{"a pending reload and the next run's restart: one start serves both", []seg{
-			{run{module: "service", levelChanged: true, failed: true}, nil},
+			{run{module: "service", levelChanged: true, level: "warn", failed: true}, nil},
 			{run{module: "service"}, []string{"soak-install 2.0", "soak-start version=2.0 level=warn"}},
 		}, false, 0, 0},
 		{"unit_override owes nothing; a reload after it is doubled", []seg{
