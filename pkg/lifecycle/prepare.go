@@ -136,9 +136,15 @@ func enableFirst(w Want, o Observation) Step {
 }
 
 // restartServedBy names the restart triggers whose restart already happened after their
-// change (package scriptlets restart their units in the transaction), or "". A unit whose
-// files systemd has not loaded yet (NeedDaemonReload) was started with the old ones: its
-// restart is still due.
+// change (package scriptlets restart their units in the transaction), or "". Only time
+// decides (reaction.RestartServed): the unit became active after every file the
+// triggers placed. NeedDaemonReload does not: it also turns yes for a drop-in written
+// after the transaction, whose own trigger carries its own reaction, and for a unit file
+// only when its whole-second mtime happens to be newer than the loaded one's, so it
+// repeated restarts a scriptlet had done (issue 29). On EL 9 and 10 the scriptlets reload
+// the manager before they restart (systemd-update-helper); a package that restarts
+// without a reload runs its new files with the unit definition it had before, as it
+// does without this module.
 func restartServedBy(w Want, trig reaction.Triggers, o Observation) string {
 	obs := o.Unit
 	if !restartMayBeServed(w, trig, obs) {
@@ -163,8 +169,8 @@ func needsClock(w Want, trig reaction.Triggers, pending *durable.Pending, obs sy
 	return restartMayBeServed(w, trig, obs)
 }
 
-// restartMayBeServed: a restart trigger changed and the unit runs with its files loaded, so
+// restartMayBeServed: a restart trigger changed and the unit runs, so
 // the restart may already have happened (by the clock).
 func restartMayBeServed(w Want, trig reaction.Triggers, obs systemd.Props) bool {
-	return w.Running && len(reaction.Changed(trig.Restart)) > 0 && obs.Running() && !obs.NeedDaemonReload
+	return w.Running && len(reaction.Changed(trig.Restart)) > 0 && obs.Running()
 }

@@ -1,0 +1,45 @@
+package lifecycle
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/richt/services/pkg/reaction"
+	"github.com/richt/services/pkg/stamp"
+	"github.com/richt/services/pkg/systemd"
+)
+
+// Whether a package's restart was already done is decided by time alone: the unit became
+// active after the files were placed. NeedDaemonReload says nothing about it: a drop-in
+// written after the transaction turns it yes (and carries its own trigger), and for a unit
+// file it depends on whole-second mtimes. Issue 29: the restart a scriptlet did was
+// repeated where only the drop-in's reload was owed.
+func TestPrepareRestartServedByTheClock(t *testing.T) {
+	now := stamp.Stamp{BootID: "b", Mono: 10_000}
+	placed := &stamp.Stamp{BootID: "b", Mono: 5_000}
+	pkg := reaction.Trigger{Ref: "restart_on[0]", Changed: true, PackageChanged: true, FilesPlaced: placed}
+	dropin := reaction.Trigger{Ref: "reload_on[0]", Changed: true}
+	unit := func(activeEnter uint64, needReload bool) systemd.Props {
+		return systemd.Props{LoadState: "loaded", ActiveState: "active", SubState: "running", ActiveEnterMono: activeEnter, NeedDaemonReload: needReload}
+	}
+	for _, tc := range []struct {
+		name   string
+		trig   reaction.Triggers
+		unit   systemd.Props
+		served bool
+		due    reaction.Kind
+	}{
+		{"started after the files: served", reaction.Triggers{Restart: []reaction.Trigger{pkg}}, unit(6_000, false), true, reaction.None},
+		{"served although a later drop-in turned NeedDaemonReload yes; its reload is due", reaction.Triggers{Restart: []reaction.Trigger{pkg}, Reload: []reaction.Trigger{dropin}}, unit(6_000, true), true, reaction.Reload},
+		{"served although the manager has not loaded the package's unit file", reaction.Triggers{Restart: []reaction.Trigger{pkg}}, unit(6_000, true), true, reaction.None},
+		{"started before the files: restart", reaction.Triggers{Restart: []reaction.Trigger{pkg}, Reload: []reaction.Trigger{dropin}}, unit(4_000, false), false, reaction.Restart},
+		{"a restart trigger that cannot say when: restart", reaction.Triggers{Restart: []reaction.Trigger{pkg, {Ref: "restart_on[1]", Changed: true}}}, unit(6_000, false), false, reaction.Restart},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Prepare(Want{Running: true, ReloadOn: len(tc.trig.Reload) > 0}, tc.trig, Observation{Unit: tc.unit, Now: now})
+			assert.Equal(t, tc.served, p.RestartServed != "", "restart served: %q", p.RestartServed)
+			assert.Equal(t, tc.due, p.Due)
+		})
+	}
+}
