@@ -28,7 +28,7 @@ func qa(lines ...string) runnertest.Call {
 
 // files is the query for the files of what a transaction installed.
 func files(nevras ...string) runnertest.Call {
-	return runnertest.Call{Argv: append([]string{"rpm", "-q", "--qf", "[%{FILENAMES}\n]", "--"}, nevras...)}
+	return runnertest.Call{Argv: append([]string{"rpm", "-q", "--qf", "[%{FILEFLAGS}\t%{FILEMTIMES}\t%{FILENAMES}\n]", "--"}, nevras...)}
 }
 
 // txn scripts one transaction: snapshot, DNF, snapshot, and the files of what it added.

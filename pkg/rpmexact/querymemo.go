@@ -10,7 +10,6 @@ import (
 
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/statedir"
-	"golang.org/x/sys/unix"
 )
 
 // DefaultQueryMemoDir is where remembered rpm answers live on a target. It is a cache:
@@ -34,11 +33,10 @@ func settleFor(k memoKey) time.Duration {
 	if !k.fine {
 		return Settle
 	}
-	var ts unix.Timespec
-	if err := unix.ClockGetres(unix.CLOCK_REALTIME_COARSE, &ts); err != nil || ts.Nano() <= 0 || time.Duration(ts.Nano()) > Settle/2 {
-		return Settle
+	if tick, ok := coarseTick(); ok && tick <= Settle/2 {
+		return 2 * tick
 	}
-	return 2 * time.Duration(ts.Nano())
+	return Settle
 }
 
 // settled says why an answer read from the files of k by a query that began at queried

@@ -1,10 +1,13 @@
 package rpmexact
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -226,16 +229,74 @@ func TestPinThatDragsADependent(t *testing.T) {
 func TestFilesPlacedIsTheNewestFile(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	require.NoError(t, os.WriteFile(a, nil, 0o644))
-	require.NoError(t, os.WriteFile(b, nil, 0o644))
-	s := runnertest.New(t, runnertest.Call{Argv: []string{"rpm", "-q", "--qf", "[%{FILENAMES}\n]", "--", "x-0:1-1.noarch"},
-		Stdout: a + "\n" + dir + "\n/nonexistent/ghost\n" + b + "\n"})
+	placed := time.Unix(1700000000, 0)
+	for _, p := range []string{a, b} {
+		require.NoError(t, os.WriteFile(p, nil, 0o644))
+		require.NoError(t, os.Chtimes(p, placed, placed))
+	}
+	listing := fmt.Sprintf("0\t1700000000\t%s\n0\t1700000000\t%s\n0\t1700000000\t%s\n64\t1700000000\t/nonexistent/ghost\n", a, dir, b)
+	s := runnertest.New(t, runnertest.Call{Argv: []string{"rpm", "-q", "--qf", "[%{FILEFLAGS}\t%{FILEMTIMES}\t%{FILENAMES}\n]", "--", "x-0:1-1.noarch"},
+		Stdout: listing})
 	st, err := filesPlaced(t.Context(), s, []string{"x-0:1-1.noarch"})
 	require.NoError(t, err)
 	assert.False(t, st.IsZero())
 	none, err := filesPlaced(t.Context(), runnertest.New(t), nil)
 	require.NoError(t, err)
 	assert.True(t, none.IsZero(), "nothing installed, nothing placed")
+}
+
+// Only what rpm wrote and nobody wrote since says when the files were in place: a file
+// the restarted service writes (a %ghost log, a state file it owns) must not move the
+// moment past the service's own start, or the restart a scriptlet did would be repeated.
+func TestNewestPlacedCountsOnlyWhatRPMWrote(t *testing.T) {
+	dir := t.TempDir()
+	placed := time.Unix(1700000000, 0)
+	file := func(name string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, nil, 0o644))
+		require.NoError(t, os.Chtimes(p, placed, placed))
+		time.Sleep(30 * time.Millisecond) // more than a tick of the coarse clock: ctimes differ
+		return p
+	}
+	first, second, third := file("first"), file("second"), file("third")
+	ctime := func(p string) time.Time {
+		var st syscall.Stat_t
+		require.NoError(t, syscall.Lstat(p, &st))
+		return time.Unix(st.Ctim.Unix())
+	}
+	require.True(t, ctime(third).After(ctime(second)) && ctime(second).After(ctime(first)))
+	line := func(flags int, mtime int64, p string) string { return fmt.Sprintf("%d\t%d\t%s\n", flags, mtime, p) }
+	const at = 1700000000
+	for _, tc := range []struct {
+		name    string
+		listing string
+		want    time.Time
+	}{
+		{"every file as rpm wrote it", line(0, at, first) + line(0, at, third) + line(0, at, second), ctime(third)},
+		{"%ghost file left out", line(0, at, first) + line(rpmfileGhost, at, third) + line(0, at, second), ctime(second)},
+		{"%config and other flags count", line(1, at, first) + line(16, at, third), ctime(third)},
+		{"written after rpm placed it", line(0, at, first) + line(0, at+5, third) + line(0, at, second), ctime(second)},
+		{"directory left out", line(0, at, first) + line(0, at, dir), ctime(first)},
+		{"gone since", line(0, at, first) + line(0, at, filepath.Join(dir, "gone")), ctime(first)},
+		{"nothing rpm wrote", line(rpmfileGhost, at, first), time.Time{}},
+		{"empty listing", "", time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := newestPlaced(tc.listing, os.Lstat)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	t.Run("nanoseconds rpm never sets", func(t *testing.T) {
+		require.NoError(t, os.Chtimes(third, placed, placed.Add(time.Millisecond)))
+		got, err := newestPlaced(line(0, at, first)+line(0, at, third), os.Lstat)
+		require.NoError(t, err)
+		assert.Equal(t, ctime(first), got)
+	})
+	for _, bad := range []string{"no tabs here\n", "x\t1\t/a\n", "0\tx\t/a\n", "0\t1\trelative\n"} {
+		_, err := newestPlaced(bad, os.Lstat)
+		assert.Error(t, err, "%q", bad)
+	}
 }
 
 func TestParseQueryManyNames(t *testing.T) {

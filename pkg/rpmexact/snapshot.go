@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/stamp"
+	"golang.org/x/sys/unix"
 )
 
 // A transaction moves more than it was asked to: DNF's solver upgrades a package that
@@ -212,42 +214,93 @@ func added(moves []Move) []string {
 	return out
 }
 
+// filesQuery lists, for every file of the queried builds, rpm's flags for it, the
+// modification time rpm gives it when it writes it, and its path.
+const filesQuery = "[%{FILEFLAGS}\t%{FILEMTIMES}\t%{FILENAMES}\n]"
+
+// rpmfileGhost is RPMFILE_GHOST among a file's flags: rpm owns the path but never writes it.
+const rpmfileGhost = 1 << 6
+
 // filesPlaced is the moment by which the files of the builds were all in place, in
-// systemd's clock: the newest inode change among their regular files and symlinks (rpm
-// creates each file when it installs it), carried from the wall clock to the monotonic one.
-// A unit that became active after it runs with the files. Directories are left out: a
-// later package adding to a shared directory would move them. A build without files gives
-// the zero stamp.
+// systemd's clock: the newest inode change among the files rpm wrote, plus one tick of the
+// clock file times come from, carried from the wall clock to the monotonic one. A unit
+// that became active after it runs with the files (reaction.RestartServed).
+//
+// Only what rpm wrote counts, so that nothing the restarted service does moves the moment
+// past its own start (which would repeat the restart a scriptlet already did): %ghost
+// files (rpm never writes them; the service often does: logs, PID files), and files whose
+// modification time is no longer the one rpm set (nanoseconds zero, seconds from the
+// header), which someone wrote after rpm placed them. Directories are left out too: a later
+// package adding to a shared directory would move them. A build without such files gives
+// the zero stamp, and so a restart.
+//
+// The tick settles the one ambiguous window one way: file times come from the kernel's
+// coarse clock, up to one tick behind, so a start within a tick after the last write could
+// have come before it. Such a start does not count as having seen the files, and the
+// restart is carried out again rather than possibly lost.
 func filesPlaced(ctx context.Context, r runner.Runner, nevras []string) (stamp.Stamp, error) {
 	if len(nevras) == 0 {
 		return stamp.Stamp{}, nil
 	}
-	res, err := r.Run(ctx, append([]string{"rpm", "-q", "--qf", "[%{FILENAMES}\n]", "--"}, nevras...)...)
+	res, err := r.Run(ctx, append([]string{"rpm", "-q", "--qf", filesQuery, "--"}, nevras...)...)
 	if err != nil {
 		return stamp.Stamp{}, fmt.Errorf("list files of %s: %w", strings.Join(nevras, ", "), err)
 	}
 	if res.ExitCode != 0 {
 		return stamp.Stamp{}, fmt.Errorf("list files of %s: rpm exited %d: %s", strings.Join(nevras, ", "), res.ExitCode, res.Output())
 	}
+	newest, err := newestPlaced(res.Stdout, os.Lstat)
+	if err != nil || newest.IsZero() {
+		return stamp.Stamp{}, err
+	}
+	tick, ok := coarseTick()
+	if !ok {
+		tick = 10 * time.Millisecond // the longest tick Linux configures (HZ=100)
+	}
+	return stamp.At(newest.Add(tick))
+}
+
+// newestPlaced is the newest inode change time among the files of a filesQuery listing
+// that rpm wrote and nobody wrote since (see filesPlaced); zero when there is none.
+func newestPlaced(listing string, lstat func(string) (os.FileInfo, error)) (time.Time, error) {
 	var newest time.Time
-	for _, p := range strings.Split(res.Stdout, "\n") {
-		if !strings.HasPrefix(p, "/") {
+	for _, line := range strings.Split(listing, "\n") {
+		if line == "" {
 			continue
 		}
-		fi, err := os.Lstat(p)
+		fields := strings.SplitN(line, "\t", 3)
+		if len(fields) != 3 || !strings.HasPrefix(fields[2], "/") {
+			return time.Time{}, fmt.Errorf("rpm listed %q, expected FLAGS<TAB>MTIME<TAB>PATH", line)
+		}
+		flags, err1 := strconv.ParseUint(fields[0], 10, 32)
+		mtime, err2 := strconv.ParseInt(fields[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return time.Time{}, fmt.Errorf("rpm listed %q, expected numeric flags and modification time", line)
+		}
+		if flags&rpmfileGhost != 0 {
+			continue
+		}
+		fi, err := lstat(fields[2])
 		if err != nil || fi.IsDir() {
-			continue // %ghost files need not exist
+			continue // removed since, or replaced by a directory: not what rpm placed
 		}
 		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			continue
+		if !ok || st.Mtim.Sec != mtime || st.Mtim.Nsec != 0 {
+			continue // written after rpm placed it
 		}
 		if c := time.Unix(st.Ctim.Unix()); c.After(newest) {
 			newest = c
 		}
 	}
-	if newest.IsZero() {
-		return stamp.Stamp{}, nil
+	return newest, nil
+}
+
+// coarseTick is one tick of the kernel's coarse real-time clock, which file times come
+// from (1-10 ms); ok is false where it cannot be read.
+func coarseTick() (tick time.Duration, ok bool) {
+	var ts unix.Timespec
+	if err := unix.ClockGetres(unix.CLOCK_REALTIME_COARSE, &ts); err != nil || ts.Nano() <= 0 {
+		return 0, false
 	}
-	return stamp.At(newest)
+	return time.Duration(ts.Nano()), true
 }
