@@ -3,6 +3,8 @@ package playbooks_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,10 +28,41 @@ func elService(name, version string, noRestart bool) testenv.Package {
 		}}
 }
 
+// writerService is elService whose unit reloads, and whose service writes a file of its
+// own package when it starts, as daemons do with state files they own: the write comes
+// after the scriptlet's restart and must not make that restart look as if it came before
+// the package's files (a %ghost file is left out the same way; rpmexact's unit tests).
+func writerService(version string) testenv.Package {
+	p := elService("wsvc", version, false)
+	p.Files["/usr/lib/systemd/system/wsvc.service"] = testenv.File{Content: fmt.Sprintf("[Unit]\nDescription=wsvc %s\n\n[Service]\n"+
+		"ExecStartPre=/bin/sh -c 'date +%%%%s%%%%N > /var/lib/wsvc/state'\n"+
+		"ExecStart=%s wsvc\nExecReload=/bin/kill -HUP $MAINPID\n\n[Install]\nWantedBy=multi-user.target\n", version, fixtures.TestDaemonPath)}
+	p.Files["/var/lib/wsvc/state"] = testenv.File{Content: "new\n"}
+	return p
+}
+
+// directRestartSet is a set, psvc and psvc-libs of one version, where psvc's own %postun
+// restarts its unit right after psvc's files land (EL 8's expansion of
+// %systemd_postun_with_restart, with no reload of the manager first): the restart falls
+// as close to the last file as a scriptlet can put it.
+func directRestartSet(version string) []testenv.Package {
+	unit := fmt.Sprintf("[Unit]\nDescription=psvc %s\n\n[Service]\nExecStart=%s psvc\n\n[Install]\nWantedBy=multi-user.target\n", version, fixtures.TestDaemonPath)
+	return []testenv.Package{
+		{Name: "psvc", Version: version, Requires: []string{"psvc-libs = " + version},
+			Scriptlets: map[string]string{"postun": "if [ $1 -ge 1 ]; then systemctl try-restart psvc.service >/dev/null 2>&1 || :; fi"},
+			Files: map[string]testenv.File{
+				"/usr/lib/systemd/system/psvc.service": {Content: unit},
+				"/usr/share/psvc/VERSION":              {Content: version + "\n"},
+			}},
+		{Name: "psvc-libs", Version: version, Files: map[string]testenv.File{"/usr/lib/psvc/libpsvc.txt": {Content: version + "\n"}}},
+	}
+}
+
 func elRepo(t *testing.T) string {
 	var pkgs []testenv.Package
 	for _, v := range []string{"1.0", "2.0", "3.0"} {
-		pkgs = append(pkgs, elService("elsvc", v, false), elService("nrsvc", v, true))
+		pkgs = append(pkgs, elService("elsvc", v, false), elService("nrsvc", v, true), writerService(v))
+		pkgs = append(pkgs, directRestartSet(v)...)
 	}
 	return testenv.Repo(t, pkgs...)
 }
@@ -130,4 +163,78 @@ func TestRoleOnScriptletService(t *testing.T) {
 		assert.Regexp(t, `"actions":\s*\[\s*"daemon-reload"\s*\]`, r.Output)
 		assert.Equal(t, 0, role(v).RunOK(t).Changed(), "idempotent at %s", v)
 	}
+}
+
+// scriptletRounds is how many package moves TestScriptletRestartWindow makes per case:
+// TESTENV_SCRIPTLET_ROUNDS (the issue 29 note counts 50), or 2.
+func scriptletRounds(t *testing.T) int {
+	n := 2
+	if v := os.Getenv("TESTENV_SCRIPTLET_ROUNDS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("TESTENV_SCRIPTLET_ROUNDS=%q: want a whole number above 0", v)
+		}
+	}
+	return n
+}
+
+// loadTarget keeps two shell loops busy in the target for the rest of the test (at most
+// ten minutes each), so that the scriptlet's restart and the last file write crowd each
+// other as on a loaded host.
+func loadTarget(t *testing.T, tg *testenv.Target) {
+	tg.MustExec(t, "/bin/sh", "-c", "for i in 1 2; do (timeout 600 sh -c 'while :; do :; done' >/dev/null 2>&1 &); done")
+	t.Cleanup(func() { _, _ = tg.Exec(context.Background(), "pkill", "-f", "while :; do :; done") })
+}
+
+// The restart a package's scriptlet already did is never repeated, and a restart owed is
+// never skipped, where the two are hardest to tell apart (issue 29), with the target
+// loaded: a daemon that writes a file of its own package as it starts, followed by a
+// drop-in that owes only a reload (the module pair); a set whose %postun restarts its unit
+// right after the last file of the package lands (the role). Every move is one start; the
+// drop-in's change is one reload more.
+func TestScriptletRestartWindow(t *testing.T) {
+	t.Parallel()
+	tg := elTarget(t)
+	rounds := scriptletRounds(t)
+	loadTarget(t, tg)
+
+	t.Run("module pair: the daemon writes its own file, then a drop-in reloads", func(t *testing.T) {
+		tg.LogUnitOnFailure(t, "wsvc.service")
+		run := func(version, level string) testenv.PlaybookResult {
+			p := play(t, "testdata/scriptlets-reload.yml", tg)
+			p.ExtraVars = map[string]any{"pkg": "wsvc", "pkg_version": version, "level": level}
+			return p.RunOK(t)
+		}
+		run("1.0", "l0")
+		for i := range rounds {
+			before, reloadsBefore := fixtures.Events(t, tg, "wsvc")
+			r := run([]string{"2.0", "1.0"}[i%2], fmt.Sprintf("l%d", i+1))
+			after, reloadsAfter := fixtures.Events(t, tg, "wsvc")
+			if !assert.Equal(t, 1, after-before, "round %d: the scriptlet's start only", i) ||
+				!assert.Equal(t, 1, reloadsAfter-reloadsBefore, "round %d: the drop-in's reload", i) {
+				t.Log(r.Output)
+			}
+			assert.Contains(t, r.Output, "reaction=reload actions=daemon-reload,reload", "round %d", i)
+		}
+	})
+
+	t.Run("role: a set whose %postun restarts at once", func(t *testing.T) {
+		tg.LogUnitOnFailure(t, "psvc.service")
+		role := func(version string) testenv.PlaybookResult {
+			p := play(t, "testdata/setservice.yml", tg)
+			p.ExtraVars = map[string]any{"pkg_version": version}
+			p.Args = []string{"-v"}
+			return p.RunOK(t)
+		}
+		role("1.0")
+		for i := range rounds {
+			before, _ := fixtures.Events(t, tg, "psvc")
+			r := role([]string{"2.0", "1.0"}[i%2])
+			after, _ := fixtures.Events(t, tg, "psvc")
+			if !assert.Equal(t, 1, after-before, "round %d: the scriptlet's start only", i) {
+				t.Log(r.Output)
+			}
+			assert.Regexp(t, `"reaction":\s*"served"`, r.Output, "round %d", i)
+		}
+	})
 }
