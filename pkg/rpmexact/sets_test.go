@@ -366,3 +366,18 @@ func TestCheckModeAsksDNFWhatItWouldMove(t *testing.T) {
 		assert.Contains(t, res["check_mode_note"], "RPM database only")
 	})
 }
+
+// rpm's listing of files is outside input: any text gives a time or an error, never a
+// panic, and a file that cannot be looked up is never counted.
+func FuzzNewestPlaced(f *testing.F) {
+	f.Add("0\t1700000000\t/usr/lib/systemd/system/app.service\n64\t1700000000\t/var/log/app.log\n")
+	f.Add("no tabs\n")
+	f.Add("0\t-1\t/a\n\n")
+	f.Fuzz(func(t *testing.T, listing string) {
+		missing := func(string) (os.FileInfo, error) { return nil, os.ErrNotExist }
+		got, err := newestPlaced(listing, missing)
+		if err == nil && !got.IsZero() {
+			t.Fatalf("%q: counted a file that does not exist: %v", listing, got)
+		}
+	})
+}
