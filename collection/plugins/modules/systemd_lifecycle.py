@@ -69,9 +69,15 @@ description:
     reboot counts as started since."
   - "A restart already done by a package transaction is not done again. When every changed
     I(restart_on) trigger carries C(files_placed) (for a loop result, every changed item),
-    and the unit, running and with C(NeedDaemonReload=no) when it was observed, became
-    active (its C(ActiveEnterTimestampMonotonic)) after all of those moments, or on a later
-    boot, the restart the triggers ask for has already happened. EL packages restart their
+    and the unit, running when it was observed, became active (its
+    C(ActiveEnterTimestampMonotonic)) after all of those moments, or on a later boot, the
+    restart the triggers ask for has already happened. C(files_placed) is the newest inode
+    change among the files rpm wrote in the transaction and nobody wrote since (not
+    C(%ghost) files, not files whose modification time is no longer the one rpm set, such
+    as a state file the restarted service writes), plus one tick of the kernel's coarse
+    clock that file times come from: a start within that tick counts as not served, and
+    the restart is done again rather than possibly lost. Other triggers are judged on
+    their own: a drop-in written after the transaction gets its own restart or reload. EL packages restart their
     units in the transaction (C(%systemd_postun_with_restart); on EL9 and EL10 that restart
     runs at the end of the transaction, after systemd reloaded the unit files). The unit is
     then not restarted again: I(reaction) is C(served) and I(restart_served) names the
@@ -279,10 +285,11 @@ notes:
   - "Known limit of I(reaction=served): EL8-style scriptlets restart the unit before the
     transaction reloads systemd's manager. The restarted process then runs the new files,
     but systemd started it with the unit definition it had loaded before, which matters
-    when the transaction changed the unit's own file or drop-ins. If the manager still
-    reports C(NeedDaemonReload=yes) when this module observes the unit, the restart is due
-    again and is done; a manager reload that happened later in the same transaction cannot
-    be seen, and then the restart counts as served."
+    when the transaction changed the unit's own file or drop-ins. The restart still counts
+    as served, as it would on that host without this module: C(NeedDaemonReload) cannot
+    tell (it also turns yes for a drop-in written after the transaction, and for a unit
+    file only when its whole-second modification time is newer than the loaded one's),
+    and deciding by it repeated restarts that EL9 and EL10 scriptlets had done."
   - "Unit types: timers, sockets, paths and targets are managed like services, and as for
     services I(state=running) means C(active) (for example a timer that is waiting or a
     socket that is listening). I(main_pid) is returned for services only."
