@@ -15,6 +15,7 @@ import (
 
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/lock"
+	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
 	"github.com/richt/services/pkg/statedir"
 )
@@ -212,9 +213,29 @@ type Pending struct {
 	Reaction string    `json:"reaction"`
 	Triggers []string  `json:"triggers,omitempty"`
 	Since    time.Time `json:"since"`
-	// At is when the latest run that found the reaction due recorded it, in systemd's
-	// clock: a unit that became active after it has already been (re)started since.
+	// At is in systemd's clock and never earlier than the last change the record covers:
+	// a unit that became active after it has loaded everything the reaction is for. Owed
+	// keeps the rule.
 	At stamp.Stamp `json:"at"`
+}
+
+// Owed is the record of a reaction of kind owed to a unit whose record is earlier (nil:
+// none): the stronger of the two (restart beats reload), due since earlier's Since or
+// now, with triggers, stamped at.
+//
+// The stamping rule, for every writer: a record is written ahead of the change it stands
+// for (a run killed before the change leaves a conservative record), and stamped again
+// with Owed after each change it covers, before anything that could serve it (the next
+// step, the job), so that an activation between the first stamp and a later change
+// (a package scriptlet's restart before a drop-in is written) never counts as serving
+// that change. A change that never happened is withdrawn by its writer instead.
+func Owed(earlier *Pending, kind reaction.Kind, triggers []string, at stamp.Stamp) Pending {
+	since := time.Now().UTC()
+	if earlier != nil {
+		since = earlier.Since
+		kind = reaction.Stronger(kind, reaction.Kind(earlier.Reaction))
+	}
+	return Pending{Reaction: string(kind), Triggers: triggers, Since: since, At: at}
 }
 
 // ServedBy reports whether the unit's latest activation, observed now, came after the

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
 	"github.com/richt/services/pkg/statedir"
 )
@@ -208,4 +210,35 @@ func FuzzRecords(f *testing.F) {
 			t.Fatalf("error does not name the file: %v", err)
 		}
 	})
+}
+
+// Owed merges a new reaction into a unit's record: the stronger reaction, the earlier
+// record's Since, and always the new stamp, so the record is never older than the last
+// change it covers.
+func TestOwed(t *testing.T) {
+	since := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := stamp.Stamp{BootID: "b", Mono: 9}
+	cases := []struct {
+		name    string
+		earlier *Pending
+		kind    reaction.Kind
+		want    string
+	}{
+		{"no record: the kind", nil, reaction.Reload, "reload"},
+		{"a reload owed on a restart: the restart", &Pending{Reaction: "restart", Since: since, At: stamp.Stamp{BootID: "b", Mono: 2}}, reaction.Reload, "restart"},
+		{"a restart owed on a reload: the restart", &Pending{Reaction: "reload", Since: since, At: stamp.Stamp{BootID: "b", Mono: 2}}, reaction.Restart, "restart"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Owed(c.earlier, c.kind, []string{"service demo"}, at)
+			assert.Equal(t, c.want, p.Reaction)
+			assert.Equal(t, at, p.At, "stamped now, also over an earlier record")
+			assert.Equal(t, []string{"service demo"}, p.Triggers)
+			if c.earlier != nil {
+				assert.Equal(t, since, p.Since, "due since the earlier record")
+			} else {
+				assert.WithinDuration(t, time.Now(), p.Since, time.Hour)
+			}
+		})
+	}
 }

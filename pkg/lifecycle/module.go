@@ -915,25 +915,18 @@ func (r *run) clock() (stamp.Stamp, error) {
 }
 
 // recordPending writes the reaction due for the unit, keeping when an earlier run's record
-// first became due and stamping it now, and returns the record.
+// first became due and stamping it now (durable.Owed), and returns the record.
 func (r *run) recordPending(due reaction.Kind) (*durable.Pending, error) {
 	at, err := r.clock()
 	if err != nil {
 		return nil, err
 	}
-	p := durable.Pending{Reaction: string(due), Triggers: r.res.Triggers, Since: since(r.earlier), At: at}
+	p := durable.Owed(r.earlier, due, r.res.Triggers, at)
 	if err := r.Store.SetPending(r.want.Unit, p); err != nil {
 		return nil, err
 	}
 	r.pending = &p
 	return &p, nil
-}
-
-func since(p *durable.Pending) time.Time {
-	if p != nil {
-		return p.Since
-	}
-	return time.Now().UTC()
 }
 
 // verify polls the unit until the action's goal has held for settle, within the task's
