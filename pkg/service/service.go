@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -267,6 +266,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	changedUnits := map[string]bool{}
 	// What the files step has recorded per unit: ahead, then for changes it missed.
 	filesRecorded := maps.Clone(ahead.files)
+	var failed error
 	for _, f := range files {
 		out, err := r.call(ctx, r.d.Files, "file "+fileLabel(f), f.args)
 		out["item"] = f.item
@@ -274,32 +274,31 @@ func (r *run) present(ctx context.Context) (err error) {
 		if c, _ := out["changed"].(bool); c {
 			changedUnits[f.unit] = true
 			changedFiles = true
-			// A change the prediction missed, recorded now, after the write: a record
-			// stamped earlier (the packages step's) counts a restart in between as serving it.
-			due := map[string]reaction.Kind{}
 			if ahead.running[f.unit] {
-				due[f.unit] = fileReaction(f)
-			}
-			owed := missed(filesRecorded, due)
-			if rerr := r.record(ahead, owed); rerr != nil {
-				return rerr
-			}
-			for u, k := range owed {
-				filesRecorded[u] = reaction.Stronger(filesRecorded[u], k)
+				if rerr := r.recordWritten(ahead, filesRecorded, f); rerr != nil {
+					return rerr
+				}
 			}
 		}
 		if err != nil {
-			return err
+			failed = err
+			break
 		}
 	}
+	// A file that was not written (its write failed and left the old file in place, or a
+	// failed step before it stopped the run) owes nothing: what was recorded ahead for it
+	// is withdrawn, also when the run fails. A package change owes every process to run a
+	// restart, predicted or not, and a unit whose other file changed keeps its reaction.
 	unchanged := map[string]reaction.Kind{}
 	for u, k := range ahead.files {
 		if !changedUnits[u] {
 			unchanged[u] = k
 		}
 	}
-	// A package change owes every process to run a restart, predicted or not.
 	r.withdraw(ahead, unchanged, func(string) bool { return pkgChanged })
+	if failed != nil {
+		return failed
+	}
 	for _, proc := range r.order {
 		restart, reload := r.triggers(proc, pkgRes, files)
 		args := processArgs(proc)
@@ -647,24 +646,37 @@ func (r *run) predict(ctx context.Context, pkgs map[string]any, files []fileStep
 	return a, nil
 }
 
+// recordWritten keeps the record of f's unit true after f was written: a change the
+// prediction missed is recorded (and listed in the plan, as for the records ahead); one it
+// predicted is stamped again (durable.Owed's rule), so an activation between the record
+// written ahead and this write (a package scriptlet's restart landing late, a restart by
+// hand) does not serve what the write owes. Check mode writes nothing, and lists only
+// the missed.
+func (r *run) recordWritten(a *ahead, recorded map[string]reaction.Kind, f fileStep) error {
+	due := map[string]reaction.Kind{f.unit: fileReaction(f)}
+	if owed := missed(recorded, due); len(owed) > 0 {
+		if err := r.record(a, owed); err != nil {
+			return err
+		}
+		recorded[f.unit] = reaction.Stronger(recorded[f.unit], owed[f.unit])
+		return nil
+	}
+	if r.req.CheckMode || r.d.Pending == nil {
+		return nil
+	}
+	_, err := r.recordOne(a, f.unit, due[f.unit])
+	return err
+}
+
 // record writes, for each unit, the reaction it will owe as a pending reaction stamped
 // now, under the unit's lock: a run killed before its process step leaves it for the next
 // run, and only an activation after this moment serves it. A stronger reaction already
 // owed stays, stamped now.
 func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
-	now := r.d.Now
-	if now == nil {
-		now = stamp.Now
-	}
-	units := make([]string, 0, len(owed))
-	for u := range owed {
-		units = append(units, u)
-	}
-	sort.Strings(units)
 	if r.d.Pending == nil {
 		return nil
 	}
-	for _, unit := range units {
+	for _, unit := range slices.Sorted(maps.Keys(owed)) {
 		due := owed[unit]
 		if r.req.CheckMode {
 			// What a real run would write: merged with the record there is, or with the one
@@ -681,41 +693,51 @@ func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
 			r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, due))
 			continue
 		}
-		if err := r.locked(unit, func() error {
-			earlier, err := r.d.Pending.GetPending(unit)
-			if err != nil {
-				return err
-			}
-			if _, kept := a.earlier[unit]; !kept && !a.wrote[unit] {
-				a.earlier[unit] = earlier
-			}
-			since := time.Now().UTC()
-			if earlier != nil {
-				since = earlier.Since
-				due = reaction.Stronger(due, reaction.Kind(earlier.Reaction))
-			}
-			at, err := now()
-			if err != nil {
-				return err
-			}
-			rec := durable.Pending{Reaction: string(due), Triggers: []string{"service " + r.p.Name}, Since: since, At: at}
-			if err := r.d.Pending.SetPending(unit, rec); err != nil {
-				return err
-			}
-			a.written[unit] = rec
-			return nil
-		}); err != nil {
-			r.res.FailedStep = "record reactions"
-			return fmt.Errorf("record the %s %s owes: %w", due, unit, err)
+		due, err := r.recordOne(a, unit, due)
+		if err != nil {
+			return err
 		}
-		a.wrote[unit] = true
 		r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, due))
-		if r.res.Recorded == nil {
-			r.res.Recorded = map[string]string{}
-		}
-		r.res.Recorded[unit] = string(due)
 	}
 	return nil
+}
+
+// recordOne writes the record of unit, merged with the one there is (durable.Owed) and
+// stamped now, under the unit's lock, and returns the reaction recorded.
+func (r *run) recordOne(a *ahead, unit string, due reaction.Kind) (reaction.Kind, error) {
+	now := r.d.Now
+	if now == nil {
+		now = stamp.Now
+	}
+	if err := r.locked(unit, func() error {
+		earlier, err := r.d.Pending.GetPending(unit)
+		if err != nil {
+			return err
+		}
+		if _, kept := a.earlier[unit]; !kept && !a.wrote[unit] {
+			a.earlier[unit] = earlier
+		}
+		at, err := now()
+		if err != nil {
+			return err
+		}
+		rec := durable.Owed(earlier, due, []string{"service " + r.p.Name}, at)
+		if err := r.d.Pending.SetPending(unit, rec); err != nil {
+			return err
+		}
+		a.written[unit] = rec
+		due = reaction.Kind(rec.Reaction)
+		return nil
+	}); err != nil {
+		r.res.FailedStep = "record reactions"
+		return due, fmt.Errorf("record the %s %s owes: %w", due, unit, err)
+	}
+	a.wrote[unit] = true
+	if r.res.Recorded == nil {
+		r.res.Recorded = map[string]string{}
+	}
+	r.res.Recorded[unit] = string(due)
+	return due, nil
 }
 
 // withdraw puts back what a unit's record was before this run, for the units whose

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,10 @@ import (
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lifecycle"
 	"github.com/richt/services/pkg/override"
+	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/stamp"
+	"github.com/richt/services/pkg/systemd"
 )
 
 // fakeModule is a module's real parameter contract with a handler that answers every call
@@ -372,4 +375,141 @@ func TestPresentReloadsTheManagerWhenNoProcessWill(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fileOutcome is one file step's answer: changed, and failed with an error.
+type fileOutcome struct{ changed, failed bool }
+
+// filesModule is unit_override's contract with a handler that answers each call in turn.
+func filesModule(outcomes ...fileOutcome) Module {
+	i := 0
+	return Module{Spec: override.Spec(), Handler: func(context.Context, *ansible.Request) (any, error) {
+		o := outcomes[i]
+		i++
+		out := map[string]any{"changed": o.changed}
+		if o.failed {
+			return out, errors.New("write /etc/systemd/system/demo.service.d/20.conf: no space left on device")
+		}
+		return out, nil
+	}}
+}
+
+// A file write that failed and left the old file in place withdraws the reaction this run
+// recorded ahead for it (only while the record is this run's own): the next run must not
+// restart or reload for a change that never happened. A reaction an earlier step of the
+// run did change something for stays, and so does an earlier run's record.
+func TestAFailedWriteWithdrawsWhatWasRecordedForIt(t *testing.T) {
+	earlier := durable.Pending{Reaction: "reload", Triggers: []string{"earlier"},
+		Since: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), At: stamp.Stamp{BootID: "b", Mono: 2}}
+	cases := []struct {
+		name       string
+		earlier    *durable.Pending
+		predictPkg bool
+		pkgChanged bool
+		unitFile   bool // a unit file of the unit comes before the drop-in
+		files      []fileOutcome
+		want       string // the reaction recorded after the run ("": none)
+		wantBack   bool   // the earlier run's record, as it was
+	}{
+		{name: "the drop-in's write failed, nothing else changed: withdrawn",
+			files: []fileOutcome{{failed: true}}},
+		{name: "the drop-in's write failed: an earlier run's record put back", earlier: &earlier,
+			files: []fileOutcome{{failed: true}}, want: "reload", wantBack: true},
+		{name: "the package step moved a version, the drop-in failed: the restart stays",
+			predictPkg: true, pkgChanged: true, files: []fileOutcome{{failed: true}}, want: "restart"},
+		{name: "the unit file was written, its drop-in failed: the unit file's restart stays",
+			unitFile: true, files: []fileOutcome{{changed: true}, {failed: true}}, want: "restart"},
+		{name: "the unit file failed: the drop-in after it was never written, withdrawn",
+			unitFile: true, files: []fileOutcome{{failed: true}}},
+		{name: "an error after the rename (the change reported): the reload stays",
+			files: []fileOutcome{{changed: true, failed: true}}, want: "reload"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pending := &fakePending{records: map[string]*durable.Pending{}}
+			if c.earlier != nil {
+				e := *c.earlier
+				pending.records["demo.service"] = &e
+			}
+			var calls []map[string]any
+			unchanged := false
+			d := Deps{
+				Packages:  fakeModule(rpmexact.Spec(), &c.pkgChanged, &calls),
+				Files:     filesModule(c.files...),
+				Processes: fakeModule(lifecycle.Spec(), &unchanged, &calls),
+				Predict:   fakePredict{pkg: c.predictPkg, files: true},
+				Pending:   pending,
+				Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 5}, nil },
+			}
+			args := demoArgs()
+			if c.unitFile {
+				args["units"] = []any{map[string]any{"unit": "demo", "content": "[Service]\nExecStart=/bin/true\n"}}
+			}
+			out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(d))
+			require.Equal(t, true, out["failed"])
+			assert.Contains(t, out["failed_step"], "file demo.service")
+			got := pending.records["demo.service"]
+			switch {
+			case c.want == "":
+				assert.Nil(t, got, "a reaction for a write that never happened")
+				assert.Contains(t, out["plan"], "withdraw-pending demo.service")
+				assert.Nil(t, out["recorded"])
+			case c.wantBack:
+				require.NotNil(t, got)
+				assert.Equal(t, *c.earlier, *got)
+			default:
+				require.NotNil(t, got)
+				assert.Equal(t, c.want, got.Reaction)
+				assert.NotContains(t, out["plan"], "withdraw-pending demo.service")
+			}
+		})
+	}
+}
+
+// fakeClock is systemd's clock on one boot: every reading and every event is one tick on.
+type fakeClock struct{ mono uint64 }
+
+func (c *fakeClock) now() (stamp.Stamp, error) {
+	c.mono++
+	return stamp.Stamp{BootID: "b", Mono: c.mono}, nil
+}
+func (c *fakeClock) tick() uint64 { c.mono++; return c.mono }
+
+// A record written ahead covers changes made after it; an activation between the record and
+// a change must not serve it. Here the package move restarts the unit (its scriptlet's
+// restart lands as the files step begins) and the reload drop-in is written after that
+// restart; the run is killed before its process step. The record must be stamped after
+// the drop-in's write, so the next run finds the reaction still due instead of served by
+// the restart that came before the drop-in.
+func TestTheRecordIsStampedAfterEachChangeItCovers(t *testing.T) {
+	clock := &fakeClock{}
+	pending := &fakePending{records: map[string]*durable.Pending{}}
+	var activeEnter, written uint64
+	killed := false
+	d := Deps{
+		Packages: stepModule(rpmexact.Spec(), func() {}, true),
+		Files: stepModule(override.Spec(), func() {
+			activeEnter = clock.tick() // the package's restart, done
+			written = clock.tick()     // the drop-in's rename
+		}, true),
+		Processes: stepModule(lifecycle.Spec(), func() { killed = true }, false),
+		Predict:   fakePredict{pkg: true, files: true},
+		Pending:   pending,
+		Now:       clock.now,
+	}
+	out := ansible.Call(context.Background(), Spec(), demoArgs(), false, false, Handler(d))
+	require.Nil(t, out["failed"], out["msg"])
+	require.True(t, killed)
+	rec := pending.records["demo.service"]
+	require.NotNil(t, rec)
+	assert.Equal(t, "restart", rec.Reaction, "restart beats reload")
+	assert.Greater(t, rec.At.Mono, written, "the record is stamped after the drop-in's write")
+
+	// The next run: the unit has been active since the package's restart.
+	now, _ := clock.now()
+	assert.False(t, rec.ServedBy(now, true, activeEnter), "a restart before the drop-in's write does not serve its reload")
+	prep := lifecycle.Prepare(lifecycle.Want{Unit: "demo.service", Running: true}, reaction.Triggers{},
+		lifecycle.Observation{Pending: rec, Now: now, Unit: systemd.Props{LoadState: "loaded", ActiveState: "active", SubState: "running", ActiveEnterMono: activeEnter}})
+	assert.False(t, prep.Served)
+	assert.Equal(t, reaction.Restart, prep.Due, "the reaction stays due")
 }
