@@ -252,7 +252,7 @@ func (r *run) present(ctx context.Context) (err error) {
 		if !pkgChanged {
 			// Predicted, but nothing changed (DNF refused, the step failed early): no
 			// reaction is owed on its account; the files step's own is recorded next.
-			r.withdraw(ahead, ahead.pkg, func(u string) bool { _, files := ahead.files[u]; return files })
+			r.withdraw(ahead, ahead.pkg, func(string) reaction.Kind { return reaction.None })
 		}
 		if err != nil {
 			return err
@@ -263,7 +263,8 @@ func (r *run) present(ctx context.Context) (err error) {
 	if err := r.record(ahead, ahead.files); err != nil {
 		return err
 	}
-	changedUnits := map[string]bool{}
+	// What the written files owe per unit.
+	changedUnits := map[string]reaction.Kind{}
 	// What the files step has recorded per unit: ahead, then for changes it missed.
 	filesRecorded := maps.Clone(ahead.files)
 	var failed error
@@ -272,7 +273,7 @@ func (r *run) present(ctx context.Context) (err error) {
 		out["item"] = f.item
 		r.res.Files = append(r.res.Files, out)
 		if c, _ := out["changed"].(bool); c {
-			changedUnits[f.unit] = true
+			changedUnits[f.unit] = reaction.Stronger(changedUnits[f.unit], fileReaction(f))
 			changedFiles = true
 			if ahead.running[f.unit] {
 				if rerr := r.recordWritten(ahead, filesRecorded, f); rerr != nil {
@@ -287,15 +288,14 @@ func (r *run) present(ctx context.Context) (err error) {
 	}
 	// A file that was not written (its write failed and left the old file in place, or a
 	// failed step before it stopped the run) owes nothing: what was recorded ahead for it
-	// is withdrawn, also when the run fails. A package change owes every process to run a
-	// restart, predicted or not, and a unit whose other file changed keeps its reaction.
-	unchanged := map[string]reaction.Kind{}
-	for u, k := range ahead.files {
-		if !changedUnits[u] {
-			unchanged[u] = k
+	// is withdrawn, also when the run fails, down to what the unit's written files owe.
+	// A package change owes every process to run a restart, predicted or not.
+	r.withdraw(ahead, ahead.files, func(u string) reaction.Kind {
+		if pkgChanged {
+			return reaction.Restart
 		}
-	}
-	r.withdraw(ahead, unchanged, func(string) bool { return pkgChanged })
+		return reaction.Stronger(changedUnits[u]) // None when none changed
+	})
 	if failed != nil {
 		return failed
 	}
@@ -741,30 +741,53 @@ func (r *run) recordOne(a *ahead, unit string, due reaction.Kind) (reaction.Kind
 }
 
 // withdraw puts back what a unit's record was before this run, for the units whose
-// predicted change did not happen, unless another step of this run still owes them one.
-// Only while the record is still the one this run wrote: one another run wrote since
-// (systemd_lifecycle, another service run, under the same lock) is that run's reaction,
-// and putting this run's earlier record back would lose it.
-func (r *run) withdraw(a *ahead, units map[string]reaction.Kind, stillOwed func(unit string) bool) {
+// predicted change did not happen, merged with what this run still owes them (owed; None:
+// nothing): a record of this run that says more than that (a restart where a reload is
+// owed) is narrowed to it, keeping its stamp. Only while the record is still the one this
+// run wrote: one another run wrote since (systemd_lifecycle, another service run, under
+// the same lock) is that run's reaction, and putting this run's earlier record back would
+// lose it.
+func (r *run) withdraw(a *ahead, units map[string]reaction.Kind, owed func(unit string) reaction.Kind) {
 	for _, unit := range slices.Sorted(maps.Keys(units)) {
-		if !a.wrote[unit] || stillOwed(unit) {
+		if !a.wrote[unit] {
 			continue
 		}
-		withdrawn := false
+		still, earlier := owed(unit), a.earlier[unit]
+		keep := still
+		if earlier != nil {
+			keep = reaction.Stronger(still, reaction.Kind(earlier.Reaction))
+		}
+		narrowed := a.written[unit]
+		if still != reaction.None && reaction.Kind(narrowed.Reaction) == keep {
+			continue
+		}
+		narrowed.Reaction = string(keep)
+		done := false
 		_ = r.locked(unit, func() error {
 			now, err := r.d.Pending.GetPending(unit)
 			if err != nil || !samePending(now, a.written[unit]) {
 				return err
 			}
-			withdrawn = true
-			if earlier := a.earlier[unit]; earlier != nil {
+			done = true
+			switch {
+			case still != reaction.None:
+				return r.d.Pending.SetPending(unit, narrowed)
+			case earlier != nil:
 				return r.d.Pending.SetPending(unit, *earlier)
 			}
 			return r.d.Pending.ClearPending(unit)
 		})
+		if still != reaction.None {
+			if done {
+				a.written[unit] = narrowed
+				r.res.Recorded[unit] = string(keep)
+				r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, keep))
+			}
+			continue
+		}
 		delete(a.wrote, unit)
 		delete(r.res.Recorded, unit)
-		if withdrawn {
+		if done {
 			r.res.Plan = append(r.res.Plan, "withdraw-pending "+unit)
 		}
 	}

@@ -78,6 +78,7 @@ func TestReactionsRecordedAhead(t *testing.T) {
 		{"both missed: the stronger", false, false, true, true, "restart"},
 		{"a reload predicted, a restart happened: the restart", false, true, true, true, "restart"},
 		{"a package change missed, a drop-in predicted that did not change: the restart stays", false, true, true, false, "restart"},
+		{"a package change predicted that did not happen, the drop-in changed: its reload, not a restart", true, true, false, true, "reload"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -407,9 +408,11 @@ func TestAFailedWriteWithdrawsWhatWasRecordedForIt(t *testing.T) {
 		predictPkg bool
 		pkgChanged bool
 		unitFile   bool // a unit file of the unit comes before the drop-in
-		files      []fileOutcome
-		want       string // the reaction recorded after the run ("": none)
-		wantBack   bool   // the earlier run's record, as it was
+		// restartDropIn: a drop-in without reload comes after the reload one
+		restartDropIn bool
+		files         []fileOutcome
+		want          string // the reaction recorded after the run ("": none)
+		wantBack      bool   // the earlier run's record, as it was
 	}{
 		{name: "the drop-in's write failed, nothing else changed: withdrawn",
 			files: []fileOutcome{{failed: true}}},
@@ -423,6 +426,8 @@ func TestAFailedWriteWithdrawsWhatWasRecordedForIt(t *testing.T) {
 			unitFile: true, files: []fileOutcome{{failed: true}}},
 		{name: "an error after the rename (the change reported): the reload stays",
 			files: []fileOutcome{{changed: true, failed: true}}, want: "reload"},
+		{name: "the reload drop-in was written, a restart drop-in after it failed: the reload only",
+			restartDropIn: true, files: []fileOutcome{{changed: true}, {failed: true}}, want: "reload"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -444,6 +449,9 @@ func TestAFailedWriteWithdrawsWhatWasRecordedForIt(t *testing.T) {
 			args := demoArgs()
 			if c.unitFile {
 				args["units"] = []any{map[string]any{"unit": "demo", "content": "[Service]\nExecStart=/bin/true\n"}}
+			}
+			if c.restartDropIn {
+				args["dropins"] = append(args["dropins"].([]any), map[string]any{"unit": "demo", "name": "30.conf", "content": "[Service]\n"})
 			}
 			out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(d))
 			require.Equal(t, true, out["failed"])
