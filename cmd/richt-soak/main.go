@@ -36,9 +36,11 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/richt/services/modules"
@@ -51,7 +53,15 @@ import (
 // appear in any output.
 const secret = "SOAK_TOKEN=s3cr3t-soak-4711"
 
-func main() {
+func main() { os.Exit(soakMain()) }
+
+// soakMain is the soak; its exit code is main's. It returns rather than exits, so that the
+// target is always removed: an os.Exit in main skipped the deferred Terminate, and every
+// soak that found a violation left its container running. SIGINT and SIGTERM end the
+// steps the same way.
+func soakMain() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	dur := flag.Duration("for", 10*time.Minute, "how long to run steps (the target's start and the final check come on top)")
 	seed := flag.Int64("seed", time.Now().UnixNano(), "seed of the random sequence (printed; the same seed replays it)")
 	only := flag.String("faults", "", "comma-separated fault kinds to draw from (default: all of "+strings.Join(faultKinds, ",")+"); the seed replays with the same list")
@@ -61,28 +71,33 @@ func main() {
 		kinds, err := pickFaults(*only)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "richt-soak: -faults:", err)
-			os.Exit(2)
+			return 2
 		}
 		faultKinds = kinds
 	}
 	at := commit()
 	fmt.Printf("richt-soak: seed %d, for %s, image %s, at %s\n", *seed, *dur, generation(), at)
-	s, err := start(context.Background(), *seed, *prebuilt)
+	s, err := start(ctx, *seed, *prebuilt)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "richt-soak:", err)
-		os.Exit(2)
+		return 2
 	}
 	defer s.t.Terminate(context.Background())
 	began := time.Now()
 	deadline := began.Add(*dur)
-	for time.Now().Before(deadline) && len(s.violations) == 0 {
+	for time.Now().Before(deadline) && len(s.violations) == 0 && ctx.Err() == nil {
 		s.step(context.Background())
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "richt-soak: interrupted; removing the target")
+		return 2
 	}
 	s.verdict()
 	s.report(*seed, time.Since(began), at)
 	if len(s.violations) > 0 {
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 type soak struct {
