@@ -319,3 +319,35 @@ func TestServiceRemovalRefusesToTakeDependents(t *testing.T) {
 	assert.False(t, installed("richt-deplib"))
 	assert.False(t, installed("richt-depapp"), "the dependent went with it, as the task allowed")
 }
+
+// A drop-in whose write meets a full disk is not written (the old file stays in place):
+// the run fails saying so, and the reaction it recorded ahead for the drop-in is withdrawn,
+// so the next run, with nothing to change, neither reloads nor restarts the unit.
+func TestServiceFailedWriteOwesNoReaction(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.run(t, demo(v1, "info"))
+	require.False(t, r.Failed(), r.Msg())
+	starts, reloads := e.events(t)
+
+	// A full 64 KiB tmpfs over the drop-ins, holding copies of them; unmounted, the
+	// originals are as they were.
+	const dir = "/etc/systemd/system/demo.service.d"
+	e.t.Shell(t, `d=`+dir+`; rm -rf /var/tmp/keep && mkdir /var/tmp/keep && cp -a $d/. /var/tmp/keep/ &&
+mount -t tmpfs -o size=64k richt-full $d && cp -a /var/tmp/keep/. $d/ && { dd if=/dev/zero of=$d/.fill bs=4k 2>/dev/null || true; }`)
+	r = e.run(t, demo(v1, "debug"))
+	e.t.Shell(t, `umount `+dir+` && rm -rf /var/tmp/keep`)
+	require.True(t, r.Failed())
+	assert.Contains(t, r.Msg(), "no space left on device")
+	assert.Equal(t, "file demo.service/20-level.conf", r.String("failed_step"))
+	assert.Contains(t, r["plan"], "withdraw-pending demo.service")
+	e.t.MustExec(t, "test", "!", "-e", "/var/lib/richt/pending/demo.service.json")
+	assert.Contains(t, e.t.MustExec(t, "cat", dir+"/20-level.conf"), "DEMO_LEVEL=info", "the old drop-in in place")
+
+	r = e.run(t, demo(v1, "info"))
+	require.False(t, r.Failed(), r.Msg())
+	assert.False(t, r.Changed(), "nothing to change, nothing owed")
+	s, l := e.events(t)
+	assert.Equal(t, starts, s, "no restart for a write that never happened")
+	assert.Equal(t, reloads, l, "no reload for a write that never happened")
+}
