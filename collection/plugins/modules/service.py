@@ -278,11 +278,15 @@ recorded:
   returned: when a reaction was recorded
   type: dict
 manager_reload:
-  description: C(performed) when the service reloaded systemd's manager at its end - after a removal, or after writing unit files or drop-ins when it has no process to do it.
+  description:
+    - C(performed) when the service reloaded systemd's manager at its end - after a removal, or
+      after writing unit files or drop-ins when it has no process to do it.
   returned: when a removal changed something, or unit files or drop-ins changed and there are no processes
   type: str
 removed_dependents:
-  description: The packages outside I(packages) that the removal took along because they required one of them (NAME-VERSION-RELEASE.ARCH), allowed by I(remove_dependents).
+  description:
+    - The packages outside I(packages) that the removal took along because they required one
+      of them (NAME-VERSION-RELEASE.ARCH), allowed by I(remove_dependents).
   returned: when a removal with I(remove_dependents) took some
   type: list
   elements: str
