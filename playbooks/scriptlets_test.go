@@ -218,6 +218,26 @@ func TestScriptletRestartWindow(t *testing.T) {
 		}
 	})
 
+	t.Run("role: the package moves and a reload drop-in changes in one run", func(t *testing.T) {
+		tg.LogUnitOnFailure(t, "wsvc.service")
+		role := func(version, level string) testenv.PlaybookResult {
+			p := play(t, "testdata/elservice-reload.yml", tg)
+			p.ExtraVars = map[string]any{"pkg_version": version, "level": level}
+			p.Args = []string{"-v"}
+			return p.RunOK(t)
+		}
+		role("1.0", "r0")
+		for i := range rounds {
+			before, reloadsBefore := fixtures.Events(t, tg, "wsvc")
+			r := role([]string{"2.0", "1.0"}[i%2], fmt.Sprintf("r%d", i+1))
+			after, reloadsAfter := fixtures.Events(t, tg, "wsvc")
+			if !assert.Equal(t, 1, after-before, "round %d: the scriptlet's start only", i) ||
+				!assert.Equal(t, 1, reloadsAfter-reloadsBefore, "round %d: the drop-in's reload", i) {
+				t.Log(r.Output)
+			}
+		}
+	})
+
 	t.Run("role: a set whose %postun restarts at once", func(t *testing.T) {
 		tg.LogUnitOnFailure(t, "psvc.service")
 		role := func(version string) testenv.PlaybookResult {

@@ -217,11 +217,18 @@ type Pending struct {
 	// a unit that became active after it has loaded everything the reaction is for. Owed
 	// keeps the rule.
 	At stamp.Stamp `json:"at"`
+	// ReloadAt, on a restart record only, is when a change that owes a reload was made
+	// after At (a drop-in written after a package transaction whose scriptlet may have
+	// restarted the unit): an activation after At serves the restart, the reload only one
+	// after ReloadAt. Without it, stamping the whole record again for the reload turned the
+	// restart the scriptlet had served into a second one (issue 29).
+	ReloadAt *stamp.Stamp `json:"reload_at,omitempty"`
 }
 
 // Owed is the record of a reaction of kind owed to a unit whose record is earlier (nil:
-// none): the stronger of the two (restart beats reload), due since earlier's Since or
-// now, with triggers, stamped at.
+// none): restart beats reload, due since earlier's Since or now, with triggers, stamped
+// at; a reload owed on top of a restart keeps the restart's stamp and is stamped in
+// ReloadAt.
 //
 // The stamping rule, for every writer: a record is written ahead of the change it stands
 // for (a run killed before the change leaves a conservative record), and stamped again
@@ -230,19 +237,33 @@ type Pending struct {
 // (a package scriptlet's restart before a drop-in is written) never counts as serving
 // that change. A change that never happened is withdrawn by its writer instead.
 func Owed(earlier *Pending, kind reaction.Kind, triggers []string, at stamp.Stamp) Pending {
-	since := time.Now().UTC()
-	if earlier != nil {
-		since = earlier.Since
-		kind = reaction.Stronger(kind, reaction.Kind(earlier.Reaction))
+	if earlier == nil {
+		return Pending{Reaction: string(kind), Triggers: triggers, Since: time.Now().UTC(), At: at}
 	}
-	return Pending{Reaction: string(kind), Triggers: triggers, Since: since, At: at}
+	if reaction.Kind(earlier.Reaction) == reaction.Restart && kind == reaction.Reload {
+		return Pending{Reaction: earlier.Reaction, Triggers: triggers, Since: earlier.Since, At: earlier.At, ReloadAt: &at}
+	}
+	return Pending{Reaction: string(reaction.Stronger(kind, reaction.Kind(earlier.Reaction))), Triggers: triggers, Since: earlier.Since, At: at}
 }
 
-// ServedBy reports whether the unit's latest activation, observed now, came after the
-// reaction was recorded: a restart (by a run that was killed after sending it, by a
-// package scriptlet, by hand) that already loaded everything the reaction was for.
+// Unserved is what of the record the unit's latest activation, observed now, has not
+// served: nil when all of it (a restart by a run that was killed after sending it, by a
+// package scriptlet, by hand, that came after every change the record covers), a reload
+// stamped ReloadAt when only the restart, and the record itself when nothing.
+func (p Pending) Unserved(now stamp.Stamp, running bool, activeEnterMono uint64) *Pending {
+	if !running || !p.At.ActiveSince(now, activeEnterMono) {
+		return &p
+	}
+	if p.ReloadAt != nil && !p.ReloadAt.ActiveSince(now, activeEnterMono) {
+		return &Pending{Reaction: string(reaction.Reload), Triggers: p.Triggers, Since: p.Since, At: *p.ReloadAt}
+	}
+	return nil
+}
+
+// ServedBy reports whether the unit's latest activation, observed now, served the whole
+// record (Unserved is nil).
 func (p Pending) ServedBy(now stamp.Stamp, running bool, activeEnterMono uint64) bool {
-	return running && p.At.ActiveSince(now, activeEnterMono)
+	return p.Unserved(now, running, activeEnterMono) == nil
 }
 
 func pendingRel(unit string) string { return filepath.Join("pending", unit+".json") }

@@ -218,21 +218,27 @@ func FuzzRecords(f *testing.F) {
 func TestOwed(t *testing.T) {
 	since := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := stamp.Stamp{BootID: "b", Mono: 9}
+	two := stamp.Stamp{BootID: "b", Mono: 2}
 	cases := []struct {
-		name    string
-		earlier *Pending
-		kind    reaction.Kind
-		want    string
+		name     string
+		earlier  *Pending
+		kind     reaction.Kind
+		want     string
+		wantAt   stamp.Stamp
+		reloadAt *stamp.Stamp
 	}{
-		{"no record: the kind", nil, reaction.Reload, "reload"},
-		{"a reload owed on a restart: the restart", &Pending{Reaction: "restart", Since: since, At: stamp.Stamp{BootID: "b", Mono: 2}}, reaction.Reload, "restart"},
-		{"a restart owed on a reload: the restart", &Pending{Reaction: "reload", Since: since, At: stamp.Stamp{BootID: "b", Mono: 2}}, reaction.Restart, "restart"},
+		{"no record: the kind", nil, reaction.Reload, "reload", at, nil},
+		{"a reload owed on a restart: the restart keeps its stamp, the reload is stamped now", &Pending{Reaction: "restart", Since: since, At: two}, reaction.Reload, "restart", two, &at},
+		{"a restart owed on a reload: the restart, stamped now", &Pending{Reaction: "reload", Since: since, At: two}, reaction.Restart, "restart", at, nil},
+		{"a restart owed on a restart with a reload: one restart, stamped now", &Pending{Reaction: "restart", Since: since, At: two, ReloadAt: &two}, reaction.Restart, "restart", at, nil},
+		{"a reload owed on a reload: stamped now", &Pending{Reaction: "reload", Since: since, At: two}, reaction.Reload, "reload", at, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := Owed(c.earlier, c.kind, []string{"service demo"}, at)
 			assert.Equal(t, c.want, p.Reaction)
-			assert.Equal(t, at, p.At, "stamped now, also over an earlier record")
+			assert.Equal(t, c.wantAt, p.At)
+			assert.Equal(t, c.reloadAt, p.ReloadAt)
 			assert.Equal(t, []string{"service demo"}, p.Triggers)
 			if c.earlier != nil {
 				assert.Equal(t, since, p.Since, "due since the earlier record")
@@ -241,4 +247,22 @@ func TestOwed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A restart record with a later reload: an activation between the two serves the restart
+// and leaves the reload, stamped when its change was made.
+func TestUnserved(t *testing.T) {
+	now := stamp.Stamp{BootID: "b", Mono: 100}
+	reloadAt := stamp.Stamp{BootID: "b", Mono: 50}
+	rec := Pending{Reaction: "restart", Since: time.Now(), At: stamp.Stamp{BootID: "b", Mono: 10}, ReloadAt: &reloadAt}
+	assert.Equal(t, &rec, rec.Unserved(now, true, 5), "active since before the restart was recorded: all of it")
+	left := rec.Unserved(now, true, 30)
+	if assert.NotNil(t, left) {
+		assert.Equal(t, "reload", left.Reaction)
+		assert.Equal(t, reloadAt, left.At)
+		assert.Nil(t, left.ReloadAt)
+	}
+	assert.Nil(t, rec.Unserved(now, true, 60), "active since after both: served")
+	assert.Equal(t, &rec, rec.Unserved(now, false, 60), "not running: nothing served")
+	assert.Nil(t, rec.Unserved(stamp.Stamp{BootID: "other", Mono: 1}, true, 1), "a later boot serves everything")
 }

@@ -68,11 +68,13 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 	var p Prep
 	obs := o.Unit
 	pending := o.Pending
-	if pending != nil && pending.ServedBy(o.Now, obs.Running(), obs.ActiveEnterMono) {
+	if pending != nil {
 		// The unit became active after the reaction was recorded (a run killed after
 		// sending its restart, a package scriptlet, an administrator): that start loaded
-		// everything the reaction was for. Do not do it twice.
-		p.Served, pending = true, nil
+		// everything the reaction was for, or all but a reload owed for a later change.
+		// Do not do it twice.
+		pending = pending.Unserved(o.Now, obs.Running(), obs.ActiveEnterMono)
+		p.Served = pending == nil
 	}
 	if by := restartServedBy(w, trig, o); by != "" {
 		trig = trig.WithoutRestarts()

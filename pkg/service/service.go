@@ -762,6 +762,10 @@ func (r *run) withdraw(a *ahead, units map[string]reaction.Kind, owed func(unit 
 			continue
 		}
 		narrowed.Reaction = string(keep)
+		if keep != reaction.Restart && narrowed.ReloadAt != nil {
+			// What is left is the reload, owed since its own change.
+			narrowed.At, narrowed.ReloadAt = *narrowed.ReloadAt, nil
+		}
 		done := false
 		_ = r.locked(unit, func() error {
 			now, err := r.d.Pending.GetPending(unit)

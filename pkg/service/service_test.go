@@ -511,13 +511,16 @@ func TestTheRecordIsStampedAfterEachChangeItCovers(t *testing.T) {
 	rec := pending.records["demo.service"]
 	require.NotNil(t, rec)
 	assert.Equal(t, "restart", rec.Reaction, "restart beats reload")
-	assert.Greater(t, rec.At.Mono, written, "the record is stamped after the drop-in's write")
+	assert.Less(t, rec.At.Mono, activeEnter, "the package's restart keeps the stamp from before the package step")
+	require.NotNil(t, rec.ReloadAt)
+	assert.Greater(t, rec.ReloadAt.Mono, written, "the drop-in's reload is stamped after its write")
 
-	// The next run: the unit has been active since the package's restart.
+	// The next run: the unit has been active since the package's restart, which served the
+	// package and not the drop-in written after it.
 	now, _ := clock.now()
 	assert.False(t, rec.ServedBy(now, true, activeEnter), "a restart before the drop-in's write does not serve its reload")
-	prep := lifecycle.Prepare(lifecycle.Want{Unit: "demo.service", Running: true}, reaction.Triggers{},
+	prep := lifecycle.Prepare(lifecycle.Want{Unit: "demo.service", Running: true, ReloadOn: true}, reaction.Triggers{},
 		lifecycle.Observation{Pending: rec, Now: now, Unit: systemd.Props{LoadState: "loaded", ActiveState: "active", SubState: "running", ActiveEnterMono: activeEnter}})
 	assert.False(t, prep.Served)
-	assert.Equal(t, reaction.Restart, prep.Due, "the reaction stays due")
+	assert.Equal(t, reaction.Reload, prep.Due, "the drop-in's reload stays due; the package's restart is not done twice")
 }
