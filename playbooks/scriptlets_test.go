@@ -205,17 +205,9 @@ func TestScriptletRestartWindow(t *testing.T) {
 			p.ExtraVars = map[string]any{"pkg": "wsvc", "pkg_version": version, "level": level}
 			return p.RunOK(t)
 		}
-		run("1.0", "l0")
-		for i := range rounds {
-			before, reloadsBefore := fixtures.Events(t, tg, "wsvc")
-			r := run([]string{"2.0", "1.0"}[i%2], fmt.Sprintf("l%d", i+1))
-			after, reloadsAfter := fixtures.Events(t, tg, "wsvc")
-			if !assert.Equal(t, 1, after-before, "round %d: the scriptlet's start only", i) ||
-				!assert.Equal(t, 1, reloadsAfter-reloadsBefore, "round %d: the drop-in's reload", i) {
-				t.Log(r.Output)
-			}
+		movesWithReload(t, tg, rounds, "l", run, func(i int, r testenv.PlaybookResult) {
 			assert.Contains(t, r.Output, "reaction=reload actions=daemon-reload,reload", "round %d", i)
-		}
+		})
 	})
 
 	t.Run("role: the package moves and a reload drop-in changes in one run", func(t *testing.T) {
@@ -226,16 +218,7 @@ func TestScriptletRestartWindow(t *testing.T) {
 			p.Args = []string{"-v"}
 			return p.RunOK(t)
 		}
-		role("1.0", "r0")
-		for i := range rounds {
-			before, reloadsBefore := fixtures.Events(t, tg, "wsvc")
-			r := role([]string{"2.0", "1.0"}[i%2], fmt.Sprintf("r%d", i+1))
-			after, reloadsAfter := fixtures.Events(t, tg, "wsvc")
-			if !assert.Equal(t, 1, after-before, "round %d: the scriptlet's start only", i) ||
-				!assert.Equal(t, 1, reloadsAfter-reloadsBefore, "round %d: the drop-in's reload", i) {
-				t.Log(r.Output)
-			}
-		}
+		movesWithReload(t, tg, rounds, "r", role, nil)
 	})
 
 	t.Run("role: a set whose %postun restarts at once", func(t *testing.T) {
@@ -257,4 +240,25 @@ func TestScriptletRestartWindow(t *testing.T) {
 			assert.Regexp(t, `"reaction":\s*"served"`, r.Output, "round %d", i)
 		}
 	})
+}
+
+// movesWithReload converges wsvc at 1.0, then moves it between 2.0 and 1.0 rounds times
+// with a new drop-in level each time through run, and asserts that every move is exactly
+// one start (the scriptlet's) and one reload (the drop-in's); check, if given, looks at
+// each round's result too.
+func movesWithReload(t *testing.T, tg *testenv.Target, rounds int, level string, run func(version, level string) testenv.PlaybookResult, check func(int, testenv.PlaybookResult)) {
+	t.Helper()
+	run("1.0", level+"0")
+	for i := range rounds {
+		before, reloadsBefore := fixtures.Events(t, tg, "wsvc")
+		r := run([]string{"2.0", "1.0"}[i%2], fmt.Sprintf("%s%d", level, i+1))
+		after, reloadsAfter := fixtures.Events(t, tg, "wsvc")
+		if !assert.Equal(t, 1, after-before, "round %d: the scriptlet's start only", i) ||
+			!assert.Equal(t, 1, reloadsAfter-reloadsBefore, "round %d: the drop-in's reload", i) {
+			t.Log(r.Output)
+		}
+		if check != nil {
+			check(i, r)
+		}
+	}
 }
