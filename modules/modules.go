@@ -1,8 +1,11 @@
 // Package modules names the collection's modules: every directory here with a module.go is
 // one module, a package whose Main runs it (the Makefile's MODULES is the same list, from
 // the same directories). Nothing else lists the modules by hand: `go run ./cmd/gendoc`
-// generates the multi-call binary's table (cmd/richt-modules/modules.go), the doc stubs'
-// options and the plugin routing from this list.
+// generates from this list the multi-call binary's table (cmd/richt-modules/modules.go),
+// the doc stubs' options, the plugin routing (collection/meta/runtime.yml) and the module
+// lists of README.md, collection/README.md and galaxy.yml; `go run ./cmd/gendoc -check`
+// and its test fail while any of them is out of date. A module's own documentation stub
+// (collection/plugins/modules/NAME.py) is written by hand around its generated options.
 package modules
 
 import (

@@ -1,8 +1,10 @@
 // Command gendoc writes the files that restate the list of modules: the multi-call binary's
 // table (cmd/richt-modules/modules.go), the options of each module's DOCUMENTATION
-// (collection/plugins/modules/NAME.py) from its Spec, and the plugin routing in
+// (collection/plugins/modules/NAME.py) from its Spec, the plugin routing in
 // collection/meta/runtime.yml that sends every module through the fast path's action
-// plugin. The modules are those of modules/*/module.go (package modules).
+// plugin, the module tables of README.md and collection/README.md (each module's
+// short_description) and the modules named in galaxy.yml's description. The modules are
+// those of modules/*/module.go (package modules).
 //
 //	go run ./cmd/gendoc          rewrite what is out of date, and name it
 //	go run ./cmd/gendoc -check   change nothing; exit 1 when something is out of date
@@ -33,6 +35,11 @@ const Regenerate = "go run ./cmd/gendoc"
 const (
 	StubDir = "collection/plugins/modules"
 	Runtime = "collection/meta/runtime.yml"
+	// The files that list the modules for people, between markers (docgen.BeginModules)
+	// or in galaxy.yml's description.
+	Readme           = "README.md"
+	CollectionReadme = "collection/README.md"
+	Galaxy           = "galaxy.yml"
 )
 
 func main() {
@@ -103,6 +110,7 @@ func Render(root string) ([]File, error) {
 		return nil, err
 	}
 	out := []File{table}
+	mods := make([]docgen.Module, len(names))
 	for i, name := range names {
 		rel := filepath.Join(StubDir, name+".py")
 		stub, err := os.ReadFile(filepath.Join(root, rel))
@@ -120,6 +128,11 @@ func Render(root string) ([]File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", rel, err)
 		}
+		summary, err := docgen.ShortDescription(content)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", rel, err)
+		}
+		mods[i] = docgen.Module{Name: name, Summary: summary}
 		out = append(out, File{Path: rel, Content: content, Spec: &specs[i]})
 	}
 	runtime, err := os.ReadFile(filepath.Join(root, Runtime))
@@ -127,7 +140,38 @@ func Render(root string) ([]File, error) {
 		return nil, err
 	}
 	out = append(out, File{Path: Runtime, Content: docgen.SpliceRouting(string(runtime), docgen.Routing(names))})
-	return out, nil
+	lists, err := moduleLists(root, names, mods)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, lists...), nil
+}
+
+// moduleLists renders the files that name every module for people: the module tables of
+// the two READMEs and galaxy.yml's description.
+func moduleLists(root string, names []string, mods []docgen.Module) ([]File, error) {
+	var out []File
+	table := docgen.ModuleTable(mods)
+	for _, rel := range []string{Readme, CollectionReadme} {
+		doc, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			return nil, err
+		}
+		content, err := docgen.SpliceModules(string(doc), table)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", rel, err)
+		}
+		out = append(out, File{Path: rel, Content: content})
+	}
+	galaxy, err := os.ReadFile(filepath.Join(root, Galaxy))
+	if err != nil {
+		return nil, err
+	}
+	content, err := docgen.SpliceGalaxyDescription(string(galaxy), docgen.GalaxyDescription(names))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Galaxy, err)
+	}
+	return append(out, File{Path: Galaxy, Content: content}), nil
 }
 
 // Specs builds the multi-call binary with table as its list of modules (a go build
