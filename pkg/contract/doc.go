@@ -13,10 +13,16 @@
 //
 // Which module says what:
 //
-//   - rpm_exact: package_changed when the transaction changed what rpm reports;
-//     unit_files_changed when it added, replaced or removed files under systemd's unit
-//     directories (from the rpmdb file lists), and then daemon_reload: needed (it never
-//     reloads the manager itself; it records that a reload is due).
+//   - rpm_exact: package_changed when the transaction changed what rpm reports (or what it
+//     changed could not be read back); unit_files_changed when an entry of systemd's
+//     system unit directories, or of a directory one level below them, was added,
+//     replaced or removed while DNF ran. That is not read from the RPM database: every
+//     entry is fingerprinted (inode, size, mode, mtime, link target) before and after the
+//     transaction, so the unit files of packages the task did not name and the links
+//     scriptlets make count too, and a file replaced with the same content counts. Then
+//     daemon_reload: needed, as also when the state after DNF could not be read (a change
+//     could not be ruled out). rpm_exact never reloads the manager itself; it records that
+//     a reload is due.
 //   - unit_override: unit_files_changed when the file's content changed (created,
 //     updated, removed; not a mode or owner change), and daemon_reload: performed, or
 //     needed with daemon_reload: false or when the reload failed.
