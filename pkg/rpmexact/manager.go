@@ -155,3 +155,32 @@ func ConstVersion(src []byte) (string, bool) {
 	}
 	return string(m[0][1]) + string(m[0][2]), true
 }
+
+// checkManager is CheckManager, skipped when the same executable passed before. Only an
+// accepted check is remembered, and check mode only reads the memo (it writes nothing).
+func (d Deps) checkManager(ctx context.Context, manager string, remember bool) (string, error) {
+	id := ""
+	if d.Memo != nil && d.Identify != nil {
+		if i, err := d.Identify(manager); err == nil {
+			id = i
+			if v, ok := d.Memo.ManagerChecked(manager, id); ok {
+				return v, nil
+			}
+		}
+	}
+	v, ok := "", false
+	if d.Files != nil {
+		v, ok = QuickManagerVersion(ctx, d.Runner, *d.Files, manager)
+	}
+	var err error
+	if !ok {
+		v, err = CheckManager(ctx, d.Runner, manager)
+	}
+	if err != nil || id == "" || !remember {
+		return v, err
+	}
+	if err := d.Memo.RecordManagerCheck(manager, id, v); err != nil {
+		return v, err
+	}
+	return v, nil
+}

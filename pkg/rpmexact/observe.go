@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/richt/services/pkg/runner"
 )
@@ -147,4 +148,53 @@ func notInstalled(line string) (string, bool) {
 		return "", false
 	}
 	return strings.CutSuffix(rest, " is not installed")
+}
+
+// Where the first observation of a run came from, as reported in the result's `observed`.
+const (
+	ObservedQuery = "rpm-query"
+	ObservedMemo  = "memo"
+)
+
+// observation is a run's first look at the RPM database, for every requested name.
+type observation struct {
+	have    map[string]Installed
+	source  string    // ObservedQuery or ObservedMemo
+	db      Database  // where rpm read it, for a query
+	queried time.Time // when the query began
+}
+
+// observe is the remembered answers while the RPM database and rpm's configuration are
+// the same files, else one rpm query for all names.
+func (d Deps) observe(ctx context.Context, names []string) (observation, error) {
+	if d.Queries != nil {
+		have := make(map[string]Installed, len(names))
+		for _, n := range names {
+			inst, ok := d.Queries.Lookup(n)
+			if !ok {
+				break
+			}
+			have[n] = inst
+		}
+		if len(have) == len(names) {
+			return observation{have: have, source: ObservedMemo}, nil
+		}
+	}
+	o := observation{source: ObservedQuery, queried: time.Now()}
+	var err error
+	o.have, o.db, err = ObserveAll(ctx, d.Runner, names)
+	return o, err
+}
+
+// remember keeps a converged run's queried answers for the next run. Runs that act do not
+// call it: their transaction changes the database, which would void the records at once.
+func (d Deps) remember(o observation) {
+	if d.Queries == nil || o.source != ObservedQuery {
+		return
+	}
+	// A memo is only a shortcut: when it cannot be written (not root, a database that just
+	// changed, another backend) the next run asks rpm again.
+	for n, inst := range o.have {
+		_ = d.Queries.Record(n, inst, o.db, o.queried)
+	}
 }
