@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/richt/services/pkg/rootpath"
 )
 
 // SearchPath is systemd's system unit search path, highest priority first.
@@ -55,7 +57,7 @@ func Files(root, name string) (fragment string, dropIns []string) {
 	for _, c := range candidates {
 		for _, dir := range SearchPath {
 			p := filepath.Join(dir, c)
-			if fi, err := os.Stat(join(root, p)); err == nil && !fi.IsDir() {
+			if fi, err := os.Stat(rootpath.Join(root, p)); err == nil && !fi.IsDir() {
 				fragment = p
 				break
 			}
@@ -69,7 +71,7 @@ func Files(root, name string) (fragment string, dropIns []string) {
 	for i := len(SearchPath) - 1; i >= 0; i-- {
 		for _, d := range DropInDirs(name) {
 			dir := filepath.Join(SearchPath[i], d)
-			entries, err := os.ReadDir(join(root, dir))
+			entries, err := os.ReadDir(rootpath.Join(root, dir))
 			if err != nil {
 				continue
 			}
@@ -90,11 +92,4 @@ func Files(root, name string) (fragment string, dropIns []string) {
 		dropIns = append(dropIns, chosen[n])
 	}
 	return fragment, dropIns
-}
-
-func join(root, p string) string {
-	if root == "" || root == "/" {
-		return p
-	}
-	return filepath.Join(root, p)
 }

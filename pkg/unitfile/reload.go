@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/richt/services/pkg/rootpath"
 )
 
 // Source is one unit file (fragment or drop-in) with its content.
@@ -75,7 +77,7 @@ func ReadSources(root, fragment string, dropIns []string) ([]Source, error) {
 		if p == "" {
 			continue
 		}
-		data, err := os.ReadFile(join(root, p))
+		data, err := os.ReadFile(rootpath.Join(root, p))
 		if err != nil {
 			return nil, fmt.Errorf("read unit file: %w", err)
 		}
