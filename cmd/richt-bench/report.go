@@ -390,3 +390,17 @@ func failNote(builtin side, verdict string) string {
 	}
 	return verdict
 }
+
+// median is the middle value of v (the mean of the two middle ones for an even count), 0
+// for none.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
