@@ -1,0 +1,141 @@
+package override
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/systemd"
+)
+
+// Apply carries out the plan's steps in order. res holds what the plan reports; when a
+// step fails, Apply corrects it to what happened: a file that was not replaced or removed
+// is no change (and the reload recorded for it is withdrawn), while a file that moved
+// stays a change whose reload stays due.
+func (d Deps) Apply(ctx context.Context, w Want, f File, plan Plan, res *Result) error {
+	full := d.full(w.Path)
+	recorded := ""
+	unchanged := func(err error) error {
+		res.Changed, res.UnitFilesChanged, res.DaemonReload = false, false, contract.ReloadNone
+		if recorded != "" {
+			// The deadline may have passed: withdrawing gets a short one of its own.
+			rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			if rerr := d.Sync.RemoveManagerSyncEntry(rctx, recorded); rerr != nil {
+				return fmt.Errorf("%w (and withdrawing the manager reload recorded for it failed: %v)", err, rerr)
+			}
+		}
+		return err
+	}
+	for _, step := range plan.Steps {
+		switch step {
+		case StepSecureDir:
+			if err := secureDir(d.full(path.Dir(w.Path))); err != nil {
+				res.Changed = false
+				return err
+			}
+		case StepRemoveStale:
+			if _, err := atomicfile.RemoveStale(full); err != nil {
+				return unchanged(err)
+			}
+		case StepRecordReload:
+			id, err := d.Sync.MarkManagerSyncDue(ctx, "unit_override "+w.Path+" changed")
+			if err != nil {
+				return unchanged(fmt.Errorf("%s not changed: recording the manager reload it needs failed: %w", w.Path, err))
+			}
+			recorded = id
+		case StepWrite:
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				return unchanged(fmt.Errorf("create %s: %w", filepath.Dir(full), err))
+			}
+			if err := atomicfile.Write(full, w.Content, atomicfile.Options{Mode: w.Mode, UID: w.UID, GID: w.GID}); err != nil {
+				if errors.Is(err, atomicfile.ErrNotReplaced) {
+					return unchanged(err)
+				}
+				res.Stamp(time.Now())
+				return fmt.Errorf("%w (the manager reload stays due)", err)
+			}
+		case StepAttributes:
+			if err := setAttributes(full, w, f); err != nil {
+				return err
+			}
+		case StepRemove:
+			if err := atomicfile.Remove(full); err != nil {
+				if _, serr := os.Lstat(full); serr == nil {
+					return unchanged(err)
+				}
+				res.Stamp(time.Now())
+				return fmt.Errorf("%w (the manager reload stays due)", err)
+			}
+			// A drop-in directory this module emptied goes too; the unit directory stays.
+			if dir := filepath.Dir(full); strings.HasSuffix(dir, ".d") {
+				if entries, err := os.ReadDir(dir); err == nil && len(entries) == 0 {
+					if err := os.Remove(dir); err != nil {
+						res.Stamp(time.Now())
+						return fmt.Errorf("remove empty %s: %w (the manager reload stays due)", dir, err)
+					}
+				}
+			}
+		case StepDaemonReload:
+			res.Stamp(time.Now())
+			if err := d.reloadManager(ctx, w.Path); err != nil {
+				res.DaemonReload = contract.ReloadNeeded
+				return err
+			}
+		}
+	}
+	if res.Changed {
+		res.Stamp(time.Now())
+	}
+	return nil
+}
+
+// secureDir takes the write bits of group and others off a drop-in directory (first, so
+// no moment is looser) and gives it to root.
+func secureDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("secure %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, fi.Mode().Perm()&^0o022); err != nil {
+		return fmt.Errorf("secure %s: %w", dir, err)
+	}
+	if err := os.Chown(dir, 0, 0); err != nil {
+		return fmt.Errorf("secure %s: %w", dir, err)
+	}
+	return nil
+}
+
+// setAttributes tightens the mode before changing the owner, so no moment is looser than
+// both, then sets the final mode.
+func setAttributes(full string, w Want, f File) error {
+	if err := os.Chmod(full, w.Mode&f.Mode); err != nil {
+		return fmt.Errorf("set mode of %s: %w", full, err)
+	}
+	if err := os.Lchown(full, w.UID, w.GID); err != nil {
+		return fmt.Errorf("set owner of %s: %w", full, err)
+	}
+	if err := os.Chmod(full, w.Mode); err != nil {
+		return fmt.Errorf("set mode of %s: %w", full, err)
+	}
+	return nil
+}
+
+// reloadManager reloads systemd's manager through systemctl. The reload this change owes
+// was recorded before the file moved, so a failed reload leaves it due for the next
+// systemd_lifecycle run; a successful one settles every entry seen before it, that one
+// included.
+func (d Deps) reloadManager(ctx context.Context, p string) error {
+	err := systemd.ReloadSeen(ctx, systemd.Systemctl{Runner: d.Runner}, d.Sync)
+	if err != nil && errors.Is(err, systemd.ErrReload) {
+		return fmt.Errorf("%s was written but systemctl daemon-reload failed (recorded as due for the next systemd_lifecycle run): %w", p, err)
+	}
+	return err
+}
