@@ -19,6 +19,25 @@ type Request struct {
 	Verbosity int
 	warnings  []string
 	spec      *Spec
+	// parsed is what the Spec's Parse made of Params (Parsed).
+	parsed any
+}
+
+// Parsed is the typed request the Spec's Parse made of the request's parameters, so a
+// handler never parses them a second time. A Spec without Parse, or a Parse that returns
+// another type, is an error naming the module: a programming error, never a zero value to
+// act on.
+func Parsed[T any](r *Request) (T, error) {
+	v, ok := r.parsed.(T)
+	if !ok {
+		var zero T
+		name := "module"
+		if r.spec != nil {
+			name = r.spec.Name
+		}
+		return zero, fmt.Errorf("internal error: %s's parameters were not parsed into %T (its Spec has no Parse, or Parse returns %T)", name, zero, r.parsed)
+	}
+	return v, nil
 }
 
 // Warn adds a warning that Ansible shows after the task.
@@ -82,14 +101,14 @@ func execute(ctx context.Context, spec *Spec, in *Input, h Handler) (map[string]
 	// Secrets are known from the raw input, before validation, so that even a failed
 	// validation cannot echo them.
 	hidden := secrets(spec, in.Raw)
-	vals, err := spec.Validate(in.Raw)
+	vals, parsed, err := spec.ValidateParse(in.Raw)
 	if err != nil {
 		return map[string]any{
 			"failed": true, "changed": false, "msg": err.Error(),
 			"invocation": map[string]any{"module_args": moduleArgs(spec, in.Raw, nil)},
 		}, hidden
 	}
-	req := &Request{Params: vals, CheckMode: in.CheckMode, Diff: in.Diff, Verbosity: in.Verbosity, spec: spec}
+	req := &Request{Params: vals, CheckMode: in.CheckMode, Diff: in.Diff, Verbosity: in.Verbosity, spec: spec, parsed: parsed}
 	result, herr := run(ctx, h, req)
 	res, err := toMap(result)
 	if err != nil {

@@ -115,6 +115,11 @@ type Spec struct {
 	NoLogValues func(raw map[string]any) []string
 	// Check runs last, on converted values, for rules a table cannot express.
 	Check func(v Values) error
+	// Parse, when set, runs after Check once every other rule has passed, and turns the
+	// converted values into the module's typed request, which the handler reads with
+	// Parsed: parameters are parsed once, where they are validated. An error is a
+	// validation problem, as Check's is.
+	Parse func(v Values) (any, error)
 }
 
 func (s *Spec) param(name string) (*Param, bool) {
@@ -144,6 +149,13 @@ func (e *ValidationError) Error() string { return strings.Join(e.Problems, "; ")
 // Validate converts raw parameters into Values, or reports every problem at once.
 // Keys starting with "_ansible_" are Ansible's own and are ignored here.
 func (s *Spec) Validate(raw map[string]any) (Values, error) {
+	vals, _, err := s.ValidateParse(raw)
+	return vals, err
+}
+
+// ValidateParse is Validate that also returns what Parse made of the values (nil when the
+// Spec has no Parse).
+func (s *Spec) ValidateParse(raw map[string]any) (Values, any, error) {
 	var problems []string
 	var unknown []string
 	for k := range raw {
@@ -223,10 +235,17 @@ func (s *Spec) Validate(raw map[string]any) (Values, error) {
 			problems = append(problems, err.Error())
 		}
 	}
-	if len(problems) > 0 {
-		return nil, &ValidationError{Problems: problems}
+	var parsed any
+	if len(problems) == 0 && s.Parse != nil {
+		var err error
+		if parsed, err = s.Parse(vals); err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
-	return vals, nil
+	if len(problems) > 0 {
+		return nil, nil, &ValidationError{Problems: problems}
+	}
+	return vals, parsed, nil
 }
 
 // describe shows a bad value in a message unless the parameter is secret.
