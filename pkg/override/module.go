@@ -17,11 +17,11 @@ import (
 // plan and applies nothing).
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
-		var v Params
-		if err := req.Decode(&v); err != nil {
+		task, err := ansible.Parsed[Task](req)
+		if err != nil {
 			return nil, err
 		}
-		unit, p, _ := target(v) // validated by Spec.Check
+		v, unit, p := task.Params, task.Unit, task.Path
 		ctx, cancel := timeout.Deadline(ctx, v.Timeout)
 		defer cancel()
 		if d.Lock != nil {
@@ -35,7 +35,6 @@ func Handler(d Deps) ansible.Handler {
 		res := &Result{Unit: unit, Path: p, State: v.State, Operation: OpNone, Change: contract.Change{DaemonReload: contract.ReloadNone}}
 		w := Want{Unit: unit, Path: p, Present: v.State == "present", Content: []byte(v.content()), Mode: v.Mode,
 			Sensitive: v.Sensitive, DaemonReload: v.DaemonReload}
-		var err error
 		if w.UID, err = d.lookupUID(ctx, v.Owner); err != nil {
 			return res, err
 		}

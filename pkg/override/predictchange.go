@@ -1,22 +1,20 @@
 package override
 
+import "fmt"
+
 // PredictChange answers, reading only, whether a run with these arguments would change
 // the file's content (what unit_files_changed reports): the service module records the
 // reactions a file change will owe before it changes anything.
 func PredictChange(root string, args map[string]any) (bool, error) {
-	s := Spec()
-	vals, err := s.Validate(args)
+	_, parsed, err := Spec().ValidateParse(args)
 	if err != nil {
 		return false, err
 	}
-	var v Params
-	if err := s.Decode(vals, &v); err != nil {
-		return false, err
+	task, ok := parsed.(Task)
+	if !ok {
+		return false, fmt.Errorf("internal error: unit_override's Spec parsed %T, not a Task", parsed)
 	}
-	_, p, err := target(v)
-	if err != nil {
-		return false, err
-	}
+	v, p := task.Params, task.Path
 	f, err := Observe(root, p)
 	if err != nil {
 		return false, err

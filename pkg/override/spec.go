@@ -27,6 +27,16 @@ type Params struct {
 	Timeout      time.Duration `ansible:"timeout"`
 }
 
+// Task is one validated request, as the Spec parses it for the handler: the parameters
+// and what they name without reading the target.
+type Task struct {
+	Params Params
+	// Unit is the unit's normalised name (demo → demo.service).
+	Unit string
+	// Path is the file the task manages: the unit file or the drop-in under UnitDir.
+	Path string
+}
+
 // content is the content parameter, "" when omitted.
 func (v Params) content() string {
 	if v.Content == nil {
@@ -131,25 +141,26 @@ func Spec() *ansible.Spec {
 			return nil
 		},
 	}
-	s.Check = func(v ansible.Values) error {
+	s.Parse = func(v ansible.Values) (any, error) {
 		var p Params
 		if err := s.Decode(v, &p); err != nil {
-			return err
+			return nil, err
 		}
-		if _, _, err := target(p); err != nil {
-			return err
+		unit, file, err := target(p)
+		if err != nil {
+			return nil, err
 		}
 		if err := secureMode(p.Mode, describeFile(p)); err != nil {
-			return err
+			return nil, err
 		}
 		if p.State == "present" {
 			if _, err := unitfile.Parse([]byte(p.content())); err != nil {
-				return fmt.Errorf("content is not a valid unit file: %w; nothing was written", err)
+				return nil, fmt.Errorf("content is not a valid unit file: %w; nothing was written", err)
 			}
 		} else if p.Content != nil {
-			return fmt.Errorf("content: not allowed with state=absent")
+			return nil, fmt.Errorf("content: not allowed with state=absent")
 		}
-		return nil
+		return Task{Params: p, Unit: unit, Path: file}, nil
 	}
 	return s
 }
