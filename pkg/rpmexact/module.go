@@ -14,15 +14,15 @@ import (
 // Handler returns rpm_exact's behaviour over the given side effects.
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
-		var p Params
-		if err := req.Decode(&p); err != nil {
+		task, err := ansible.Parsed[Task](req)
+		if err != nil {
 			return nil, err
 		}
-		ctx, cancel := timeout.Deadline(ctx, p.Timeout)
+		ctx, cancel := timeout.Deadline(ctx, task.Timeout)
 		defer cancel()
-		r := &run{Deps: d, req: req, limit: p.Timeout, want: wantFrom(p), res: &Report{Moved: []Move{}}}
-		err := r.run(ctx)
-		if p.Packages != nil {
+		r := &run{Deps: d, req: req, limit: task.Timeout, want: task.Want, res: &Report{Moved: []Move{}}}
+		err = r.run(ctx)
+		if task.Set {
 			return r.setResult(), err
 		}
 		return r.singleResult(), err

@@ -2,6 +2,7 @@ package rpmexact
 
 import (
 	"context"
+	"fmt"
 )
 
 // PredictChange answers, reading only (the remembered rpm query while the database is
@@ -9,16 +10,15 @@ import (
 // transaction: the decision a real run makes first. The service module uses it to record
 // the reactions a package change will owe before it changes anything.
 func (d Deps) PredictChange(ctx context.Context, args map[string]any) (bool, error) {
-	s := Spec()
-	vals, err := s.Validate(args)
+	_, parsed, err := Spec().ValidateParse(args)
 	if err != nil {
 		return false, err
 	}
-	var p Params
-	if err := s.Decode(vals, &p); err != nil {
-		return false, err
+	task, ok := parsed.(Task)
+	if !ok {
+		return false, fmt.Errorf("internal error: rpm_exact's Spec parsed %T, not a Task", parsed)
 	}
-	w := wantFrom(p)
+	w := task.Want
 	obs, err := d.observe(ctx, w.Names())
 	if err != nil {
 		return false, err

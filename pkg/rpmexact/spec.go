@@ -118,13 +118,24 @@ func Spec() *ansible.Spec {
 		},
 		MutuallyExclusive: [][]string{{"name", "packages"}, {"version", "packages"}, {"state", "packages"}},
 	}
-	s.Check = func(v ansible.Values) error {
+	s.Parse = func(v ansible.Values) (any, error) {
 		var p Params
 		err := s.Decode(v, &p)
-		_, err = entriesFrom(p, err)
-		return err
+		entries, err := entriesFrom(p, err)
+		if err != nil {
+			return nil, err
+		}
+		return Task{Want: Want{Entries: entries, Manager: p.Manager}, Timeout: p.Timeout, Set: p.Packages != nil}, nil
 	}
 	return s
+}
+
+// Task is one validated request, as the Spec parses it for the handler.
+type Task struct {
+	Want    Want
+	Timeout time.Duration
+	// Set: the task names `packages` (its result is a SetResult), not `name`.
+	Set bool
 }
 
 // entriesFrom reads `name`/`version`/`state` or `packages` into entries, validating each.
@@ -187,9 +198,4 @@ func entry(name string, version *string, state string) (Entry, error) {
 	}
 	e.Version = &evra
 	return e, nil
-}
-
-func wantFrom(p Params) Want {
-	entries, _ := entriesFrom(p, nil) // validated by Spec.Check
-	return Want{Entries: entries, Manager: p.Manager}
 }
