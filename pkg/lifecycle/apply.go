@@ -3,203 +3,278 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	"github.com/richt/services/pkg/systemd"
 	"strings"
 
+	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/reaction"
-	"github.com/richt/services/pkg/stamp"
+	"github.com/richt/services/pkg/systemd"
 )
 
-// apply carries out a plan step by step. After a step that changes what the rest was
-// decided from (unmask, enable, disable), it observes again and decides again, so the
-// run-state action always comes from the state observed immediately before acting.
-func (r *run) apply(ctx context.Context, p Plan, f Facts) error {
-	for _, w := range p.Warnings {
-		r.req.Warn("%s", w)
+// Apply carries out exactly the plan's steps, in the plan's order, and verifies each; res
+// is the result Describe began. It decides nothing: where the plan predicted the unit
+// after a step (a daemon-reload, an unmask), Apply observes the unit after it and fails
+// with Decide's own refusal when the prediction does not hold. A boot-state step whose
+// outcome the unit already shows (the plan could not see it before an unmask or a sync)
+// asks systemd nothing and is no action.
+func (d Deps) Apply(ctx context.Context, p Plan, res *Result, warn func(format string, args ...any)) error {
+	a := &applier{
+		Deps: d, plan: p, unit: p.Want.Unit, res: res, warn: warn, last: p.Observed.Unit,
+		book:  newLedger(d, p, res.Triggers),
+		watch: newWatcher(d, p.Want.Unit, p.Limit, res),
 	}
-	r.res.Reaction = p.Reaction
-	for rounds := 0; len(p.Steps) > 0; rounds++ {
-		if rounds > len(allSteps) {
-			return fmt.Errorf("%s: the plan did not converge after %v (a bug: please report it)", r.want.Unit, r.res.Actions)
-		}
-		step := p.Steps[0]
-		if !runStepAt(p.Steps, 0) {
-			// Configuration steps (and the stop before a mask) are verified one by one.
-			obs, err := r.configure(ctx, step)
-			if err != nil {
-				return err
-			}
-			f.Unit = obs
-			if step == StepStop || step == StepMask {
-				p.Steps = p.Steps[1:]
-				continue
-			}
-			want := r.want
-			if step == StepUnmask {
-				want.Masked = nil
-			}
-			if f.Capability == nil && want.ReloadOn && obs.LoadState == "loaded" {
-				c, err := r.capability(obs, true)
-				if err != nil {
-					return err
-				}
-				r.res.ReloadCapable, f.Capability = &c, &c
-			}
-			next, err := Decide(want, f)
-			if err != nil {
-				return err
-			}
-			if step == StepUnmask { // the unit's warnings were not known before it was loaded
-				for _, w := range next.Warnings {
-					r.req.Warn("%s", w)
-				}
-			}
-			r.res.Reaction = next.Reaction
-			p = next
-			continue
-		}
-		return r.runState(ctx, p, f, step)
+	if err := a.prep(ctx); err != nil {
+		return err
 	}
-	return r.converged(ctx, p)
+	if p.Refusal != nil {
+		return p.Refusal
+	}
+	return a.decision(ctx)
 }
 
-var allSteps = []Step{StepStop, StepMask, StepUnmask, StepEnable, StepDisable, StepStart, StepRestart, StepReload}
+// applier carries out one plan: the steps ahead of the run state, the configuration
+// steps, the run-state step with its verification and probe, and the pending record.
+type applier struct {
+	Deps
+	plan  Plan
+	unit  string
+	res   *Result
+	warn  func(format string, args ...any)
+	book  *ledger
+	watch *watcher
+	last  systemd.Props // the unit as last observed
+}
+
+func (a *applier) act(s Step) { a.res.Actions = append(a.res.Actions, string(s)) }
+
+// prep carries out the steps ahead of the run state: the due reaction recorded before
+// anything can fail, an enable ahead of the sync, and the sync.
+func (a *applier) prep(ctx context.Context) error {
+	for _, step := range a.plan.Prep.Steps {
+		switch step {
+		case StepRecordPending:
+			if err := a.book.record(a.plan.Prep.Due, false); err != nil {
+				return err
+			}
+		case StepEnable, StepDisable:
+			changed, err := a.Systemd.(systemd.UnitFileEnabler).EnableFiles(ctx, a.unit, step == StepEnable)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", step, a.unit, err)
+			}
+			if changed {
+				a.act(step)
+			}
+		case StepDaemonReload:
+			if err := a.sync(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sync reloads systemd's manager (a change, reported as the daemon-reload action),
+// settling the manager-sync records the plan read, observes the unit again and checks
+// it against the plan's prediction.
+func (a *applier) sync(ctx context.Context) error {
+	a.res.SyncReasons = append(a.res.SyncReasons, a.plan.Prep.SyncReasons...)
+	a.act(StepDaemonReload)
+	a.res.DaemonReload = contract.ReloadPerformed
+	if err := systemd.ReloadManager(ctx, a.Systemd, a.Store, a.plan.Observed.Synced); err != nil {
+		return err
+	}
+	obs, err := a.Systemd.Show(ctx, a.unit)
+	if err != nil {
+		return err
+	}
+	a.last = obs
+	a.res.After = stateOf(obs)
+	return a.loaded(a.plan.Want)
+}
+
+// loaded checks that the unit as the manager now shows it is one the plan holds for:
+// Decide's refusal of it (a unit still not found, reload_on on files that cannot
+// reload), with the reload capability read from the files the manager now names.
+func (a *applier) loaded(w Want) error {
+	f := Facts{Unit: a.last}
+	if w.ReloadOn && a.last.LoadState == "loaded" {
+		c, err := capabilityOf(a.Root, a.unit, a.last.FragmentPath, a.last.DropInPaths)
+		if err != nil {
+			return err
+		}
+		a.res.ReloadCapable, f.Capability = &c, &c
+	}
+	return refusal(w, f)
+}
+
+// decision carries out the run state's decision: the configuration steps one by one,
+// then the run-state step, or, without one, what a converged unit still owes.
+func (a *applier) decision(ctx context.Context) error {
+	p := a.plan.Decision
+	for _, w := range p.Warnings {
+		a.warn("%s", w)
+	}
+	a.res.Reaction = p.Reaction
+	for i, step := range p.Steps {
+		if runStepAt(p.Steps, i) {
+			return a.runState(ctx, step)
+		}
+		if err := a.configure(ctx, step); err != nil {
+			return err
+		}
+	}
+	return a.converged(ctx)
+}
 
 func isRunStep(s Step) bool {
 	return s == StepStart || s == StepStop || s == StepRestart || s == StepReload
 }
 
 // configure carries out one configuration step (or the stop before a mask) and verifies it.
-func (r *run) configure(ctx context.Context, step Step) (systemd.Props, error) {
-	r.act(step)
-	unit := r.want.Unit
+func (a *applier) configure(ctx context.Context, step Step) error {
+	unit := a.unit
 	var err error
 	switch step {
 	case StepEnable, StepDisable:
-		err = r.Systemd.SetEnabled(ctx, unit, step == StepEnable)
-	case StepMask, StepUnmask:
-		err = r.Systemd.SetMasked(ctx, unit, step == StepMask)
-	case StepStop:
-		if err = r.Systemd.Job(ctx, string(StepStop), unit); err == nil {
-			var final systemd.Props
-			if final, err = r.verify(ctx, reaction.Stop, 0); err == nil {
-				return final, nil
-			}
-			return final, r.failure(reaction.Stop, reaction.None, nil, err)
+		// The plan states the outcome; a unit that already shows it (its boot state was
+		// not visible before an unmask or a sync) needs nothing.
+		switch cur := a.last.Enabled(); {
+		case cur == nil:
+			a.warn("%s", bootWarning(unit, step == StepEnable, a.last.UnitFileState))
+			return nil
+		case *cur == (step == StepEnable):
+			return nil
 		}
-		return systemd.Props{}, r.failure(reaction.Stop, reaction.None, err, nil)
+		a.act(step)
+		err = a.Systemd.SetEnabled(ctx, unit, step == StepEnable)
+	case StepMask, StepUnmask:
+		a.act(step)
+		err = a.Systemd.SetMasked(ctx, unit, step == StepMask)
+	case StepStop:
+		a.act(step)
+		if err = a.Systemd.Job(ctx, string(StepStop), unit); err != nil {
+			return a.watch.failure(reaction.Stop, reaction.None, err, nil)
+		}
+		final, err := a.watch.verify(ctx, reaction.Stop, 0)
+		a.last = final
+		if err != nil {
+			return a.watch.failure(reaction.Stop, reaction.None, nil, err)
+		}
+		return nil
 	}
 	if err != nil {
 		hint := ""
-		if step == StepMask && strings.HasPrefix(r.res.Before.fragment, "/etc/systemd/system/") {
-			hint = fmt.Sprintf("; a mask is a link to /dev/null at /etc/systemd/system/%s, where this unit's own file %s is: a unit defined there cannot be masked, remove its file instead", unit, r.res.Before.fragment)
+		if step == StepMask && strings.HasPrefix(a.res.Before.fragment, "/etc/systemd/system/") {
+			hint = fmt.Sprintf("; a mask is a link to /dev/null at /etc/systemd/system/%s, where this unit's own file %s is: a unit defined there cannot be masked, remove its file instead", unit, a.res.Before.fragment)
 		}
-		return systemd.Props{}, fmt.Errorf("%s %s: %w%s", step, unit, err, hint)
+		return fmt.Errorf("%s %s: %w%s", step, unit, err, hint)
 	}
-	obs, err := r.Systemd.Show(ctx, unit)
+	obs, err := a.Systemd.Show(ctx, unit)
 	if err != nil {
-		return obs, err
+		return err
 	}
-	r.res.After = stateOf(obs)
+	a.last = obs
+	a.res.After = stateOf(obs)
 	switch step {
 	case StepEnable, StepDisable:
 		if got := obs.Enabled(); got == nil || *got != (step == StepEnable) {
-			return obs, fmt.Errorf("%s %s: systemd accepted it but UnitFileState is %q", step, unit, obs.UnitFileState)
+			return fmt.Errorf("%s %s: systemd accepted it but UnitFileState is %q", step, unit, obs.UnitFileState)
 		}
 	case StepMask:
 		if obs.LoadState != "masked" {
-			return obs, fmt.Errorf("mask %s: systemd accepted it but LoadState is %q", unit, obs.LoadState)
+			return fmt.Errorf("mask %s: systemd accepted it but LoadState is %q", unit, obs.LoadState)
 		}
 	case StepUnmask:
 		if obs.LoadState == "masked" {
-			return obs, fmt.Errorf("unmask %s: systemd accepted it but the unit is still masked (a mask in /run or /usr is not the administrator's to remove)", unit)
+			return fmt.Errorf("unmask %s: systemd accepted it but the unit is still masked (a mask in /run or /usr is not the administrator's to remove)", unit)
 		}
+		// The plan decided what follows for the unit the unmask loads; it must hold.
+		rest := a.plan.Want
+		rest.Masked = nil
+		return a.loaded(rest)
 	}
-	return obs, nil
+	return nil
 }
 
 // runState carries out the run-state step: the reaction is recorded first, so nothing is
 // lost if this run fails or stops; then the job, its verification, and the probe.
-func (r *run) runState(ctx context.Context, p Plan, f Facts, step Step) error {
+func (a *applier) runState(ctx context.Context, step Step) error {
+	p := a.plan.Decision
+	due := a.plan.Prep.Due
 	action := reaction.Action(step)
 	if p.RecordPending {
 		// Stamped again just before the job: a later activation proves this very job ran.
-		r.now = stamp.Stamp{}
-		if _, err := r.recordPending(f.Due); err != nil {
+		if err := a.book.record(due, true); err != nil {
 			return err
 		}
 	}
-	r.act(step) // only now is the job sent
-	var before systemd.Props
-	if action == reaction.ReloadIt {
-		before = f.Unit
-	}
-	jobErr := r.Systemd.Job(ctx, string(action), r.want.Unit)
+	a.act(step) // only now is the job sent
+	before := a.last
+	jobErr := a.Systemd.Job(ctx, string(action), a.unit)
 	var final systemd.Props
 	var err error
 	var probing *probeRun
 	if jobErr == nil {
 		// The probe runs while the settle time passes: both must hold, and a service
 		// usually answers within that window, so neither waits for the other.
-		probing = r.startProbe(ctx, p)
-		final, err = r.verify(ctx, action, p.Settle)
+		probing = a.watch.startProbe(ctx, p)
+		final, err = a.watch.verify(ctx, action, p.Settle)
 	}
 	if err == nil && jobErr == nil && action == reaction.ReloadIt && before.InvocationID != "" && final.InvocationID != before.InvocationID {
 		// A reload keeps the unit's process: a new invocation means it died and came back
 		// (Restart=), which is no successful reload.
-		err = fmt.Errorf("%s was started anew during its reload (invocation %s, then %s): the reload did not keep the process", r.want.Unit, before.InvocationID, final.InvocationID)
+		err = fmt.Errorf("%s was started anew during its reload (invocation %s, then %s): the reload did not keep the process", a.unit, before.InvocationID, final.InvocationID)
 	}
 	if jobErr != nil || err != nil {
 		probing.abandon()
-		due := reaction.None
+		owed := reaction.None
 		if p.RecordPending {
-			due = f.Due
+			owed = due
 		}
-		return r.failure(action, due, jobErr, err)
+		return a.watch.failure(action, owed, jobErr, err)
 	}
-	// verify already recorded the final state in r.res.After. main_pid is the process a
+	// verify already recorded the final state in res.After. main_pid is the process a
 	// start or restart left running; a stop leaves none and a reload keeps the old one.
 	if action == reaction.Start || action == reaction.RestartIt {
-		r.res.MainPID = final.MainPID
-		if pr, ok := r.Systemd.(systemd.PIDReader); ok {
-			if pid, err := pr.MainPID(ctx, r.want.Unit); err == nil {
-				r.res.MainPID = pid
+		a.res.MainPID = final.MainPID
+		if pr, ok := a.Systemd.(systemd.PIDReader); ok {
+			if pid, err := pr.MainPID(ctx, a.unit); err == nil {
+				a.res.MainPID = pid
 			}
 		}
 	}
 	// The reaction is carried out: clear it before probing, since a failing probe never
 	// restarts anything by itself.
 	if p.RecordPending || p.ClearPending {
-		if err := r.Store.ClearPending(r.want.Unit); err != nil {
+		if err := a.book.clear(); err != nil {
 			probing.abandon()
 			return err
 		}
 	}
-	if err := r.health(p, probing); err != nil {
+	if err := a.watch.health(p, probing); err != nil {
 		return err
 	}
 	if probing != nil && p.Settle == 0 && (action == reaction.Start || action == reaction.RestartIt) {
 		// The probe stood in for the settle time: the process that answered must be the
 		// start's, still active.
-		now, err := r.Systemd.Show(ctx, r.want.Unit)
+		now, err := a.Systemd.Show(ctx, a.unit)
 		if err != nil {
 			return err
 		}
 		if !now.Running() || now.InvocationID != final.InvocationID {
-			return fmt.Errorf("%s answered its health probe after its %s but did not stay up: it is %s (invocation %s, then %s)", r.want.Unit, action, now.ActiveState, final.InvocationID, now.InvocationID)
+			return fmt.Errorf("%s answered its health probe after its %s but did not stay up: it is %s (invocation %s, then %s)", a.unit, action, now.ActiveState, final.InvocationID, now.InvocationID)
 		}
-		r.res.After = stateOf(now)
+		a.res.After = stateOf(now)
 	}
 	return nil
 }
 
 // converged finishes a plan without a run-state step: pending records it settled are
 // cleared, and a unit that should run is probed.
-func (r *run) converged(ctx context.Context, p Plan) error {
-	if p.ClearPending {
-		if err := r.Store.ClearPending(r.want.Unit); err != nil {
+func (a *applier) converged(ctx context.Context) error {
+	if a.plan.Decision.ClearPending {
+		if err := a.book.clear(); err != nil {
 			return err
 		}
 	}
-	return r.probe(ctx, p)
+	return a.watch.probe(ctx, a.plan.Decision)
 }

@@ -386,11 +386,12 @@ func TestApplyFlows(t *testing.T) {
 				assert.Equal(t, []any{"stop", "mask"}, res["actions"])
 				assert.Equal(t, "masked", res["after"].(map[string]any)["load_state"])
 			}},
-		{name: "check mode: an unmask is reported with a warning", p: masked,
+		// Issue 30: check mode plans what follows the unmask too, as the real run does.
+		{name: "check mode: an unmask and what follows it are reported", p: masked,
 			args: map[string]any{"unit": "demo", "masked": false, "_ansible_check_mode": true},
 			check: func(t *testing.T, res map[string]any) {
-				assert.Equal(t, []any{"unmask"}, res["actions"])
-				assert.Contains(t, fmt.Sprint(res["warnings"]), "decided once the unit is loaded")
+				assert.Equal(t, []any{"unmask", "start"}, res["actions"])
+				assert.Equal(t, []any{"unmask", "start", "settle 300ms"}, res["plan"])
 			}},
 		{name: "masked: true with state running is refused", p: props("active", "enabled"),
 			args: map[string]any{"unit": "demo", "masked": true}, failed: "masked: true cannot be combined with state: running"},

@@ -3,8 +3,8 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	"github.com/richt/services/pkg/systemd"
 
+	"github.com/richt/services/pkg/systemd"
 	"github.com/richt/services/pkg/unitfile"
 )
 
@@ -15,59 +15,72 @@ func predictedUnit(obs systemd.Props) systemd.Props {
 	return obs
 }
 
-// observe reads what the run decides from: the manager-sync record, the unit's pending
+// observe reads what a plan is decided from: the manager-sync record, the unit's pending
 // reaction, the unit, systemd's clock when a reaction's timing matters, and the reload
-// capability of the unit's files as the manager names them. It changes nothing.
-func (r *run) observe(ctx context.Context) (Observation, error) {
+// capability of the unit's files as the manager names them. It changes nothing, and reads
+// the same in check mode and in a real run.
+func (d Deps) observe(ctx context.Context, req Request) (Observation, error) {
 	var o Observation
 	var err error
-	if o.Synced, err = r.Store.ManagerSync(); err != nil {
+	w := req.Want
+	if o.Synced, err = d.Store.ManagerSync(); err != nil {
 		return o, err
 	}
-	if o.Pending, err = r.Store.GetPending(r.want.Unit); err != nil {
+	if o.Pending, err = d.Store.GetPending(w.Unit); err != nil {
 		return o, err
 	}
-	if o.Unit, err = r.Systemd.Show(ctx, r.want.Unit); err != nil {
+	if o.Unit, err = d.Systemd.Show(ctx, w.Unit); err != nil {
 		return o, err
 	}
-	_, o.Enabler = r.Systemd.(systemd.UnitFileEnabler)
-	if r.check() && o.Unit.LoadState == "not-found" && r.trig.PackageChanged() {
-		// A trigger says a package change comes first, which check mode did not carry out:
-		// the unit it installs is what the plan is for, not a missing unit. A new unit is
-		// loaded, stopped and, by EL's presets, disabled.
+	_, o.Enabler = d.Systemd.(systemd.UnitFileEnabler)
+	if o.Unit.LoadState == "not-found" && req.Triggers.PackageChanged() {
+		// A trigger says a package changed, and the manager has not loaded the unit:
+		// the unit that package installs is what the plan is for, not a missing unit. A
+		// new unit is loaded, stopped and, by EL's presets, disabled. The daemon-reload
+		// the plan then holds ("unit not found after a package change") loads it, and
+		// Apply checks that it did.
 		o.Unit, o.PredictedInstall = predictedUnit(o.Unit), true
 	}
-	if needsClock(r.want, r.trig, o.Pending, o.Unit) {
-		if o.Now, err = r.clock(); err != nil {
+	if needsClock(w, req.Triggers, o.Pending, o.Unit) {
+		if o.Now, err = d.clock(); err != nil {
 			return o, err
 		}
 	}
-	if r.want.ReloadOn && o.Unit.LoadState == "loaded" {
-		// Files the manager still names may be gone until a due sync: then the capability
-		// is read again after it, and this one is not needed.
-		if c, err := r.capability(o.Unit, false); err == nil {
+	if w.ReloadOn && o.Unit.LoadState == "loaded" && !o.PredictedInstall {
+		// Files the manager still names may be gone until a due sync: then the plan reads
+		// the capability from the files on disk instead, and this one is not needed.
+		if c, err := capabilityOf(d.Root, w.Unit, o.Unit.FragmentPath, o.Unit.DropInPaths); err == nil {
 			o.Capability = &c
 		}
 	}
 	return o, nil
 }
 
-func (r *run) capability(obs systemd.Props, synced bool) (unitfile.Capability, error) {
-	var sources []unitfile.Source
-	var err error
-	if r.check() && synced {
-		// Nothing was reloaded in check mode: read what the manager would load.
-		frag, dropIns := unitfile.Files(r.Root, r.want.Unit)
-		sources, err = unitfile.ReadSources(r.Root, frag, dropIns)
-	} else {
-		sources, err = unitfile.ReadSources(r.Root, obs.FragmentPath, obs.DropInPaths)
+// filesCapability is the reload capability of the unit's files on disk, which is what
+// the manager loads at its next reload (or unmask); nil when no fragment is on disk yet
+// (a package not installed yet, a unit outside the system search path): then Apply reads
+// it once the manager has loaded the unit.
+func (d Deps) filesCapability(unit string) (*unitfile.Capability, error) {
+	frag, dropIns := unitfile.Files(d.Root, unit)
+	if frag == "" {
+		return nil, nil
 	}
+	c, err := capabilityOf(d.Root, unit, frag, dropIns)
 	if err != nil {
-		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", r.want.Unit, err)
+		return nil, err
+	}
+	return &c, nil
+}
+
+// capabilityOf reads and merges the given unit files (package unitfile).
+func capabilityOf(root, unit, fragment string, dropIns []string) (unitfile.Capability, error) {
+	sources, err := unitfile.ReadSources(root, fragment, dropIns)
+	if err != nil {
+		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", unit, err)
 	}
 	c, err := unitfile.Reloadable(sources)
 	if err != nil {
-		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", r.want.Unit, err)
+		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", unit, err)
 	}
 	return c, nil
 }

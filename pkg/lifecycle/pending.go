@@ -6,37 +6,45 @@ import (
 	"github.com/richt/services/pkg/stamp"
 )
 
-// clock reads systemd's clock once per run.
-func (r *run) clock() (stamp.Stamp, error) {
-	if !r.now.IsZero() {
-		return r.now, nil
+// clock reads systemd's clock (Deps.Now, else stamp.Now).
+func (d Deps) clock() (stamp.Stamp, error) {
+	if d.Now != nil {
+		return d.Now()
 	}
-	now := stamp.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	s, err := now()
-	if err != nil {
-		return s, err
-	}
-	r.now = s
-	return s, nil
+	return stamp.Now()
 }
 
-// recordPending writes the reaction due for the unit, keeping when an earlier run's record
-// first became due and stamping it now (durable.Owed), and returns the record.
-func (r *run) recordPending(due reaction.Kind) (*durable.Pending, error) {
-	at, err := r.clock()
-	if err != nil {
-		return nil, err
-	}
-	p := durable.Owed(r.earlier, due, r.res.Triggers, at)
-	if err := r.Store.SetPending(r.want.Unit, p); err != nil {
-		return nil, err
-	}
-	r.pending = &p
-	return &p, nil
+// ledger keeps one unit's pending record during Apply: it writes the due reaction,
+// keeping when an earlier run's record first became due, and clears it once served.
+type ledger struct {
+	store    Store
+	unit     string
+	earlier  *durable.Pending // an earlier run's record that is not served yet
+	triggers []string         // the result's trigger labels, kept in the record
+	read     func() (stamp.Stamp, error)
+	at       stamp.Stamp // systemd's clock as last read (the plan's observation first)
 }
+
+func newLedger(d Deps, p Plan, triggers []string) *ledger {
+	return &ledger{store: d.Store, unit: p.Want.Unit, earlier: p.Prep.Pending, triggers: triggers, read: d.clock, at: p.Observed.Now}
+}
+
+// record writes the due reaction (durable.Owed). fresh stamps it with systemd's clock now,
+// not the one read earlier: just before the job, so a later activation proves this very
+// job ran.
+func (l *ledger) record(due reaction.Kind, fresh bool) error {
+	if fresh || l.at.IsZero() {
+		at, err := l.read()
+		if err != nil {
+			return err
+		}
+		l.at = at
+	}
+	return l.store.SetPending(l.unit, durable.Owed(l.earlier, due, l.triggers, l.at))
+}
+
+// clear removes the record: its reaction was carried out and verified, or is not owed.
+func (l *ledger) clear() error { return l.store.ClearPending(l.unit) }
 
 func pendingKind(p *durable.Pending) reaction.Kind {
 	if p == nil {

@@ -36,12 +36,13 @@ type Facts struct {
 	RestartServed bool
 	// Capability is the merged unit's reload capability; set when Want.ReloadOn.
 	Capability *unitfile.Capability
-	// SyncPredicted: check mode, where a due daemon-reload was not performed, so the
-	// observation may be older than what the files say.
+	// SyncPredicted: the unit is as observed before a daemon-reload that was not
+	// performed, so the files may say more; a refusal of a missing unit says so. The
+	// handler's plans predict the unit a sync loads (Plan) and never set it.
 	SyncPredicted bool
 }
 
-// Step is one change Apply makes, in the order of Plan.Steps. Its name is what results
+// Step is one change Apply makes, in the order of Decision.Steps. Its name is what results
 // report in `actions`.
 type Step string
 
@@ -57,8 +58,9 @@ const (
 	StepReload  Step = "reload"
 )
 
-// Plan is the whole decision for one unit: what check mode reports and Apply carries out.
-type Plan struct {
+// Decision is the run state's decision for one unit: what comes after the steps ahead of
+// the run state (Prep) in a Plan.
+type Decision struct {
 	Steps []Step
 	// Reaction is how the due reaction is handled (reported as `reaction`).
 	Reaction reaction.Kind
@@ -74,7 +76,7 @@ type Plan struct {
 	// ClearPending: remove the pending record once the plan succeeded.
 	ClearPending bool
 	// Reobserve: the steps change what the rest depends on (an unmask loads the unit);
-	// Apply observes again after them and decides the rest then.
+	// the rest is decided for the unit as the unmask leaves it (Plan composes both).
 	Reobserve bool
 	// Warnings for the task's result.
 	Warnings []string
@@ -97,8 +99,8 @@ const (
 // Names is the plan as Apply carries it out, every side effect and check in its order:
 // the configuration steps, the pending record stamped before the run-state step, the run-state
 // step, its settle time, the health probe (also on a converged unit that should run), and
-// the removal of the pending record. Check mode reports the same list.
-func (p Plan) Names() []string {
+// the removal of the pending record.
+func (p Decision) Names() []string {
 	out := make([]string, 0, len(p.Steps)+3)
 	run := false
 	for i, s := range p.Steps {
@@ -153,36 +155,29 @@ var runStep = map[reaction.Action]Step{
 }
 
 // Decide is the pure decision: the same want and facts always give the same plan.
-func Decide(w Want, f Facts) (Plan, error) {
+func Decide(w Want, f Facts) (Decision, error) {
 	if f.Due == "" {
 		f.Due = reaction.None
 	}
-	p := Plan{Reaction: reaction.None, ClearPending: f.Pending || f.Served}
+	p := Decision{Reaction: reaction.None, ClearPending: f.Pending || f.Served}
 	u := f.Unit
 	p.After = PlanState{Running: u.Running(), Enabled: u.Enabled(), Masked: u.LoadState == "masked"}
 
+	if err := refusal(w, f); err != nil {
+		return p, err
+	}
 	switch u.LoadState {
-	case "loaded":
 	case "not-found":
 		if w.Masked != nil && *w.Masked {
 			// Masking a unit that does not exist is what `systemctl mask` allows: it
 			// keeps a unit that a package may install later from being started.
 			return masking(p, w, f), nil
 		}
-		if w.AllowMissing && !w.Running && (w.Enabled == nil || !*w.Enabled) {
-			if f.Due != reaction.None {
-				p.Reaction = reaction.Ignored
-			}
-			return p, nil
+		// allow_missing, and nothing asks for the unit (refusal let it through).
+		if f.Due != reaction.None {
+			p.Reaction = reaction.Ignored
 		}
-		hint := ""
-		if !w.Running && (w.Enabled == nil || !*w.Enabled) {
-			hint = " (set allow_missing: true if a missing unit is fine here)"
-		}
-		if f.SyncPredicted {
-			hint += "; in check mode the daemon-reload that might load it was not performed"
-		}
-		return p, fmt.Errorf("unit %s not found (LoadState=not-found): expected a unit file for it%s", w.Unit, hint)
+		return p, nil
 	case "masked":
 		if w.Masked != nil && !*w.Masked {
 			p.Steps = []Step{StepUnmask}
@@ -190,42 +185,18 @@ func Decide(w Want, f Facts) (Plan, error) {
 			p.After.Masked = false
 			return p, nil
 		}
-		if w.Running {
-			return p, fmt.Errorf("unit %s is masked: it cannot be running; unmask it (masked: false) or ask for state: stopped", w.Unit)
-		}
-		if w.Enabled != nil && *w.Enabled {
-			return p, fmt.Errorf("unit %s is masked: it cannot be enabled; unmask it first (masked: false)", w.Unit)
-		}
 		return masking(p, w, f), nil
-	default:
-		return p, fmt.Errorf("unit %s has LoadState=%s: systemd could not load it; check the unit file (systemctl status %s, journalctl -u %s)", w.Unit, u.LoadState, w.Unit, w.Unit)
 	}
 
 	if w.Masked != nil && *w.Masked {
 		return masking(p, w, f), nil
-	}
-	if w.ReloadOn {
-		if f.Capability == nil {
-			return p, fmt.Errorf("reload capability of %s was not determined", w.Unit)
-		}
-		if !f.Capability.Capable {
-			return p, fmt.Errorf("reload_on needs %s to be reload-capable, and it is not: %s. Add ExecReload= (for example with a unit_override drop-in) or use restart_on; a reload is never turned into a restart", w.Unit, f.Capability.Reason)
-		}
 	}
 
 	// Boot state: independent of the run state, never starts or stops anything.
 	if w.Enabled != nil {
 		switch cur := u.Enabled(); {
 		case cur == nil:
-			st := u.UnitFileState
-			if st == "" {
-				st = "empty"
-			}
-			if unobservable[st] {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: enabled=%v has no effect: its unit file state is %s, so enablement is not observable and not drift", w.Unit, *w.Enabled, st))
-			} else {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: enabled=%v not applied: unit file state %q is not one that can be enabled or disabled", w.Unit, *w.Enabled, st))
-			}
+			p.Warnings = append(p.Warnings, bootWarning(w.Unit, *w.Enabled, u.UnitFileState))
 		case *cur != *w.Enabled:
 			p.Steps = append(p.Steps, enableStep(*w.Enabled))
 			p.After.Enabled = w.Enabled
@@ -250,9 +221,56 @@ func Decide(w Want, f Facts) (Plan, error) {
 	return p, nil
 }
 
+// refusal is why the unit cannot be brought into the wanted state as it is, nil when it
+// can: a load state that rules the want out, or reload_on on a unit that cannot reload.
+// Decide refuses with it; Apply checks it again where the plan predicted the unit (after a
+// daemon-reload or an unmask), so both say the same thing in the same words.
+func refusal(w Want, f Facts) error {
+	u := f.Unit
+	masking := w.Masked != nil && *w.Masked
+	switch u.LoadState {
+	case "loaded":
+	case "not-found":
+		if masking || w.AllowMissing && !w.Running && (w.Enabled == nil || !*w.Enabled) {
+			return nil
+		}
+		hint := ""
+		if !w.Running && (w.Enabled == nil || !*w.Enabled) {
+			hint = " (set allow_missing: true if a missing unit is fine here)"
+		}
+		if f.SyncPredicted {
+			hint += "; in check mode the daemon-reload that might load it was not performed"
+		}
+		return fmt.Errorf("unit %s not found (LoadState=not-found): expected a unit file for it%s", w.Unit, hint)
+	case "masked":
+		if w.Masked != nil && !*w.Masked {
+			return nil
+		}
+		if w.Running {
+			return fmt.Errorf("unit %s is masked: it cannot be running; unmask it (masked: false) or ask for state: stopped", w.Unit)
+		}
+		if w.Enabled != nil && *w.Enabled {
+			return fmt.Errorf("unit %s is masked: it cannot be enabled; unmask it first (masked: false)", w.Unit)
+		}
+		return nil
+	default:
+		return fmt.Errorf("unit %s has LoadState=%s: systemd could not load it; check the unit file (systemctl status %s, journalctl -u %s)", w.Unit, u.LoadState, w.Unit, w.Unit)
+	}
+	if masking || !w.ReloadOn {
+		return nil
+	}
+	if f.Capability == nil {
+		return fmt.Errorf("reload capability of %s was not determined", w.Unit)
+	}
+	if !f.Capability.Capable {
+		return fmt.Errorf("reload_on needs %s to be reload-capable, and it is not: %s. Add ExecReload= (for example with a unit_override drop-in) or use restart_on; a reload is never turned into a restart", w.Unit, f.Capability.Reason)
+	}
+	return nil
+}
+
 // masking is the plan for masked: true (or a masked unit left masked): stop it first when
 // it runs (a masked unit can still run), then mask it unless it is; reactions are ignored.
-func masking(p Plan, w Want, f Facts) Plan {
+func masking(p Decision, w Want, f Facts) Decision {
 	if f.Due != reaction.None {
 		p.Reaction = reaction.Ignored
 	}
@@ -293,6 +311,19 @@ func settleFor(w Want, a reaction.Action) time.Duration {
 // unobservable unit file states: enablement there is not the unit's own (static,
 // generated, …), so `enabled` is not drift.
 var unobservable = map[string]bool{"static": true, "indirect": true, "generated": true, "transient": true, "alias": true}
+
+// bootWarning says why `enabled` is not applied to a unit whose unit file state has no
+// enablement of its own (Decide, and Apply for a boot state it predicted).
+func bootWarning(unit string, enabled bool, fileState string) string {
+	st := fileState
+	if st == "" {
+		st = "empty"
+	}
+	if unobservable[st] {
+		return fmt.Sprintf("%s: enabled=%v has no effect: its unit file state is %s, so enablement is not observable and not drift", unit, enabled, st)
+	}
+	return fmt.Sprintf("%s: enabled=%v not applied: unit file state %q is not one that can be enabled or disabled", unit, enabled, st)
+}
 
 // enableStep is the step that makes a unit's boot state the wanted one.
 func enableStep(enabled bool) Step {

@@ -33,67 +33,67 @@ func TestDecide(t *testing.T) {
 		steps    []Step
 		reaction reaction.Kind
 		err      string
-		check    func(t *testing.T, p Plan)
+		check    func(t *testing.T, p Decision)
 	}{
 		{name: "converged running", w: Want{Running: true}, f: Facts{Unit: running}},
 		{name: "converged stopped", w: Want{}, f: Facts{Unit: stopped}},
 		{name: "start", w: Want{Running: true}, f: Facts{Unit: stopped}, steps: []Step{StepStart},
-			check: func(t *testing.T, p Plan) {
+			check: func(t *testing.T, p Decision) {
 				assert.Equal(t, DefaultStartSettle, p.Settle)
 				assert.True(t, p.After.Running)
 				assert.False(t, p.RecordPending)
 			}},
 		{name: "stop", w: Want{}, f: Facts{Unit: running}, steps: []Step{StepStop},
-			check: func(t *testing.T, p Plan) { assert.Zero(t, p.Settle); assert.False(t, p.After.Running) }},
+			check: func(t *testing.T, p Decision) { assert.Zero(t, p.Settle); assert.False(t, p.After.Running) }},
 		{name: "start absorbs a restart", w: Want{Running: true}, f: Facts{Unit: stopped, Due: reaction.Restart}, steps: []Step{StepStart}},
 		{name: "restart", w: Want{Running: true}, f: Facts{Unit: running, Due: reaction.Restart}, steps: []Step{StepRestart}, reaction: reaction.Restart,
-			check: func(t *testing.T, p Plan) {
+			check: func(t *testing.T, p Decision) {
 				assert.True(t, p.RecordPending)
 				assert.Equal(t, DefaultStartSettle, p.Settle)
 			}},
 		{name: "reload: no settle by default", w: Want{Running: true, ReloadOn: true}, f: Facts{Unit: running, Due: reaction.Reload, Capability: capable}, steps: []Step{StepReload}, reaction: reaction.Reload,
-			check: func(t *testing.T, p Plan) { assert.Equal(t, DefaultReloadSettle, p.Settle) }},
+			check: func(t *testing.T, p Decision) { assert.Equal(t, DefaultReloadSettle, p.Settle) }},
 		{name: "explicit settle applies to a reload", w: Want{Running: true, ReloadOn: true, Settle: secs(2 * time.Second)}, f: Facts{Unit: running, Due: reaction.Reload, Capability: capable}, steps: []Step{StepReload}, reaction: reaction.Reload,
-			check: func(t *testing.T, p Plan) { assert.Equal(t, 2*time.Second, p.Settle) }},
+			check: func(t *testing.T, p Decision) { assert.Equal(t, 2*time.Second, p.Settle) }},
 		{name: "stopped ignores reactions", w: Want{}, f: Facts{Unit: running, Due: reaction.Restart, Pending: true}, steps: []Step{StepStop}, reaction: reaction.Ignored,
-			check: func(t *testing.T, p Plan) { assert.True(t, p.ClearPending); assert.False(t, p.RecordPending) }},
+			check: func(t *testing.T, p Decision) { assert.True(t, p.ClearPending); assert.False(t, p.RecordPending) }},
 		{name: "restart already done by the package transaction", w: Want{Running: true}, f: Facts{Unit: running, RestartServed: true}, reaction: reaction.Served},
 		{name: "served restart, reload still due", w: Want{Running: true, ReloadOn: true}, f: Facts{Unit: running, RestartServed: true, Due: reaction.Reload, Capability: capable},
 			steps: []Step{StepReload}, reaction: reaction.Reload},
 		{name: "served pending is cleared", w: Want{Running: true}, f: Facts{Unit: running, Served: true},
-			check: func(t *testing.T, p Plan) { assert.True(t, p.ClearPending) }},
+			check: func(t *testing.T, p Decision) { assert.True(t, p.ClearPending) }},
 		{name: "enable, then start", w: Want{Running: true, Enabled: &yes}, f: Facts{Unit: stopped}, steps: []Step{StepEnable, StepStart},
-			check: func(t *testing.T, p Plan) { assert.Equal(t, &yes, p.After.Enabled) }},
+			check: func(t *testing.T, p Decision) { assert.Equal(t, &yes, p.After.Enabled) }},
 		{name: "disable a running unit: it keeps running", w: Want{Running: true, Enabled: &no}, f: Facts{Unit: running}, steps: []Step{StepDisable}},
 		{name: "enable: unobservable state warns", w: Want{Running: true, Enabled: &yes}, f: Facts{Unit: unitIn("loaded", "active", "static")},
-			check: func(t *testing.T, p Plan) {
+			check: func(t *testing.T, p Decision) {
 				require.Len(t, p.Warnings, 1)
 				assert.Contains(t, p.Warnings[0], "not observable")
 			}},
 		{name: "enable: an odd state warns differently", w: Want{Running: true, Enabled: &yes}, f: Facts{Unit: unitIn("loaded", "active", "")},
-			check: func(t *testing.T, p Plan) {
+			check: func(t *testing.T, p Decision) {
 				require.Len(t, p.Warnings, 1)
 				assert.Contains(t, p.Warnings[0], `"empty" is not one`)
 			}},
 		{name: "reload_on on a unit that cannot reload", w: Want{Unit: "demo.service", Running: true, ReloadOn: true}, f: Facts{Unit: running, Capability: incapable}, err: "reload_on needs demo.service to be reload-capable, and it is not: no ExecReload="},
 		{name: "reload_on without capability facts", w: Want{Running: true, ReloadOn: true}, f: Facts{Unit: running}, err: "was not determined"},
 		{name: "probe on a converged running unit", w: Want{Running: true, Health: probe}, f: Facts{Unit: running},
-			check: func(t *testing.T, p Plan) { assert.Equal(t, probe, p.Probe) }},
+			check: func(t *testing.T, p Decision) { assert.Equal(t, probe, p.Probe) }},
 		{name: "probe after a start: the probe is the proof, no default settle", w: Want{Running: true, Health: probe}, f: Facts{Unit: stopped}, steps: []Step{StepStart},
-			check: func(t *testing.T, p Plan) { assert.Equal(t, probe, p.Probe); assert.Zero(t, p.Settle) }},
+			check: func(t *testing.T, p Decision) { assert.Equal(t, probe, p.Probe); assert.Zero(t, p.Settle) }},
 		{name: "probe after a start with an explicit settle", w: Want{Running: true, Health: probe, Settle: secs(2 * time.Second)}, f: Facts{Unit: stopped}, steps: []Step{StepStart},
-			check: func(t *testing.T, p Plan) { assert.Equal(t, 2*time.Second, p.Settle) }},
+			check: func(t *testing.T, p Decision) { assert.Equal(t, 2*time.Second, p.Settle) }},
 		{name: "no probe when stopped is wanted", w: Want{Health: probe}, f: Facts{Unit: running}, steps: []Step{StepStop},
-			check: func(t *testing.T, p Plan) { assert.Nil(t, p.Probe) }},
+			check: func(t *testing.T, p Decision) { assert.Nil(t, p.Probe) }},
 		{name: "not found", w: Want{Unit: "demo.service", Running: true}, f: Facts{Unit: unitIn("not-found", "inactive", "")}, err: "unit demo.service not found"},
 		{name: "not found, stopped wanted: hint", w: Want{Unit: "demo.service"}, f: Facts{Unit: unitIn("not-found", "inactive", "")}, err: "set allow_missing: true"},
 		{name: "not found in check mode after a predicted sync", w: Want{Unit: "demo.service", Running: true}, f: Facts{Unit: unitIn("not-found", "inactive", ""), SyncPredicted: true}, err: "the daemon-reload that might load it was not performed"},
 		{name: "not found allowed", w: Want{AllowMissing: true}, f: Facts{Unit: unitIn("not-found", "inactive", ""), Due: reaction.Restart, Pending: true}, reaction: reaction.Ignored,
-			check: func(t *testing.T, p Plan) { assert.True(t, p.ClearPending) }},
+			check: func(t *testing.T, p Decision) { assert.True(t, p.ClearPending) }},
 		{name: "not found: masked anyway", w: Want{Masked: &yes}, f: Facts{Unit: unitIn("not-found", "inactive", "")}, steps: []Step{StepMask}},
 		{name: "bad setting", w: Want{Unit: "demo.service", Running: true}, f: Facts{Unit: unitIn("bad-setting", "inactive", "")}, err: "LoadState=bad-setting"},
 		{name: "mask a running unit: stop first", w: Want{Masked: &yes}, f: Facts{Unit: running, Due: reaction.Reload}, steps: []Step{StepStop, StepMask}, reaction: reaction.Ignored,
-			check: func(t *testing.T, p Plan) { assert.True(t, p.After.Masked); assert.False(t, p.After.Running) }},
+			check: func(t *testing.T, p Decision) { assert.True(t, p.After.Masked); assert.False(t, p.After.Running) }},
 		{name: "mask a stopped unit", w: Want{Masked: &yes}, f: Facts{Unit: stopped}, steps: []Step{StepMask}},
 		{name: "already masked", w: Want{Masked: &yes}, f: Facts{Unit: unitIn("masked", "inactive", "masked")}},
 		{name: "masked and still running (masked by hand): stopped", w: Want{Masked: &yes}, f: Facts{Unit: unitIn("masked", "active", "masked")}, steps: []Step{StepStop}},
@@ -101,7 +101,7 @@ func TestDecide(t *testing.T) {
 		{name: "masked, running wanted", w: Want{Unit: "demo.service", Running: true}, f: Facts{Unit: unitIn("masked", "inactive", "masked")}, err: "is masked: it cannot be running"},
 		{name: "masked, enabled wanted", w: Want{Unit: "demo.service", Enabled: &yes}, f: Facts{Unit: unitIn("masked", "inactive", "masked")}, err: "cannot be enabled"},
 		{name: "unmask: the rest is decided after it", w: Want{Running: true, Masked: &no, Enabled: &yes}, f: Facts{Unit: unitIn("masked", "inactive", "masked")}, steps: []Step{StepUnmask},
-			check: func(t *testing.T, p Plan) { assert.True(t, p.Reobserve); assert.False(t, p.After.Masked) }},
+			check: func(t *testing.T, p Decision) { assert.True(t, p.Reobserve); assert.False(t, p.After.Masked) }},
 		{name: "unmask of an unmasked unit is nothing", w: Want{Running: true, Masked: &no}, f: Facts{Unit: running}},
 	}
 	for _, c := range cases {
@@ -132,20 +132,20 @@ func TestPlanNames(t *testing.T) {
 	probe := &health.Probe{Kind: "tcp", Target: "127.0.0.1:80"}
 	cases := []struct {
 		name string
-		plan Plan
+		plan Decision
 		want []string
 	}{
-		{"converged", Plan{}, []string{}},
-		{"converged with a probe", Plan{Probe: probe}, []string{"probe"}},
-		{"start after enable", Plan{Steps: []Step{StepEnable, StepStart}, Settle: DefaultStartSettle, Probe: probe},
+		{"converged", Decision{}, []string{}},
+		{"converged with a probe", Decision{Probe: probe}, []string{"probe"}},
+		{"start after enable", Decision{Steps: []Step{StepEnable, StepStart}, Settle: DefaultStartSettle, Probe: probe},
 			[]string{"enable", "start", "settle 300ms", "probe"}},
-		{"restart owed", Plan{Steps: []Step{StepRestart}, RecordPending: true, Settle: DefaultStartSettle},
+		{"restart owed", Decision{Steps: []Step{StepRestart}, RecordPending: true, Settle: DefaultStartSettle},
 			[]string{"stamp-pending", "restart", "settle 300ms", "clear-pending"}},
-		{"reload without settle", Plan{Steps: []Step{StepReload}, RecordPending: true, ClearPending: true},
+		{"reload without settle", Decision{Steps: []Step{StepReload}, RecordPending: true, ClearPending: true},
 			[]string{"stamp-pending", "reload", "clear-pending"}},
-		{"served record", Plan{ClearPending: true}, []string{"clear-pending"}},
-		{"stop", Plan{Steps: []Step{StepStop}}, []string{"stop"}},
-		{"stop before a mask", Plan{Steps: []Step{StepStop, StepMask}, Settle: time.Second}, []string{"stop", "mask"}},
+		{"served record", Decision{ClearPending: true}, []string{"clear-pending"}},
+		{"stop", Decision{Steps: []Step{StepStop}}, []string{"stop"}},
+		{"stop before a mask", Decision{Steps: []Step{StepStop, StepMask}, Settle: time.Second}, []string{"stop", "mask"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

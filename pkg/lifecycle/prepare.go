@@ -27,9 +27,10 @@ type Observation struct {
 	// Capability is the reload capability of the files the manager names for the unit;
 	// set when reload_on is declared and the unit is loaded.
 	Capability *unitfile.Capability
-	// PredictedInstall: check mode, the unit not found, and a trigger says a package change
-	// comes first: Unit is the unit that install brings (loaded, stopped, disabled), as
-	// the real run will see it after the manager sync.
+	// PredictedInstall: the manager does not find the unit and a trigger reports a package
+	// change: Unit is the unit that package installs (loaded, stopped, disabled), as the
+	// manager sync the plan then holds loads it. The same in check mode, where the package
+	// is not installed yet, and in a real run, where Apply checks it after the sync.
 	PredictedInstall bool
 }
 
@@ -85,8 +86,9 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 	// A due reaction is on disk before anything can fail (the daemon-reload, an enable,
 	// the deadline): its trigger will not report a change again. Only for a loaded unit: a
 	// unit that is missing or masked now has nothing to restart, and its first start later
-	// would absorb the reaction anyway.
-	if p.Due != reaction.None && w.Running && obs.LoadState == "loaded" {
+	// would absorb the reaction anyway. A unit a package change is to install counts as
+	// missing here.
+	if p.Due != reaction.None && w.Running && obs.LoadState == "loaded" && !o.PredictedInstall {
 		p.RecordPending = true
 		p.Steps = append(p.Steps, StepRecordPending)
 	}

@@ -38,9 +38,9 @@ type Result struct {
 	Before  *State   `json:"before,omitempty"`
 	After   *State   `json:"after,omitempty"`
 	Actions []string `json:"actions"`
-	// Plan is every step the run decided, in order: those before the run state
-	// (record-pending, an enable ahead of the sync, daemon-reload) and the plan's. Check
-	// mode reports the steps a real run takes.
+	// Plan is every step of the plan (Plan.Names), in order: those before the run state
+	// (record-pending, an enable ahead of the sync, daemon-reload) and the decision's.
+	// Check mode reports the plan a real run from the same state carries out.
 	Plan          []string             `json:"plan"`
 	Reaction      reaction.Kind        `json:"reaction"`
 	Triggers      []string             `json:"triggers"`

@@ -6,16 +6,15 @@ import (
 	"time"
 
 	"github.com/richt/services/pkg/ansible"
-	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/reaction"
-	"github.com/richt/services/pkg/stamp"
 	"github.com/richt/services/pkg/timeout"
 )
 
-// Handler returns systemd_lifecycle's behaviour over the given side effects:
-// prepare (lock, records, observation, manager sync, reload capability) → Decide (pure)
-// → check mode reports the plan, or Apply carries it out and verifies it.
+// Handler returns systemd_lifecycle's behaviour over the given side effects: under the
+// unit's lock, Plan (reads only, decides everything), then Apply unless check mode. The
+// result's `plan` is the plan Apply carried out, or would have in check mode.
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
 		var p Params
@@ -38,8 +37,7 @@ func Handler(d Deps) ansible.Handler {
 			}
 			defer release()
 		}
-		r := &run{Deps: d, req: req, want: w, trig: trig, limit: limit, res: res}
-		err := r.do(ctx)
+		err := d.run(ctx, Request{Want: w, Triggers: trig, Limit: limit}, res, req)
 		if err != nil && timeout.Expired(err) {
 			err = fmt.Errorf("%w (timeout %s)", err, limit)
 		}
@@ -57,63 +55,73 @@ func Handler(d Deps) ansible.Handler {
 	}
 }
 
-type run struct {
-	Deps
-	req     *ansible.Request
-	want    Want
-	trig    reaction.Triggers
-	limit   time.Duration
-	res     *Result
-	synced  durable.Sync     // the manager-sync record as read, cleared after a reload
-	now     stamp.Stamp      // systemd's clock, read when a pending reaction is involved
-	pending *durable.Pending // the record of a reaction still due (this run's, once written)
-	earlier *durable.Pending // an earlier run's record that is not served yet
+// run is Plan, then Apply unless check mode; check mode reports the plan instead.
+func (d Deps) run(ctx context.Context, r Request, res *Result, req *ansible.Request) error {
+	p, err := d.Plan(ctx, r)
+	if err != nil {
+		return err
+	}
+	Describe(p, res)
+	if req.CheckMode {
+		Predict(p, res, req.Warn)
+		return p.Refusal
+	}
+	return d.Apply(ctx, p, res, req.Warn)
 }
 
-func (r *run) check() bool { return r.req.CheckMode }
-
-func (r *run) act(s Step) { r.res.Actions = append(r.res.Actions, string(s)) }
-
-// do is one run: Observe (reads only), Prepare (pure: what comes before the run state),
-// carry out or, in check mode, report those steps, Decide (pure: the run state), and
-// Apply. Check mode reports the steps a real run takes, in the same order.
-func (r *run) do(ctx context.Context) error {
-	o, err := r.observe(ctx)
-	if err != nil {
-		return err
+// Describe fills in what the result says of a plan in both modes: the unit before, the
+// pending record, a restart already served, the triggers, the reload capability the plan
+// read, and the plan's steps (`plan`).
+func Describe(p Plan, res *Result) {
+	o := p.Observed
+	res.Before, res.After = stateOf(o.Unit), stateOf(o.Unit)
+	if o.Pending != nil {
+		res.Pending = fmt.Sprintf("%s due since %s", o.Pending.Reaction, o.Pending.Since.Format(time.RFC3339))
+		if p.Prep.Served {
+			res.Pending += "; already served: the unit became active after it was recorded"
+		}
 	}
-	prep := Prepare(r.want, r.trig, o)
-	f, err := r.prepare(ctx, o, prep)
-	if err != nil {
-		return err
+	if p.Prep.RestartServed != "" {
+		res.RestartServed = fmt.Sprintf("the restart %s asked for was already done: the unit became active after the change had put its files in place (a package transaction restarts its units in its scriptlets)", p.Prep.RestartServed)
 	}
-	p, err := Decide(r.want, f)
-	if err != nil {
-		return err
+	res.Triggers = labels(p.Triggers, p.Prep.Pending)
+	if p.Known && o.Unit.LoadState == "loaded" {
+		// After a sync, a real run reports what the manager then names (Apply).
+		res.ReloadCapable = p.Capability
 	}
-	r.res.Plan = append(r.res.Plan, p.Names()...)
-	if r.check() {
-		r.report(p)
-		return nil
-	}
-	return r.apply(ctx, p, f)
+	res.Plan = append(res.Plan, p.Names()...)
 }
 
-// report is check mode's answer: the plan's steps and the state they lead to.
-func (r *run) report(p Plan) {
-	for _, s := range p.Steps {
-		r.act(s)
+// Predict is check mode's answer: the plan's changes as the actions a real run reports,
+// and the state they lead to.
+func Predict(p Plan, res *Result, warn func(format string, args ...any)) {
+	for _, s := range p.Prep.Steps {
+		switch s {
+		case StepEnable, StepDisable:
+			res.Actions = append(res.Actions, string(s))
+		case StepDaemonReload:
+			res.SyncReasons = append(res.SyncReasons, p.Prep.SyncReasons...)
+			res.Actions = append(res.Actions, string(s))
+			res.DaemonReload = contract.ReloadPerformed // as the real run reports it
+		}
 	}
-	r.res.Reaction = p.Reaction
-	for _, w := range p.Warnings {
-		r.req.Warn("%s", w)
+	if p.Observed.PredictedInstall {
+		warn("%s: not installed yet; check mode plans for the unit the predicted package change installs (loaded, stopped, disabled)", p.Want.Unit)
 	}
-	r.res.After.State = map[bool]string{true: "running", false: "stopped"}[p.After.Running]
-	r.res.After.Enabled = p.After.Enabled
-	if p.After.Masked {
-		r.res.After.LoadState, r.res.After.UnitFileState = "masked", "masked"
+	if p.Refusal != nil {
+		return
 	}
-	if p.Reobserve {
-		r.req.Warn("%s: check mode shows the unmask only; what follows it is decided once the unit is loaded", r.want.Unit)
+	d := p.Decision
+	for _, s := range d.Steps {
+		res.Actions = append(res.Actions, string(s))
+	}
+	res.Reaction = d.Reaction
+	for _, w := range d.Warnings {
+		warn("%s", w)
+	}
+	res.After.State = map[bool]string{true: "running", false: "stopped"}[d.After.Running]
+	res.After.Enabled = d.After.Enabled
+	if d.After.Masked {
+		res.After.LoadState, res.After.UnitFileState = "masked", "masked"
 	}
 }

@@ -1,0 +1,182 @@
+package lifecycle
+
+import (
+	"context"
+	"time"
+
+	"github.com/richt/services/pkg/reaction"
+	"github.com/richt/services/pkg/systemd"
+	"github.com/richt/services/pkg/unitfile"
+)
+
+// Request is what one task asks of one unit: the wanted state, the triggers that may owe
+// a reaction, and the deadline its messages name.
+type Request struct {
+	Want     Want
+	Triggers reaction.Triggers
+	Limit    time.Duration
+}
+
+// Plan is one run's whole decision, made before anything changes: the steps ahead of the
+// run state (Prep: record-pending, an enable ahead of the sync, daemon-reload), then the
+// run state's Decision. Check mode reports it; Apply carries out exactly its steps and
+// decides nothing.
+//
+// A daemon-reload or an unmask changes what the manager shows of the unit. The plan does
+// not wait for that: it states the outcome (Unit) from what is on disk and what the
+// triggers report, the same way in check mode and in a real run, and Apply checks the
+// outcome once the step is done (Decide's refusal of the unit as the manager then shows
+// it).
+type Plan struct {
+	Request
+	Observed Observation
+	Prep     Prep
+	Decision Decision
+	// Unit is the unit the decision was made for: as observed, or as the steps ahead of
+	// the run state leave it (predicted: the boot state an enable ahead of the sync
+	// gives it, a unit the sync loads, the unit an unmask loads).
+	Unit systemd.Props
+	// Capability is the reload capability the decision used (nil without reload_on).
+	// Known says it was read from files; unknown, it is taken as capable and Apply checks
+	// it once the manager has loaded the unit.
+	Capability *unitfile.Capability
+	Known      bool
+	// Refusal is why Decide refused. The steps ahead of the run state do not depend on
+	// the decision (the due reaction is recorded, the manager synced), so Apply carries
+	// them out and then fails with it, as check mode reports it.
+	Refusal error
+}
+
+// Synced: the plan reloads the manager.
+func (p Plan) Synced() bool { return len(p.Prep.SyncReasons) > 0 }
+
+// Names is the plan in the order Apply carries it out, as the result's `plan` lists it.
+func (p Plan) Names() []string {
+	out := make([]string, 0, len(p.Prep.Steps)+len(p.Decision.Steps)+3)
+	for _, s := range p.Prep.Steps {
+		out = append(out, string(s))
+	}
+	if p.Refusal != nil {
+		return out
+	}
+	return append(out, p.Decision.Names()...)
+}
+
+// Plan observes the unit and decides the whole run; it changes nothing. An error is an
+// observation that failed; a refusal of the wanted state is part of the plan (Refusal).
+func (d Deps) Plan(ctx context.Context, req Request) (Plan, error) {
+	o, err := d.observe(ctx, req)
+	if err != nil {
+		return Plan{Request: req, Observed: o}, err
+	}
+	prep := Prepare(req.Want, req.Triggers, o)
+	w := req.Want
+	if w.ReloadOn && o.Unit.LoadState == "loaded" && o.Capability == nil && len(prep.SyncReasons) == 0 {
+		// No sync comes first, so the files the manager names are the ones that count, and
+		// observe could not read them: say why.
+		c, err := capabilityOf(d.Root, w.Unit, o.Unit.FragmentPath, o.Unit.DropInPaths)
+		if err != nil {
+			return Plan{Request: req, Observed: o, Prep: prep}, err
+		}
+		o.Capability = &c
+	}
+	// The files on disk are what the manager loads at the sync or the unmask the plan
+	// holds: their reload capability is the one the decision needs.
+	var files *unitfile.Capability
+	if w.ReloadOn && (len(prep.SyncReasons) > 0 || o.Unit.LoadState == "masked" || o.PredictedInstall) {
+		if files, err = d.filesCapability(w.Unit); err != nil {
+			return Plan{Request: req, Observed: o, Prep: prep}, err
+		}
+	}
+	return decide(req, o, prep, files), nil
+}
+
+// decide is the pure part of Plan: the run state decided for the unit as the steps
+// ahead of it leave it. files is the reload capability of the unit's files on disk (nil:
+// not on disk, or not needed).
+func decide(req Request, o Observation, prep Prep, files *unitfile.Capability) Plan {
+	w := req.Want
+	p := Plan{Request: req, Observed: o, Prep: prep}
+	u := o.Unit
+	if prep.EnableFirst != "" {
+		u.UnitFileState = fileState(prep.EnableFirst == StepEnable)
+	}
+	if p.Synced() && u.LoadState != "loaded" && u.LoadState != "masked" {
+		// The sync reloads the unit's files: a unit the manager did not find or could not
+		// load is taken as loaded by it (a new unit as a package leaves it), and Apply
+		// fails with Decide's own words if it is not.
+		if u.LoadState == "not-found" {
+			u = predictedUnit(u)
+		} else {
+			u.LoadState = "loaded"
+		}
+	}
+	f := Facts{Unit: u, Due: prep.Due, Served: prep.Served, RestartServed: prep.RestartServed != "",
+		Pending: prep.Pending != nil || prep.RecordPending}
+	p.Capability, p.Known = capabilityFor(w, u, o, p.Synced(), files)
+	f.Capability = p.Capability
+	dec, err := Decide(w, f)
+	if err == nil && dec.Reobserve {
+		dec, u, err = afterUnmask(w, f, dec, files)
+		p.Capability, p.Known = capabilityAfterUnmask(w, files)
+	}
+	p.Unit, p.Decision, p.Refusal = u, dec, err
+	return p
+}
+
+// capabilityFor is the reload capability the decision uses: the files on disk when the
+// plan syncs the manager (what it loads then), else the files the manager names.
+func capabilityFor(w Want, u systemd.Props, o Observation, synced bool, files *unitfile.Capability) (*unitfile.Capability, bool) {
+	if !w.ReloadOn || u.LoadState != "loaded" {
+		return nil, false
+	}
+	if !synced {
+		return o.Capability, o.Capability != nil
+	}
+	if files != nil {
+		return files, true
+	}
+	return &unitfile.Capability{Capable: true, Reason: "not known yet: the unit's files are not on disk; checked once the manager has loaded them"}, false
+}
+
+func capabilityAfterUnmask(w Want, files *unitfile.Capability) (*unitfile.Capability, bool) {
+	if !w.ReloadOn {
+		return nil, false
+	}
+	if files != nil {
+		return files, true
+	}
+	return &unitfile.Capability{Capable: true, Reason: "not known yet: checked once the unmask has loaded the unit"}, false
+}
+
+// afterUnmask decides what follows an unmask, for the unit as the unmask leaves it: the
+// manager loads its files, its run state is what it was, and its boot state is unknown
+// until then (a mask leaves the unit's links in place). So a wanted boot state is always
+// a step, stated as its outcome, and Apply leaves it out when the unit is already so.
+func afterUnmask(w Want, f Facts, unmask Decision, files *unitfile.Capability) (Decision, systemd.Props, error) {
+	u := f.Unit
+	u.LoadState = "loaded"
+	u.UnitFileState = ""
+	if w.Enabled != nil {
+		u.UnitFileState = fileState(!*w.Enabled)
+	}
+	rest := w
+	rest.Masked = nil
+	f.Unit = u
+	f.Capability, _ = capabilityAfterUnmask(w, files)
+	next, err := Decide(rest, f)
+	if err != nil {
+		return next, u, err
+	}
+	next.Steps = append(append([]Step{}, unmask.Steps...), next.Steps...)
+	next.ClearPending = next.ClearPending || unmask.ClearPending
+	return next, u, nil
+}
+
+// fileState is the unit file state an enable or a disable leaves.
+func fileState(enabled bool) string {
+	if enabled {
+		return "enabled"
+	}
+	return "disabled"
+}
