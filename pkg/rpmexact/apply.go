@@ -13,6 +13,52 @@ import (
 	"github.com/richt/services/pkg/timeout"
 )
 
+// Applied is what Apply did.
+type Applied struct {
+	Report
+	// After is each requested name's builds once the transactions ended (the plan's
+	// expectation where they could not be read).
+	After map[string][]string
+	// Commands are the transactions started, in order.
+	Commands [][]string
+}
+
+// Apply carries out exactly the plan's steps, in a real run: the manager check the plan
+// made is remembered, the install transaction runs, then, only once it succeeded, the
+// removal; then the requested state must hold. A converged plan only remembers the rpm
+// answers it read. It decides nothing: a plan made in check mode is the plan applied.
+func (d Deps) Apply(ctx context.Context, p Plan) (Applied, error) {
+	r := &run{Deps: d, want: p.Want, limit: p.Want.Timeout, res: &Report{Moved: []Move{}}}
+	r.planned(p)
+	var err error
+	if p.Changes() {
+		err = r.apply(ctx)
+	} else {
+		r.remember(p.observed)
+	}
+	return Applied{Report: *r.res, After: r.after, Commands: r.commands}, err
+}
+
+// apply is Apply within a module run, folding every outcome into the run's result.
+func (r *run) apply(ctx context.Context) error {
+	if err := r.rememberManager(r.want.Manager, r.plan.managerFresh, r.plan.ManagerVersion); err != nil {
+		r.res.Changed = false
+		return err
+	}
+	for i, argv := range r.commands {
+		if err := r.transact(ctx, argv); err != nil {
+			r.commands = r.commands[:i+1]
+			return err
+		}
+	}
+	for _, e := range r.want.Entries {
+		if err := Holds(e, r.after[e.Name]); err != nil {
+			return fmt.Errorf("%s exited 0 but the RPM database does not show the requested state: %w", strings.Join(r.commands[len(r.commands)-1], " "), err)
+		}
+	}
+	return nil
+}
+
 // transact runs one transaction and folds its outcome into the result. Removals run only
 // after the install transaction succeeded: an error here ends the run.
 func (r *run) transact(ctx context.Context, argv []string) error {

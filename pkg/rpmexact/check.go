@@ -26,7 +26,7 @@ func (r *run) predict(ctx context.Context) error {
 		}
 		moves, err := dnfsummary.Parse(res.Stdout)
 		if errors.Is(err, dnfsummary.ErrNoSummary) && res.ExitCode != 0 {
-			r.res.Changed, r.res.PackageChanged = false, false
+			r.predictChange(false)
 			return fmt.Errorf("check mode: DNF says %s cannot run (exit %d): %s", strings.Join(argv, " "), res.ExitCode, lastLines(res.Output(), 8))
 		}
 		if err != nil {

@@ -156,15 +156,16 @@ func ConstVersion(src []byte) (string, bool) {
 	return string(m[0][1]) + string(m[0][2]), true
 }
 
-// checkManager is CheckManager, skipped when the same executable passed before. Only an
-// accepted check is remembered, and check mode only reads the memo (it writes nothing).
-func (d Deps) checkManager(ctx context.Context, manager string, remember bool) (string, error) {
+// checkManager is CheckManager, skipped when the same executable passed before; it reads
+// only. fresh is the executable's identity when a check ran that Apply is to remember
+// (rememberManager; check mode writes nothing), "" when there is nothing to remember.
+func (d Deps) checkManager(ctx context.Context, manager string) (version, fresh string, err error) {
 	id := ""
 	if d.Memo != nil && d.Identify != nil {
 		if i, err := d.Identify(manager); err == nil {
 			id = i
 			if v, ok := d.Memo.ManagerChecked(manager, id); ok {
-				return v, nil
+				return v, "", nil
 			}
 		}
 	}
@@ -172,15 +173,21 @@ func (d Deps) checkManager(ctx context.Context, manager string, remember bool) (
 	if d.Files != nil {
 		v, ok = QuickManagerVersion(ctx, d.Runner, *d.Files, manager)
 	}
-	var err error
 	if !ok {
 		v, err = CheckManager(ctx, d.Runner, manager)
 	}
-	if err != nil || id == "" || !remember {
-		return v, err
+	if err != nil {
+		return v, "", err
 	}
-	if err := d.Memo.RecordManagerCheck(manager, id, v); err != nil {
-		return v, err
+	return v, id, nil
+}
+
+// rememberManager records an accepted check under the executable's identity, so the next
+// transaction with the same executable does not ask again. Only an accepted check is
+// remembered.
+func (d Deps) rememberManager(manager, id, version string) error {
+	if id == "" || d.Memo == nil {
+		return nil
 	}
-	return v, nil
+	return d.Memo.RecordManagerCheck(manager, id, version)
 }

@@ -18,7 +18,7 @@ func TestManagerCheckIsRememberedByIdentity(t *testing.T) {
 	dnfV := runnertest.Call{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"}
 	install := runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}}
 	transaction := func(checks ...runnertest.Call) []runnertest.Call {
-		calls := []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}}
+		calls := []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo}
 		calls = append(calls, checks...)
 		return append(calls, txn(d1, d2, []string{"demo-0:2.0-1.noarch"}, install)...)
 	}
@@ -37,7 +37,7 @@ func TestManagerCheckIsRememberedByIdentity(t *testing.T) {
 	}
 
 	checkMode := map[string]any{"name": "demo", "version": "0:2.0-1.noarch", "_ansible_check_mode": true}
-	run(t, []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, assumeno}, checkMode)
+	run(t, []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, dnfV, assumeno}, checkMode)
 	_, ok := store.ManagerChecked("dnf", identity)
 	assert.False(t, ok, "check mode records nothing")
 
@@ -47,7 +47,7 @@ func TestManagerCheckIsRememberedByIdentity(t *testing.T) {
 	assert.Equal(t, "4.23.0", res["manager_version"])
 
 	identity = "/usr/bin/dnf5 size=2 ino=2" // replaced: checked again, and refused
-	res = run(t, []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, {Argv: []string{"dnf", "--version"}, Stdout: "dnf5 version 5.2.8.1\n"}}, upgrade)
+	res = run(t, []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, {Argv: []string{"dnf", "--version"}, Stdout: "dnf5 version 5.2.8.1\n"}}, upgrade)
 	assert.Contains(t, res["msg"], "DNF 5")
 	_, ok = store.ManagerChecked("dnf", identity)
 	assert.False(t, ok, "a refused manager is never remembered")

@@ -2,8 +2,6 @@ package rpmexact
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/richt/services/pkg/ansible"
@@ -11,16 +9,18 @@ import (
 	"github.com/richt/services/pkg/timeout"
 )
 
-// Handler returns rpm_exact's behaviour over the given side effects.
+// Handler returns rpm_exact's behaviour over the given side effects: Plan (reads only),
+// then, unless in check mode, Apply of exactly that plan. Check mode reports the same plan
+// and what it predicts (DNF's --assumeno summary, the unit-file change).
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
 		task, err := ansible.Parsed[Task](req)
 		if err != nil {
 			return nil, err
 		}
-		ctx, cancel := timeout.Deadline(ctx, task.Timeout)
+		ctx, cancel := timeout.Deadline(ctx, task.Want.Timeout)
 		defer cancel()
-		r := &run{Deps: d, req: req, limit: task.Timeout, want: task.Want, res: &Report{Moved: []Move{}}}
+		r := &run{Deps: d, check: req.CheckMode, limit: task.Want.Timeout, want: task.Want, res: &Report{Moved: []Move{}, Plan: []string{}}}
 		err = r.run(ctx)
 		if task.Set {
 			return r.setResult(), err
@@ -29,10 +29,10 @@ func Handler(d Deps) ansible.Handler {
 	}
 }
 
-// run is one module run: the request, what it observed and decided, and its outcome.
+// run is one module run: the request, its plan, and its outcome.
 type run struct {
 	Deps
-	req   *ansible.Request
+	check bool
 	limit time.Duration // the timeout parameter
 	want  Want
 	res   *Report
@@ -45,69 +45,73 @@ type run struct {
 }
 
 func (r *run) run(ctx context.Context) error {
-	names := r.want.Names()
 	// Wait for a transaction an earlier run left under way before looking: its outcome
 	// is what this run must observe.
-	release, earlier, err := r.Txn.Begin(ctx, r.req.CheckMode, names)
+	release, earlier, err := r.Txn.Begin(ctx, r.check, r.want.Names())
 	if err != nil {
 		return err
 	}
 	defer release()
 	// Reported when this run returns its result, failed or not, and while it still holds
 	// the lock: a run killed before that leaves the report to the next one.
-	if !r.req.CheckMode {
+	if !r.check {
 		defer MarkReported(earlier)
 	}
 	r.res.EarlierTransaction = earlier
-	obs, err := r.observe(ctx, names)
-	r.res.Observed = obs.source
+	plan, err := r.Plan(ctx, r.want)
+	r.planned(plan)
 	if err != nil {
+		r.res.Changed = false
 		return err
 	}
-	r.before, r.after = map[string][]string{}, map[string][]string{}
-	for _, n := range names {
-		r.before[n] = nonNil(obs.have[n].NEVRAs)
-		r.after[n] = r.before[n]
-	}
-	if r.plan, err = Decide(r.want, obs.have); err != nil {
-		return err
-	}
-	if !r.plan.Changes() {
-		if !r.req.CheckMode { // check mode writes nothing
-			r.remember(obs)
+	if !plan.Changes() {
+		if !r.check { // check mode writes nothing
+			r.remember(plan.observed)
 		}
 		r.carry(earlier)
 		return nil
 	}
+	if r.check {
+		r.predictChange(true)
+		return r.predict(ctx)
+	}
+	return r.apply(ctx)
+}
+
+// planned folds the plan, as far as Plan got, into the result: what was observed, the
+// operations, the transactions, the predicted builds and the diff.
+func (r *run) planned(p Plan) {
+	r.plan = p
+	r.res.Observed = p.Observed
+	r.res.ManagerVersion = p.ManagerVersion
+	r.res.Plan = p.Names()
+	if p.observed.have == nil {
+		return // nothing observed
+	}
+	r.before, r.after = map[string][]string{}, map[string][]string{}
+	for _, n := range r.want.Names() {
+		r.before[n] = nonNil(p.observed.have[n].NEVRAs)
+		r.after[n] = r.before[n]
+	}
+	if !p.Changes() {
+		return
+	}
 	r.res.Changed = true
-	r.commands = r.plan.Commands()
-	for _, ep := range r.plan.Entries {
+	r.commands = p.Commands()
+	for _, ep := range p.Entries {
 		r.after[ep.Name] = ep.Expect
 	}
 	r.res.Diff = r.diff(nil)
+}
 
-	// DNF 4 is checked before any transaction, and before check mode reports one; a
-	// converged run never gets here and does not pay for it.
-	if r.res.ManagerVersion, err = r.checkManager(ctx, r.want.Manager, !r.req.CheckMode); err != nil {
-		r.res.Changed = false
-		return err
+// predictChange is check mode's package contract: what a real run that carries out the
+// plan reports (or, with false, nothing, when the check fails).
+func (r *run) predictChange(yes bool) {
+	r.res.Changed, r.res.PackageChanged = yes, yes
+	r.res.UnitFilesChanged, r.res.DaemonReload = false, contract.ReloadNone
+	if yes && r.plan.UnitFilesChange() {
+		r.res.UnitFilesChanged, r.res.DaemonReload = true, contract.ReloadNeeded
 	}
-	if r.req.CheckMode {
-		r.res.PackageChanged = true // as the real run would report
-		return r.predict(ctx)
-	}
-	for i, argv := range r.commands {
-		if err := r.transact(ctx, argv); err != nil {
-			r.commands = r.commands[:i+1]
-			return err
-		}
-	}
-	for _, e := range r.want.Entries {
-		if err := Holds(e, r.after[e.Name]); err != nil {
-			return fmt.Errorf("%s exited 0 but the RPM database does not show the requested state: %w", strings.Join(r.commands[len(r.commands)-1], " "), err)
-		}
-	}
-	return nil
 }
 
 // carry reports the change of an earlier transaction of these packages whose own run

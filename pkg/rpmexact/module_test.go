@@ -116,7 +116,7 @@ func TestDecisions(t *testing.T) {
 		{
 			name: "upgrade",
 			args: map[string]any{"name": "demo", "version": "0:2.0-1.noarch"},
-			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV},
+			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, dnfV},
 				txn(d1, d2, []string{"demo-0:2.0-1.noarch"},
 					runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}, Stdout: "Complete!\n"})...),
 			changed: true, operation: "install-nevra",
@@ -138,7 +138,7 @@ func TestDecisions(t *testing.T) {
 		{
 			name: "absent and installed: remove",
 			args: map[string]any{"name": "demo", "state": "absent"},
-			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV},
+			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, dnfV},
 				txn(d1, d0, nil, runnertest.Call{Argv: []string{"dnf", "-y", "remove", "--", "demo"}})...),
 			changed: true, operation: "remove",
 		},
@@ -150,26 +150,26 @@ func TestDecisions(t *testing.T) {
 		{
 			name:    "check mode: version checked, no transaction",
 			args:    map[string]any{"name": "demo", "version": "0:2.0-1.noarch", "_ansible_check_mode": true},
-			calls:   []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, assumeno},
+			calls:   []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, dnfV, assumeno},
 			changed: true, operation: "install-nevra",
 		},
 		{
 			name:      "DNF 5 refused",
 			args:      map[string]any{"name": "demo", "version": "0:2.0-1.noarch"},
-			calls:     []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, {Argv: []string{"dnf", "--version"}, Stdout: "dnf5 version 5.2.8.1\n"}},
+			calls:     []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, {Argv: []string{"dnf", "--version"}, Stdout: "dnf5 version 5.2.8.1\n"}},
 			operation: "install-nevra", failed: "DNF 5 (dnf5 version 5.2.8.1)",
 		},
 		{
 			name: "DNF exits 0 but the database disagrees",
 			args: map[string]any{"name": "demo", "version": "0:2.0-1.noarch"},
-			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV},
+			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, dnfV},
 				txn(d1, d1, nil, runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}})...),
 			operation: "install-nevra", failed: "exited 0 but the RPM database does not show the requested state",
 		},
 		{
 			name: "DNF fails: its message is kept",
 			args: map[string]any{"name": "demo", "version": "0:9.0-1.noarch"},
-			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV},
+			calls: append([]runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, dnfV},
 				txn(d1, d1, nil, runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:9.0-1.noarch"}, ExitCode: 1, Stderr: "Error: Unable to find a match: demo-0:9.0-1.noarch\n"})...),
 			operation: "install-nevra", failed: "Unable to find a match",
 		},
@@ -182,7 +182,7 @@ func TestDecisions(t *testing.T) {
 		{
 			name:  "deadline",
 			args:  map[string]any{"name": "demo", "version": "0:2.0-1.noarch"},
-			calls: []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, qa(d1...), {Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}, Err: context.DeadlineExceeded}},
+			calls: []runnertest.Call{{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, dnfV, qa(d1...), {Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}, Err: context.DeadlineExceeded}},
 			// The transaction may have run: changed is true, and the task fails.
 			changed: true, operation: "install-nevra", failed: "timed out after 10m0s",
 		},

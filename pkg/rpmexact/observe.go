@@ -198,3 +198,30 @@ func (d Deps) remember(o observation) {
 		_ = d.Queries.Record(n, inst, o.db, o.queried)
 	}
 }
+
+// ownedFormat prints every file a build owns, one path a line.
+const ownedFormat = "[%{FILENAMES}\n]"
+
+// ownedArgv is the query for the files the installed builds of names own.
+func ownedArgv(names ...string) []string {
+	return append([]string{"rpm", "-q", "--qf", ownedFormat, "--"}, names...)
+}
+
+// OwnedFiles lists every file the installed builds of names own, from the RPM database's
+// file lists (a read, no repository). Every name must be installed.
+func OwnedFiles(ctx context.Context, r runner.Runner, names []string) ([]string, error) {
+	res, err := r.Run(ctx, ownedArgv(names...)...)
+	if err != nil {
+		return nil, fmt.Errorf("list the files of %s: %w", strings.Join(names, ", "), err)
+	}
+	if res.ExitCode != 0 || strings.TrimSpace(res.Stderr) != "" {
+		return nil, fmt.Errorf("list the files of %s: rpm exited %d: %s", strings.Join(names, ", "), res.ExitCode, res.Output())
+	}
+	var out []string
+	for _, l := range strings.Split(res.Stdout, "\n") {
+		if strings.HasPrefix(l, "/") {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}

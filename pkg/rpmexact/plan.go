@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/richt/services/pkg/nevra"
 )
@@ -30,6 +31,8 @@ type Entry struct {
 type Want struct {
 	Entries []Entry
 	Manager string // "dnf" or "yum"
+	// Timeout is the task's timeout, which messages name; no decision depends on it.
+	Timeout time.Duration
 }
 
 // Names are the entries' names, in the task's order.
@@ -50,15 +53,106 @@ type EntryPlan struct {
 	// RPM database alone cannot tell: check mode predicts the common case, the real run
 	// reports what happened.
 	Expect []string
+	// Before is what the RPM database showed for the name.
+	Before []string
 }
 
 // Plan is the one decision that check mode reports and Apply carries out: at most one
 // transaction that installs, upgrades and downgrades every entry that needs it, then,
-// only once that succeeded, at most one that removes.
+// only once that succeeded, at most one that removes. Decide fills the decision;
+// Deps.Plan adds the facts it read (the observation, the unit files the transactions
+// change, the manager's version).
 type Plan struct {
+	// Want is the request the plan answers.
+	Want    Want
 	Entries []EntryPlan
 	// Install and Remove are the transactions' argv, nil when not needed.
 	Install, Remove []string
+
+	// Observed says where the installed builds were read from (ObservedQuery,
+	// ObservedMemo); empty when they could not be read.
+	Observed string
+	// UnitFiles are the files in systemd's unit directories that the installed builds the
+	// transactions replace or remove own (UnitFilesAmong): the transaction replaces or
+	// removes them, so it changes unit files and leaves a manager reload due.
+	UnitFiles []string
+	// UnitFilesUnread says why those builds' files could not be listed; a change of unit
+	// files is then not ruled out and is planned.
+	UnitFilesUnread string
+	// ManagerVersion is MANAGER's version, checked before any transaction.
+	ManagerVersion string
+
+	observed observation
+	// managerFresh is the manager's identity when its check ran in this plan and Apply
+	// is to remember it; "" otherwise.
+	managerFresh string
+}
+
+// StepRecordReload names, in the reported plan, the manager reload a transaction that
+// changes unit files leaves due: recorded on the target for a later systemd_lifecycle
+// task (rpm_exact never reloads). unit_override's step of the same name is the same record.
+const StepRecordReload = "record-reload-due"
+
+// UnitFilesChange reports whether the plan's transactions change unit files, as far as the
+// installed RPM database tells (UnitFilesAmong).
+func (p Plan) UnitFilesChange() bool {
+	return p.Changes() && (len(p.UnitFiles) > 0 || p.UnitFilesUnread != "")
+}
+
+// Names is the plan as the result's `plan` reports it, in the order Apply carries it out:
+// each transaction as its operation and package specs, then StepRecordReload when the
+// transactions change unit files. Check mode reports the same list.
+func (p Plan) Names() []string {
+	out := []string{}
+	for _, c := range p.Commands() {
+		out = append(out, strings.Join(append([]string{c[2]}, c[4:]...), " "))
+	}
+	if p.UnitFilesChange() {
+		out = append(out, StepRecordReload)
+	}
+	return out
+}
+
+// Replaced are the requested names whose installed builds the transactions replace or
+// remove: an entry that moves while some build is installed.
+func (p Plan) Replaced() []string {
+	var out []string
+	for _, e := range p.Entries {
+		if e.Operation != OpNone && len(e.Before) > 0 {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// UnitFilesAmong are the files of owned that lie in systemd's unit directories as a
+// transaction's snapshots see them: an entry of a unit directory, or of one of its
+// subdirectories (NAME.service.d/, *.wants/). A transaction that replaces or removes the
+// build owning such a file changes an entry the snapshots compare (rpm puts the new
+// build's files in place of the old ones, and erases a removed build's files), so the
+// decision is made from the installed RPM database alone, in check mode and in the real
+// run alike.
+//
+// Its limits: what the installed database cannot show. A package that is not installed
+// yet (install-n, or a pin of an absent name), a new build that ships a unit file its
+// predecessor did not, and packages DNF moves without being asked (dependents of a pin)
+// are not planned as unit-file changes; the real run still reports and records them
+// (unit_files_changed from the snapshots), and systemd_lifecycle reloads for a unit it
+// cannot find after a package change. The other way round, a file rpm leaves exactly as
+// it was (same content, mode and time in both builds) is planned as a change the real run
+// does not see: a spare reload, which is harmless.
+func UnitFilesAmong(owned []string) []string {
+	var out []string
+	for _, f := range owned {
+		for _, dir := range unitDirs {
+			rel, ok := strings.CutPrefix(f, dir)
+			if ok && rel != "" && strings.Count(strings.TrimSuffix(rel, "/"), "/") <= 1 {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Changes reports whether the plan runs any transaction.
@@ -77,7 +171,7 @@ func (p Plan) Commands() [][]string {
 
 // Decide is pure: the same request and observation always give the same plan.
 func Decide(w Want, have map[string]Installed) (Plan, error) {
-	var p Plan
+	p := Plan{Want: w}
 	var pins, names, removals []string
 	for _, e := range w.Entries {
 		if !e.Absent {
@@ -142,6 +236,12 @@ func argv(manager, op string, specs []string) []string {
 }
 
 func decideEntry(e Entry, have Installed) EntryPlan {
+	ep := decideOp(e, have)
+	ep.Before = nonNil(have.NEVRAs)
+	return ep
+}
+
+func decideOp(e Entry, have Installed) EntryPlan {
 	none := EntryPlan{Name: e.Name, Operation: OpNone, Expect: nonNil(have.NEVRAs)}
 	switch {
 	case e.Absent:

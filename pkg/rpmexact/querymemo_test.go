@@ -200,6 +200,7 @@ func TestHandlerUsesTheQueryMemo(t *testing.T) {
 		cache := &memoCache{}
 		res := run(t, cache, append([]runnertest.Call{
 			{Argv: rpmQ("demo"), Stdout: v1Out},
+			ownsDemo,
 			{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"}},
 			txn(d1, d2, []string{"demo-0:2.0-1.noarch"}, runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}})...,
 		), map[string]any{"name": "demo", "version": "0:2.0-1.noarch"})
@@ -209,6 +210,7 @@ func TestHandlerUsesTheQueryMemo(t *testing.T) {
 	t.Run("a transaction is verified by rpm, never by the memo", func(t *testing.T) {
 		cache := &memoCache{have: &installedV1}
 		res := run(t, cache, append([]runnertest.Call{
+			ownsDemo,
 			{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"}},
 			txn(d1, d2, []string{"demo-0:2.0-1.noarch"}, runnertest.Call{Argv: []string{"dnf", "-y", "install-nevra", "--", "demo-0:2.0-1.noarch"}})...,
 		), map[string]any{"name": "demo", "version": "0:2.0-1.noarch"})

@@ -34,6 +34,9 @@ type Report struct {
 	// could tell without changing anything; CheckNote says what the prediction rests on.
 	WouldMove *[]WouldMove `json:"would_move,omitempty"`
 	CheckNote string       `json:"check_mode_note,omitempty"`
+	// Plan is the run's plan (Plan.Names): carried out in a real run, reported in check
+	// mode, the same list either way.
+	Plan []string `json:"plan"`
 }
 
 // Result is the module's return value for one package (`name`).

@@ -152,7 +152,7 @@ func TestSetTransaction(t *testing.T) {
 		install.Do = func() {
 			require.NoError(t, os.WriteFile(filepath.Join(units, "app.service"), []byte("[Service]\n"), 0o644))
 		}
-		calls := append([]runnertest.Call{query, dnfV}, txn(v1, v2, []string{"app-0:2.0-1.noarch", "lib-0:2.0-1.noarch"}, install)...)
+		calls := append([]runnertest.Call{query, owns([]string{"app", "lib", "old"}), dnfV}, txn(v1, v2, []string{"app-0:2.0-1.noarch", "lib-0:2.0-1.noarch"}, install)...)
 		calls = append(calls, txn(v2, v3, nil, runnertest.Call{Argv: []string{"dnf", "-y", "remove", "--", "old"}})...)
 		rec := &recorder{}
 		withDiff := map[string]any{"_ansible_diff": true}
@@ -185,7 +185,7 @@ func TestSetTransaction(t *testing.T) {
 	t.Run("a failed install runs no removal and names DNF's reason", func(t *testing.T) {
 		failed := install
 		failed.ExitCode, failed.Stderr = 1, "Error: Unable to find a match: lib-0:2.0-1.noarch\n"
-		calls := append([]runnertest.Call{query, dnfV}, txn(v1, v1, nil, failed)...)
+		calls := append([]runnertest.Call{query, owns([]string{"app", "lib", "old"}), dnfV}, txn(v1, v1, nil, failed)...)
 		res := execute(t, runnertest.New(t, calls...), &recorder{}, args)
 		assert.Equal(t, true, res["failed"])
 		assert.Equal(t, false, res["changed"], "nothing moved")
@@ -208,6 +208,7 @@ func TestPinThatDragsADependent(t *testing.T) {
 	units := t.TempDir()
 	calls := []runnertest.Call{
 		{Argv: rpmQ("lib"), Stdout: dbOut + "@@lib\t0:1.0-1.noarch\n"},
+		owns([]string{"lib"}),
 		{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"},
 		qa("app\t0:1.0-1.noarch", "lib\t0:1.0-1.noarch"),
 		{Argv: []string{"dnf", "-y", "install-nevra", "--", "lib-0:2.0-1.noarch"}, Do: func() {
@@ -341,7 +342,7 @@ func TestCheckModeAsksDNFWhatItWouldMove(t *testing.T) {
 	dnfV := runnertest.Call{Argv: []string{"dnf", "--version"}, Stdout: "4.23.0\n"}
 	args := map[string]any{"name": "demo", "version": "0:2.0-1.noarch", "_ansible_check_mode": true}
 	t.Run("DNF's summary, dependents included", func(t *testing.T) {
-		res := execute(t, runnertest.New(t, runnertest.Call{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, assumeno), &recorder{}, args)
+		res := execute(t, runnertest.New(t, runnertest.Call{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, dnfV, assumeno), &recorder{}, args)
 		require.Nil(t, res["failed"], res["msg"])
 		assert.Equal(t, []any{
 			map[string]any{"name": "demo", "action": "upgrade", "version": "2.0-1.noarch", "repo": "fixtures", "requested": true},
@@ -352,14 +353,14 @@ func TestCheckModeAsksDNFWhatItWouldMove(t *testing.T) {
 	t.Run("a transaction DNF cannot run fails the check", func(t *testing.T) {
 		no := assumeno
 		no.Stdout, no.Stderr = "No match for argument: demo-0:2.0-1.noarch\n", "Error: Unable to find a match: demo-0:2.0-1.noarch\n"
-		res := execute(t, runnertest.New(t, runnertest.Call{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, no), &recorder{}, args)
+		res := execute(t, runnertest.New(t, runnertest.Call{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, dnfV, no), &recorder{}, args)
 		assert.Equal(t, true, res["failed"])
 		assert.Contains(t, res["msg"], "Unable to find a match")
 	})
 	t.Run("an unreadable summary leaves the prediction to the RPM database", func(t *testing.T) {
 		odd := assumeno
 		odd.Stdout = "Dependencies resolved.\n=====\n Package\n=====\nUpgrading:\n a b\n"
-		res := execute(t, runnertest.New(t, runnertest.Call{Argv: rpmQ("demo"), Stdout: v1Out}, dnfV, odd), &recorder{}, args)
+		res := execute(t, runnertest.New(t, runnertest.Call{Argv: rpmQ("demo"), Stdout: v1Out}, ownsDemo, dnfV, odd), &recorder{}, args)
 		require.Nil(t, res["failed"], res["msg"])
 		assert.Equal(t, true, res["changed"])
 		assert.Nil(t, res["would_move"])

@@ -125,15 +125,14 @@ func Spec() *ansible.Spec {
 		if err != nil {
 			return nil, err
 		}
-		return Task{Want: Want{Entries: entries, Manager: p.Manager}, Timeout: p.Timeout, Set: p.Packages != nil}, nil
+		return Task{Want: Want{Entries: entries, Manager: p.Manager, Timeout: p.Timeout}, Set: p.Packages != nil}, nil
 	}
 	return s
 }
 
 // Task is one validated request, as the Spec parses it for the handler.
 type Task struct {
-	Want    Want
-	Timeout time.Duration
+	Want Want
 	// Set: the task names `packages` (its result is a SetResult), not `name`.
 	Set bool
 }

@@ -30,7 +30,7 @@ func TestSpecParsesIntoTheTask(t *testing.T) {
 			assert.Equal(t, "dnf", task.Want.Manager)
 			assert.Equal(t, c.set, task.Set)
 			if c.set {
-				assert.Equal(t, time.Minute, task.Timeout)
+				assert.Equal(t, time.Minute, task.Want.Timeout)
 				assert.True(t, task.Want.Entries[1].Absent)
 			} else {
 				assert.Equal(t, "0:1.0-1.noarch", task.Want.Entries[0].Version.String())
