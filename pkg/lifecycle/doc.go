@@ -2,17 +2,22 @@
 // (enabled / disabled / left alone) into the requested state, independently, and reacts to
 // other tasks' changes with at most one restart or reload.
 //
-// A run is Observe → Prepare → Decide → Apply. Observe (observe, prepare.go) reads the
-// durable records, the unit, systemd's clock when a reaction's timing matters, and the reload
-// capability of the unit's files, and changes nothing. Prepare (pure) decides what comes
-// before the run state, as steps: record-pending (the due reaction, on disk before anything
-// can fail), an enable or disable ahead of a manager sync (so one reload serves both), and
-// daemon-reload with its reasons (systemd or the durable store says the manager is stale, a
-// trigger changed a unit file, a package change left the unit not found, or the files' reload
-// capability is not the manager's). Decide (pure, plan.go) takes the facts after those steps
-// and plans the run state: mask, enable/disable (verified), the run-state action (verified
-// under the same deadline), settle and probe. Check mode reports the same steps in the same
-// order (result key plan, the pending record, settle and probe named too) and carries out
-// none. A reaction is cleared only after it was verified, so a failed run leaves it for
-// the next one.
+// A run is [Deps.Plan], then [Deps.Apply] unless check mode. Plan reads and decides; it
+// changes nothing. It observes (observe.go) the durable records, the unit, systemd's clock
+// when a reaction's timing matters and the reload capability of the unit's files; then
+// [Prepare] (pure) plans what comes before the run state: record-pending (the due
+// reaction, on disk before anything can fail), an enable or disable ahead of a manager sync
+// (so one reload serves both), and daemon-reload with its reasons; then [Decide] (pure)
+// plans the run state: mask, unmask, enable/disable, the run-state action, settle and
+// probe. Decide sees the unit as those steps leave it, predicted the same way in check
+// mode and in a real run: the boot state the enable gives, the unit a sync loads (a unit a
+// package change installs: loaded, stopped, disabled), the unit an unmask loads, and the
+// reload capability of the files on disk.
+//
+// Apply carries out exactly the plan's steps and decides nothing. After a daemon-reload or
+// an unmask it observes the unit and fails, in Decide's words, when the prediction does
+// not hold; a boot-state step the unit already shows asks systemd nothing. The result's
+// plan is the applied plan, and check mode reports the same one (TestPlanEqualsApplied).
+// A reaction is cleared only after it was verified, so a failed run leaves it for the next
+// one.
 package lifecycle

@@ -17,24 +17,26 @@ func unitIn(load, active, fileState string) systemd.Props {
 	return systemd.Props{ID: "demo.service", LoadState: load, ActiveState: active, UnitFileState: fileState}
 }
 
-// Every branch of Decide, without systemd.
-func TestDecide(t *testing.T) {
+// decideRow is one row of Decide's table; TestDecide checks the decision, and
+// TestPlanEqualsApplied runs each row through Plan and Apply.
+type decideRow struct {
+	name     string
+	w        Want
+	f        Facts
+	steps    []Step
+	reaction reaction.Kind
+	err      string
+	check    func(t *testing.T, p Decision)
+}
+
+func decideRows() []decideRow {
 	yes, no := true, false
 	secs := func(d time.Duration) *time.Duration { return &d }
 	probe := &health.Probe{Kind: "tcp", Target: "127.0.0.1:80"}
 	capable := &unitfile.Capability{Capable: true}
 	incapable := &unitfile.Capability{Capable: false, Reason: "no ExecReload="}
 	running, stopped := unitIn("loaded", "active", "enabled"), unitIn("loaded", "inactive", "disabled")
-
-	cases := []struct {
-		name     string
-		w        Want
-		f        Facts
-		steps    []Step
-		reaction reaction.Kind
-		err      string
-		check    func(t *testing.T, p Decision)
-	}{
+	return []decideRow{
 		{name: "converged running", w: Want{Running: true}, f: Facts{Unit: running}},
 		{name: "converged stopped", w: Want{}, f: Facts{Unit: stopped}},
 		{name: "start", w: Want{Running: true}, f: Facts{Unit: stopped}, steps: []Step{StepStart},
@@ -104,6 +106,11 @@ func TestDecide(t *testing.T) {
 			check: func(t *testing.T, p Decision) { assert.True(t, p.Reobserve); assert.False(t, p.After.Masked) }},
 		{name: "unmask of an unmasked unit is nothing", w: Want{Running: true, Masked: &no}, f: Facts{Unit: running}},
 	}
+}
+
+// Every branch of Decide, without systemd.
+func TestDecide(t *testing.T) {
+	cases := decideRows()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.reaction == "" {

@@ -26,7 +26,7 @@ func Handler(d Deps) ansible.Handler {
 		limit := p.Timeout
 		ctx, cancel := timeout.Deadline(ctx, limit)
 		defer cancel()
-		res := &Result{Unit: w.Unit, Actions: []string{}, Plan: []string{}, Reaction: reaction.None, Triggers: []string{}}
+		res := newResult(w.Unit)
 		// One run per unit at a time, from the first read of its records to the end of
 		// its verification: a run's reaction is never merged into a job another run
 		// started, and no run reads or clears another's pending reaction half-way.
@@ -53,6 +53,11 @@ func Handler(d Deps) ansible.Handler {
 		}
 		return res, err
 	}
+}
+
+// newResult is the result before anything is known: empty lists, no reaction.
+func newResult(unit string) *Result {
+	return &Result{Unit: unit, Actions: []string{}, Plan: []string{}, Reaction: reaction.None, Triggers: []string{}}
 }
 
 // run is Plan, then Apply unless check mode; check mode reports the plan instead.
