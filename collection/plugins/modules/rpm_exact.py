@@ -291,6 +291,19 @@ after:
   type: list
   elements: str
   sample: ["demo-0:2.0-1.noarch"]
+plan:
+  description:
+    - The run's plan, decided from the installed RPM database before anything changes; check
+      mode reports the same list that a real run then carries out.
+    - Each transaction as its operation and package specs, in order (for example
+      C(install-nevra demo-0:2.0-1.noarch), then C(remove old)), and last C(record-reload-due)
+      when the transactions change unit files as far as the installed builds show (see
+      I(unit_files_changed)) - the manager reload they leave due, recorded on the target.
+    - Empty when nothing is due.
+  returned: always
+  type: list
+  elements: str
+  sample: [install-nevra demo-0:2.0-1.noarch, record-reload-due]
 operation:
   description: What the task did or would do to the package.
   returned: with name
@@ -440,9 +453,15 @@ unit_files_changed:
       missed one is not).
     - The directories are compared rather than the RPM database's file lists because the
       files of a package that the transaction removed are no longer listed there afterwards.
-    - False in check mode, and whenever the transaction's outcome was not read (for example
-      after a timeout) or the snapshot after it could not be taken; the manager-sync record on
-      the target covers those cases.
+    - False whenever the transaction's outcome was not read (for example after a timeout) or
+      the snapshot after it could not be taken; the manager-sync record on the target covers
+      those cases.
+    - In check mode, the prediction of I(plan) - true when an installed build that the
+      transactions would replace or remove owns a file in those directories (read from the
+      installed RPM database's file lists), or when those files could not be listed. A
+      package that is not installed yet, a unit file that only the new build ships, and
+      packages DNF would move without being asked are not predicted; the real run reports
+      them.
   returned: always
   type: bool
   sample: true
