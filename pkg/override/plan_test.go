@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/runner/runnertest"
 )
 
@@ -173,4 +174,84 @@ func TestDecideChecksTheDirectories(t *testing.T) {
 	assert.Equal(t, []Step{StepSecureDir}, p.Steps)
 	assert.True(t, p.Changed())
 	assert.Equal(t, OpNone, p.Operation)
+}
+
+// strictSync is a SyncRecorder that fails the test on a call its plan does not name: a
+// record only for record-reload-due, a settling only after daemon-reload.
+type strictSync struct {
+	t    *testing.T
+	plan Plan
+	rec
+}
+
+func (s *strictSync) MarkManagerSyncDue(ctx context.Context, reason string) (string, error) {
+	if !s.plan.Has(StepRecordReload) {
+		s.t.Errorf("a manager reload recorded (%s), but the plan %v has no %s", reason, s.plan.Steps, StepRecordReload)
+	}
+	return s.rec.MarkManagerSyncDue(ctx, reason)
+}
+
+func (s *strictSync) ClearManagerSync(ctx context.Context, seen durable.Sync) error {
+	if !s.plan.Has(StepDaemonReload) {
+		s.t.Errorf("sync records settled, but the plan %v has no %s", s.plan.Steps, StepDaemonReload)
+	}
+	return s.rec.ClearManagerSync(ctx, seen)
+}
+
+// For every row of the table, Apply carries out the plan's steps and nothing else: the
+// runner expects daemon-reload only when the plan names it, the sync recorder fails on a
+// record the plan does not name, and the file ends as the plan says.
+func TestApplyCarriesOutThePlanOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("writes files owned by root")
+	}
+	for _, tt := range decideCases {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			w := tt.want
+			w.Unit, w.Path = "demo.service", filepath.Join(UnitDir, "demo.service.d", "10.conf")
+			full := filepath.Join(root, w.Path)
+			require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+			if tt.file.Exists {
+				require.NoError(t, os.WriteFile(full, tt.file.Content, tt.file.Mode))
+				require.NoError(t, os.Chmod(full, tt.file.Mode))
+				require.NoError(t, os.Chown(full, tt.file.UID, tt.file.GID))
+			}
+			for _, s := range tt.file.Stale {
+				require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(full), ".10.conf.richt-"+s[len(s)-1:]), []byte("x"), 0o600))
+			}
+			f, err := Observe(root, w.Path)
+			require.NoError(t, err)
+			plan, err := Decide(w, f)
+			require.NoError(t, err)
+			require.Equal(t, tt.steps, plan.Steps, "the row's plan")
+			var calls []runnertest.Call
+			if plan.Has(StepDaemonReload) {
+				calls = append(calls, runnertest.Call{Argv: []string{"systemctl", "daemon-reload"}})
+			}
+			sync := &strictSync{t: t, plan: plan}
+			res := &Result{Operation: plan.Operation, Changed: plan.Changed(), Change: plan.Change, Plan: plan.Steps}
+			require.NoError(t, Deps{Runner: runnertest.New(t, calls...), Sync: sync, Root: root}.Apply(context.Background(), w, f, plan, res))
+			assert.Equal(t, btoi(plan.Has(StepRecordReload)), sync.due)
+
+			after, err := Observe(root, w.Path)
+			require.NoError(t, err)
+			assert.Empty(t, after.Stale, "no leftovers")
+			assert.Equal(t, w.Present, after.Exists)
+			if w.Present {
+				assert.Equal(t, w.Content, after.Content)
+				assert.Equal(t, w.Mode, after.Mode)
+			}
+			again, err := Decide(w, after)
+			require.NoError(t, err)
+			assert.Empty(t, again.Steps, "converged after the plan's steps")
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
