@@ -13,6 +13,7 @@ import (
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/systemd"
+	"github.com/richt/services/pkg/timeout"
 )
 
 // Apply carries out the plan's steps in order. res holds what the plan reports; when a
@@ -26,7 +27,7 @@ func (d Deps) Apply(ctx context.Context, w Want, f File, plan Plan, res *Result)
 		res.Changed, res.UnitFilesChanged, res.DaemonReload = false, false, contract.ReloadNone
 		if recorded != "" {
 			// The deadline may have passed: withdrawing gets a short one of its own.
-			rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			rctx, cancel := timeout.Cleanup(context.Background())
 			defer cancel()
 			if rerr := d.Sync.RemoveManagerSyncEntry(rctx, recorded); rerr != nil {
 				return fmt.Errorf("%w (and withdrawing the manager reload recorded for it failed: %v)", err, rerr)

@@ -2,10 +2,10 @@ package override
 
 import (
 	"context"
-	"path/filepath"
 
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lock"
+	"github.com/richt/services/pkg/rootpath"
 	"github.com/richt/services/pkg/runner"
 )
 
@@ -32,9 +32,4 @@ type Deps struct {
 	Lock lock.Func
 }
 
-func (d Deps) full(p string) string {
-	if d.Root == "" || d.Root == "/" {
-		return p
-	}
-	return filepath.Join(d.Root, p)
-}
+func (d Deps) full(p string) string { return rootpath.Join(d.Root, p) }

@@ -10,18 +10,14 @@ import (
 	"syscall"
 
 	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/rootpath"
 )
 
 // Observe reads the owned file p (a path under UnitDir) below root ("" or "/" for the
 // real one), the temporary files a killed run left beside it, and the directories it lives
 // in; it changes nothing.
 func Observe(root, p string) (File, error) {
-	under := func(q string) string {
-		if root == "" || root == "/" {
-			return q
-		}
-		return filepath.Join(root, q)
-	}
+	under := func(q string) string { return rootpath.Join(root, q) }
 	full := under(p)
 	dirs, err := observeDirs(under, p)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/statedir"
+	"github.com/richt/services/pkg/timeout"
 )
 
 // Detached runs each transaction under a supervisor that survives the module.
@@ -92,7 +93,7 @@ func (d *Detached) Run(ctx context.Context, t Transaction) (out Outcome, err err
 		// Nothing ran: no record to report later, no reload due on its account.
 		_ = os.RemoveAll(dir)
 		if req.AheadID != "" {
-			cctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			cctx, cancel := timeout.Cleanup(context.Background())
 			defer cancel()
 			_ = d.Sync.RemoveManagerSyncEntry(cctx, req.AheadID)
 		}

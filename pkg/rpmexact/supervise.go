@@ -19,6 +19,7 @@ import (
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/statedir"
+	"github.com/richt/services/pkg/timeout"
 )
 
 // TrustedRequest checks that dir holds a request this module wrote: dir is a transaction
@@ -136,7 +137,7 @@ func supervise(root, dir string, held *os.File, sync SyncRecorder, listings *Que
 	if err != nil {
 		rec.StartErr = err.Error()
 		if req.AheadID != "" && sync != nil { // DNF never ran: no reload due on its account
-			cctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			cctx, cancel := timeout.Cleanup(context.Background())
 			defer cancel()
 			_ = sync.RemoveManagerSyncEntry(cctx, req.AheadID)
 		}
