@@ -1,0 +1,106 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+func (r *run) absent(ctx context.Context) (err error) {
+	// Before anything changes: a removal that would take other packages along.
+	dependents, err := r.dependents(ctx)
+	if err != nil {
+		r.res.FailedStep = "packages"
+		return err
+	}
+	removed := false
+	// One reload so systemd forgets the removed units, as part of the removal: also when a
+	// later step failed after something was removed, and when an earlier run's removal left
+	// one due (it failed or was killed before its reload).
+	defer func() {
+		if removed || r.syncDue() {
+			err = r.reloadManager(ctx, err, "removing")
+		}
+	}()
+	for _, proc := range r.order {
+		args := map[string]any{"unit": proc.Unit, "state": "stopped", "enabled": false, "allow_missing": true}
+		if proc.Timeout != nil {
+			args["timeout"] = *proc.Timeout
+		}
+		out, err := r.call(ctx, r.d.Processes, "process "+unitOf(proc.Unit), args)
+		r.res.Processes = append(r.res.Processes, out)
+		if err != nil {
+			return err
+		}
+	}
+	for _, f := range r.fileArgs(true) {
+		out, err := r.call(ctx, r.d.Files, "file "+fileLabel(f), f.args)
+		out["item"] = f.item
+		r.res.Files = append(r.res.Files, out)
+		if c, _ := out["changed"].(bool); c {
+			removed = true
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if pkgs := r.packageArgs(true); pkgs != nil {
+		out, err := r.call(ctx, r.d.Packages, "packages", pkgs)
+		r.res.Packages = out
+		if c, _ := out["changed"].(bool); c {
+			removed = true
+			if len(dependents) > 0 {
+				r.res.RemovedDependents = dependents
+				r.req.Warn("removing %s also removed %s, which required its packages (remove_dependents)", r.p.Name, strings.Join(dependents, ", "))
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDue reports whether a manager reload is recorded as due.
+func (r *run) syncDue() bool { return r.d.SyncDue != nil && r.d.SyncDue() }
+
+// reloadManager reloads systemd's manager as the service's last step (planned in check
+// mode) and returns the run's error: err when a step failed before, else the reload's.
+func (r *run) reloadManager(ctx context.Context, err error, after string) error {
+	r.res.ManagerReload = "performed"
+	r.res.Plan = append(r.res.Plan, "daemon-reload")
+	if r.req.CheckMode || r.d.Reload == nil {
+		return err
+	}
+	if rerr := r.d.Reload(ctx); rerr != nil && err == nil {
+		r.res.FailedStep = "manager reload"
+		return fmt.Errorf("manager reload after %s %s: %w", after, r.p.Name, rerr)
+	}
+	return err
+}
+
+// dependents are the installed packages outside the service's that removing its packages
+// would take along (DNF removes what requires a removed package). Without
+// remove_dependents they refuse the removal, naming them; with it they are what the
+// removal will report.
+func (r *run) dependents(ctx context.Context) ([]string, error) {
+	if len(r.p.Packages) == 0 || r.d.Predict == nil {
+		return nil, nil
+	}
+	names := make([]string, 0, len(r.p.Packages))
+	for _, p := range r.p.Packages {
+		names = append(names, p.Name)
+	}
+	// Reading only, but bounded: an rpm that hangs must not hold the run forever.
+	ctx, cancel := context.WithTimeout(ctx, predictTimeout)
+	defer cancel()
+	deps, err := r.d.Predict.Dependents(ctx, names)
+	if err != nil {
+		return nil, fmt.Errorf("packages: find what requires %s: %w", strings.Join(names, ", "), err)
+	}
+	if len(deps) > 0 && !r.p.RemoveDependents {
+		return nil, fmt.Errorf("packages: removing %s would also remove %s, which require them and are not packages of this service; nothing was changed (remove those first, add them to packages, or set remove_dependents: true to let them go)",
+			strings.Join(names, ", "), strings.Join(deps, ", "))
+	}
+	return deps, nil
+}

@@ -1,0 +1,152 @@
+package service
+
+import (
+	"github.com/richt/services/pkg/unitname"
+)
+
+// packageArgs is rpm_exact's arguments for the service's packages as one set, or nil when
+// there are none. Manager and timeout apply to the whole set (Check refused disagreement).
+func (r *run) packageArgs(absent bool) map[string]any {
+	if len(r.p.Packages) == 0 {
+		return nil
+	}
+	var entries []any
+	args := map[string]any{}
+	for _, p := range r.p.Packages {
+		e := map[string]any{"name": p.Name}
+		switch {
+		case absent:
+			e["state"] = "absent"
+		case p.Version != nil:
+			e["version"] = *p.Version
+		}
+		entries = append(entries, e)
+		if p.Manager != nil {
+			args["manager"] = *p.Manager
+		}
+		if p.Timeout != nil {
+			args["timeout"] = *p.Timeout
+		}
+	}
+	args["packages"] = entries
+	return args
+}
+
+type fileStep struct {
+	unit   string
+	reload bool
+	args   map[string]any
+	item   map[string]any
+}
+
+func fileLabel(f fileStep) string {
+	if n, ok := f.args["name"].(string); ok {
+		return f.unit + "/" + n
+	}
+	return f.unit
+}
+
+// fileArgs is unit_override's arguments for every unit file, then every drop-in: written
+// without a manager reload of their own (the first process that needs one does it).
+func (r *run) fileArgs(absent bool) []fileStep {
+	var out []fileStep
+	add := func(unit, name, content string, mode any, sensitive, reload bool) {
+		args := map[string]any{"unit": unit, "daemon_reload": false}
+		item := map[string]any{"unit": unit}
+		if name != "" {
+			args["name"] = name
+			item["name"] = name
+		}
+		// sensitive also for a removal: the diff would show the content on the host.
+		args["sensitive"] = sensitive
+		if absent {
+			args["state"] = "absent"
+		} else {
+			args["content"] = content
+			if mode != nil {
+				args["mode"] = mode
+			}
+		}
+		out = append(out, fileStep{unit: unitOf(unit), reload: reload, args: args, item: item})
+	}
+	for _, f := range r.p.Units {
+		add(f.Unit, "", f.Content, f.Mode, f.Sensitive, false)
+	}
+	for _, f := range r.p.Dropins {
+		add(f.Unit, f.Name, f.Content, f.Mode, f.Sensitive, f.Reload)
+	}
+	return out
+}
+
+func processArgs(p Process) map[string]any {
+	args := map[string]any{"unit": p.Unit}
+	if p.State != nil {
+		args["state"] = *p.State
+	}
+	if p.Enabled != nil {
+		args["enabled"] = *p.Enabled
+	}
+	if p.Masked != nil {
+		args["masked"] = *p.Masked
+	}
+	if p.Timeout != nil {
+		args["timeout"] = *p.Timeout
+	}
+	if p.Settle != nil {
+		args["settle"] = p.Settle
+	}
+	if p.Health != nil {
+		args["health"] = p.Health
+	}
+	return args
+}
+
+// triggers are a process's restart_on and reload_on, named and wired as the role wired
+// them: the packages step restarts every process; the unit files and drop-ins of the
+// process's unit restart it, or reload it when the drop-in says reload.
+func (r *run) triggers(p Process, pkgRes map[string]any, files []fileStep) (restart, reload []any) {
+	unit := unitOf(p.Unit)
+	packages := any(map[string]any{"changed": false})
+	if pkgRes != nil {
+		packages = pkgRes
+	}
+	var units, dropins, reloads []any
+	for i, f := range files {
+		if f.unit != unit || i >= len(r.res.Files) {
+			continue
+		}
+		_, dropIn := f.args["name"]
+		switch {
+		case f.reload:
+			reloads = append(reloads, r.res.Files[i])
+		case dropIn:
+			dropins = append(dropins, r.res.Files[i])
+		default:
+			units = append(units, r.res.Files[i])
+		}
+	}
+	loop := func(items []any) map[string]any {
+		if items == nil {
+			items = []any{}
+		}
+		return map[string]any{"changed": false, "results": items}
+	}
+	restart = []any{
+		map[string]any{"packages": packages},
+		map[string]any{"unit files": loop(units)},
+		map[string]any{"drop-ins": loop(dropins)},
+	}
+	if len(reloads) > 0 {
+		reload = []any{map[string]any{"reload drop-ins": loop(reloads)}}
+	}
+	return restart, reload
+}
+
+// unitOf normalises a unit name as the modules do (no suffix: .service).
+func unitOf(u string) string {
+	n, err := unitname.Normalize(u)
+	if err != nil {
+		return u
+	}
+	return n
+}

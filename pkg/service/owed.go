@@ -1,0 +1,285 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/lock"
+	"github.com/richt/services/pkg/reaction"
+	"github.com/richt/services/pkg/stamp"
+)
+
+// predictTimeout bounds the prediction before the first step (one rpm query, reading the
+// owned files).
+const predictTimeout = time.Minute
+
+// ahead is what a run predicted before its first step: the reaction each running process
+// will owe for the packages step and for the files step, and the records it replaced.
+type ahead struct {
+	pkg, files map[string]reaction.Kind
+	// earlier are the records there were before this run wrote its own (nil: none).
+	earlier map[string]*durable.Pending
+	wrote   map[string]bool
+	// checked is what check mode would have recorded, per unit.
+	checked map[string]reaction.Kind
+	// running are the units of processes that are to run: the ones a change owes a
+	// reaction.
+	running map[string]bool
+	// written is the record this run last wrote per unit, to tell it from another run's.
+	written map[string]durable.Pending
+}
+
+// every is kind for each unit that is to run.
+func (a *ahead) every(kind reaction.Kind) map[string]reaction.Kind {
+	out := map[string]reaction.Kind{}
+	for u := range a.running {
+		out[u] = kind
+	}
+	return out
+}
+
+// missed is what due owes beyond what was recorded for it: the units whose recorded
+// reaction (none, or a reload) does not serve their due one.
+func missed(recorded, due map[string]reaction.Kind) map[string]reaction.Kind {
+	out := map[string]reaction.Kind{}
+	for u, k := range due {
+		if had := reaction.Stronger(recorded[u]); reaction.Stronger(had, k) != had {
+			out[u] = k
+		}
+	}
+	return out
+}
+
+// fileReaction is what a changed unit file or drop-in owes its unit's process.
+func fileReaction(f fileStep) reaction.Kind {
+	if f.reload {
+		return reaction.Reload
+	}
+	return reaction.Restart
+}
+
+// predict decides, reading only (the modules' own Observe and Decide), what the packages
+// and the files steps are about to change, and so which reaction each process that is to
+// run will owe for each.
+func (r *run) predict(ctx context.Context, pkgs map[string]any, files []fileStep) (*ahead, error) {
+	running := map[string]bool{}
+	a := &ahead{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, earlier: map[string]*durable.Pending{}, wrote: map[string]bool{},
+		checked: map[string]reaction.Kind{}, running: running, written: map[string]durable.Pending{}}
+	for _, p := range r.order {
+		if p.State == nil || *p.State == "running" {
+			running[unitOf(p.Unit)] = true
+		}
+	}
+	if r.d.Predict == nil || r.d.Pending == nil || len(running) == 0 {
+		return a, nil
+	}
+	// Reading only, but bounded: an rpm that hangs must not hold the run forever.
+	ctx, cancel := context.WithTimeout(ctx, predictTimeout)
+	defer cancel()
+	if pkgs != nil {
+		c, err := r.d.Predict.PackagesChange(ctx, pkgs["packages"].([]any))
+		if err != nil {
+			return nil, fmt.Errorf("predict the packages step: %w", err)
+		}
+		if c {
+			for u := range running {
+				a.pkg[u] = reaction.Restart
+			}
+		}
+	}
+	for _, f := range files {
+		if !running[f.unit] {
+			continue
+		}
+		c, err := r.d.Predict.FileChanges(ctx, f.args)
+		if err != nil {
+			return nil, fmt.Errorf("predict the file %s: %w", fileLabel(f), err)
+		}
+		if !c {
+			continue
+		}
+		a.files[f.unit] = reaction.Stronger(a.files[f.unit], fileReaction(f))
+	}
+	return a, nil
+}
+
+// recordWritten keeps the record of f's unit true after f was written: a change the
+// prediction missed is recorded (and listed in the plan, as for the records ahead); one it
+// predicted is stamped again (durable.Owed's rule), so an activation between the record
+// written ahead and this write (a package scriptlet's restart landing late, a restart by
+// hand) does not serve what the write owes. Check mode writes nothing, and lists only
+// the missed.
+func (r *run) recordWritten(a *ahead, recorded map[string]reaction.Kind, f fileStep) error {
+	due := map[string]reaction.Kind{f.unit: fileReaction(f)}
+	if owed := missed(recorded, due); len(owed) > 0 {
+		if err := r.record(a, owed); err != nil {
+			return err
+		}
+		recorded[f.unit] = reaction.Stronger(recorded[f.unit], owed[f.unit])
+		return nil
+	}
+	if r.req.CheckMode || r.d.Pending == nil {
+		return nil
+	}
+	_, err := r.recordOne(a, f.unit, due[f.unit])
+	return err
+}
+
+// record writes, for each unit, the reaction it will owe as a pending reaction stamped
+// now, under the unit's lock: a run killed before its process step leaves it for the next
+// run, and only an activation after this moment serves it. A stronger reaction already
+// owed stays, stamped now.
+func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
+	if r.d.Pending == nil {
+		return nil
+	}
+	for _, unit := range slices.Sorted(maps.Keys(owed)) {
+		due := owed[unit]
+		if r.req.CheckMode {
+			// What a real run would write: merged with the record there is, or with the one
+			// this run would have written for the packages step.
+			earlier, err := r.d.Pending.GetPending(unit)
+			if err != nil {
+				return err
+			}
+			if earlier != nil {
+				due = reaction.Stronger(due, reaction.Kind(earlier.Reaction))
+			}
+			due = reaction.Stronger(due, a.checked[unit])
+			a.checked[unit] = due
+			r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, due))
+			continue
+		}
+		due, err := r.recordOne(a, unit, due)
+		if err != nil {
+			return err
+		}
+		r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, due))
+	}
+	return nil
+}
+
+// recordOne writes the record of unit, merged with the one there is (durable.Owed) and
+// stamped now, under the unit's lock, and returns the reaction recorded.
+func (r *run) recordOne(a *ahead, unit string, due reaction.Kind) (reaction.Kind, error) {
+	now := r.d.Now
+	if now == nil {
+		now = stamp.Now
+	}
+	if err := r.locked(unit, func() error {
+		earlier, err := r.d.Pending.GetPending(unit)
+		if err != nil {
+			return err
+		}
+		if _, kept := a.earlier[unit]; !kept && !a.wrote[unit] {
+			a.earlier[unit] = earlier
+		}
+		at, err := now()
+		if err != nil {
+			return err
+		}
+		rec := durable.Owed(earlier, due, []string{"service " + r.p.Name}, at)
+		if err := r.d.Pending.SetPending(unit, rec); err != nil {
+			return err
+		}
+		a.written[unit] = rec
+		due = reaction.Kind(rec.Reaction)
+		return nil
+	}); err != nil {
+		r.res.FailedStep = "record reactions"
+		return due, fmt.Errorf("record the %s %s owes: %w", due, unit, err)
+	}
+	a.wrote[unit] = true
+	if r.res.Recorded == nil {
+		r.res.Recorded = map[string]string{}
+	}
+	r.res.Recorded[unit] = string(due)
+	return due, nil
+}
+
+// withdraw puts back what a unit's record was before this run, for the units whose
+// predicted change did not happen, merged with what this run still owes them (owed; None:
+// nothing): a record of this run that says more than that (a restart where a reload is
+// owed) is narrowed to it, keeping its stamp. Only while the record is still the one this
+// run wrote: one another run wrote since (systemd_lifecycle, another service run, under
+// the same lock) is that run's reaction, and putting this run's earlier record back would
+// lose it.
+func (r *run) withdraw(a *ahead, units map[string]reaction.Kind, owed func(unit string) reaction.Kind) {
+	for _, unit := range slices.Sorted(maps.Keys(units)) {
+		if !a.wrote[unit] {
+			continue
+		}
+		still, earlier := owed(unit), a.earlier[unit]
+		keep := still
+		if earlier != nil {
+			keep = reaction.Stronger(still, reaction.Kind(earlier.Reaction))
+		}
+		narrowed := a.written[unit]
+		if still != reaction.None && reaction.Kind(narrowed.Reaction) == keep {
+			continue
+		}
+		narrowed.Reaction = string(keep)
+		if keep != reaction.Restart && narrowed.ReloadAt != nil {
+			// What is left is the reload, owed since its own change.
+			narrowed.At, narrowed.ReloadAt = *narrowed.ReloadAt, nil
+		}
+		done := false
+		_ = r.locked(unit, func() error {
+			now, err := r.d.Pending.GetPending(unit)
+			if err != nil || !samePending(now, a.written[unit]) {
+				return err
+			}
+			done = true
+			switch {
+			case still != reaction.None:
+				return r.d.Pending.SetPending(unit, narrowed)
+			case earlier != nil:
+				return r.d.Pending.SetPending(unit, *earlier)
+			}
+			return r.d.Pending.ClearPending(unit)
+		})
+		if still != reaction.None {
+			if done {
+				a.written[unit] = narrowed
+				r.res.Recorded[unit] = string(keep)
+				r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, keep))
+			}
+			continue
+		}
+		delete(a.wrote, unit)
+		delete(r.res.Recorded, unit)
+		if done {
+			r.res.Plan = append(r.res.Plan, "withdraw-pending "+unit)
+		}
+	}
+}
+
+// samePending reports whether the record read back is the one written: compared as
+// stored (JSON), so a time's monotonic reading or location does not tell them apart.
+func samePending(read *durable.Pending, wrote durable.Pending) bool {
+	if read == nil {
+		return false
+	}
+	a, errA := json.Marshal(*read)
+	b, errB := json.Marshal(wrote)
+	return errA == nil && errB == nil && bytes.Equal(a, b)
+}
+
+// locked runs f under the unit's lock, as systemd_lifecycle's runs on it are.
+func (r *run) locked(unit string, f func() error) error {
+	if r.d.Lock == nil {
+		return f()
+	}
+	release, err := r.d.Lock(context.Background(), lock.Unit(unit))
+	if err != nil {
+		return err
+	}
+	defer release()
+	return f()
+}

@@ -1,0 +1,121 @@
+package service
+
+import (
+	"context"
+	"maps"
+
+	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/reaction"
+)
+
+func (r *run) present(ctx context.Context) (err error) {
+	pkgs := r.packageArgs(false)
+	files := r.fileArgs(false)
+	// The files are written without a manager reload of their own, and the packages step
+	// may leave one needed: the first process step reloads. Without a process nothing
+	// would, and the unit files on disk would not be the ones systemd runs
+	// (NeedDaemonReload=yes, the task ok): then the service reloads, once, after its steps,
+	// also when a later one failed; and when an earlier run left one due.
+	changedFiles := false
+	defer func() {
+		if len(r.order) > 0 {
+			return
+		}
+		needed := changedFiles
+		if m, ok := r.res.Packages.(map[string]any); ok && m["daemon_reload"] == string(contract.ReloadNeeded) {
+			needed = true
+		}
+		if needed || r.syncDue() {
+			err = r.reloadManager(ctx, err, "writing the unit files of")
+		}
+	}()
+	// The prediction reads only, so check mode makes it too and reports the records a
+	// real run writes.
+	ahead, err := r.predict(ctx, pkgs, files)
+	if err != nil {
+		r.res.FailedStep = "record reactions"
+		return err
+	}
+	// Before the packages step: what a package change will owe.
+	if err := r.record(ahead, ahead.pkg); err != nil {
+		return err
+	}
+	var pkgRes map[string]any
+	pkgChanged := false
+	if pkgs != nil {
+		var err error
+		pkgRes, err = r.call(ctx, r.d.Packages, "packages", pkgs)
+		r.res.Packages = pkgRes
+		pkgChanged, _ = pkgRes["changed"].(bool)
+		if pkgChanged {
+			// A change the prediction missed (the database moved under it) owes the same
+			// restart: recorded before the next step, also when this one then failed.
+			if rerr := r.record(ahead, missed(ahead.pkg, ahead.every(reaction.Restart))); rerr != nil {
+				return rerr
+			}
+		}
+		if !pkgChanged {
+			// Predicted, but nothing changed (DNF refused, the step failed early): no
+			// reaction is owed on its account; the files step's own is recorded next.
+			r.withdraw(ahead, ahead.pkg, func(string) reaction.Kind { return reaction.None })
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// Before the files step, stamped now: a restart the package's scriptlet did a moment
+	// ago does not serve what the files about to be written owe.
+	if err := r.record(ahead, ahead.files); err != nil {
+		return err
+	}
+	// What the written files owe per unit.
+	changedUnits := map[string]reaction.Kind{}
+	// What the files step has recorded per unit: ahead, then for changes it missed.
+	filesRecorded := maps.Clone(ahead.files)
+	var failed error
+	for _, f := range files {
+		out, err := r.call(ctx, r.d.Files, "file "+fileLabel(f), f.args)
+		out["item"] = f.item
+		r.res.Files = append(r.res.Files, out)
+		if c, _ := out["changed"].(bool); c {
+			changedUnits[f.unit] = reaction.Stronger(changedUnits[f.unit], fileReaction(f))
+			changedFiles = true
+			if ahead.running[f.unit] {
+				if rerr := r.recordWritten(ahead, filesRecorded, f); rerr != nil {
+					return rerr
+				}
+			}
+		}
+		if err != nil {
+			failed = err
+			break
+		}
+	}
+	// A file that was not written (its write failed and left the old file in place, or a
+	// failed step before it stopped the run) owes nothing: what was recorded ahead for it
+	// is withdrawn, also when the run fails, down to what the unit's written files owe.
+	// A package change owes every process to run a restart, predicted or not.
+	r.withdraw(ahead, ahead.files, func(u string) reaction.Kind {
+		if pkgChanged {
+			return reaction.Restart
+		}
+		return reaction.Stronger(changedUnits[u]) // None when none changed
+	})
+	if failed != nil {
+		return failed
+	}
+	for _, proc := range r.order {
+		restart, reload := r.triggers(proc, pkgRes, files)
+		args := processArgs(proc)
+		args["restart_on"] = restart
+		if len(reload) > 0 {
+			args["reload_on"] = reload
+		}
+		out, err := r.call(ctx, r.d.Processes, "process "+unitOf(proc.Unit), args)
+		r.res.Processes = append(r.res.Processes, out)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

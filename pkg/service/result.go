@@ -1,0 +1,103 @@
+package service
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/richt/services/pkg/ansible"
+)
+
+// Result is the module's result: per step the result its module gives, in order.
+type Result struct {
+	Changed  bool   `json:"changed"`
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Packages any    `json:"packages"`
+	// Files are the unit files' and drop-ins' results, unit files first.
+	Files []map[string]any `json:"files"`
+	// Processes are the processes' results, in the order they ran.
+	Processes []map[string]any `json:"processes"`
+	// ManagerReload is "performed" when the service reloaded the manager at its end: after a
+	// removal, or after writing unit files when no process step would.
+	ManagerReload string `json:"manager_reload,omitempty"`
+	// FailedStep names the step that failed ("packages", "file UNIT/NAME", "process
+	// UNIT"); the results of the steps before it say what they did.
+	FailedStep string `json:"failed_step,omitempty"`
+	// RemovedDependents are the packages outside the service's that its removal took along
+	// (remove_dependents), as NAME-VERSION-RELEASE.ARCH.
+	RemovedDependents []string `json:"removed_dependents,omitempty"`
+	// Recorded are the reactions recorded before the first step, per unit.
+	Recorded map[string]string `json:"recorded,omitempty"`
+	// Plan is the whole service's plan in the order it is carried out: each step's own
+	// plan entries under the step's name ("packages: install-nevra demo", "file PATH:
+	// write", "process UNIT: start"), with the reactions recorded ahead between them.
+	// Check mode reports the same list.
+	Plan []string      `json:"plan"`
+	Diff *ansible.Diff `json:"diff,omitempty"`
+}
+
+// stepPlan is one step's plan entries under the step's name: a file's and a process's
+// own plan, the packages step's operation per package.
+func stepPlan(step string, out map[string]any) []string {
+	var entries []string
+	if step == "packages" {
+		ps, _ := out["packages"].([]any)
+		for _, e := range ps {
+			m, _ := e.(map[string]any)
+			if op, _ := m["operation"].(string); op != "" && op != "none" {
+				entries = append(entries, fmt.Sprintf("%s %v", op, m["name"]))
+			}
+		}
+	} else {
+		entries = stringsOf(out["plan"])
+	}
+	for i, e := range entries {
+		entries[i] = step + ": " + e
+	}
+	return entries
+}
+
+// diff is one diff for the whole service: each step's, under its step's name.
+func (r *run) diff() *ansible.Diff {
+	if !r.req.Diff {
+		return nil
+	}
+	var before, after strings.Builder
+	add := func(label string, res map[string]any) {
+		d, _ := res["diff"].(map[string]any)
+		if d == nil {
+			return
+		}
+		b, _ := d["before"].(string)
+		a, _ := d["after"].(string)
+		fmt.Fprintf(&before, "# %s\n%s", label, b)
+		fmt.Fprintf(&after, "# %s\n%s", label, a)
+	}
+	if m, ok := r.res.Packages.(map[string]any); ok {
+		add("packages", m)
+	}
+	for _, f := range r.res.Files {
+		add(fmt.Sprintf("file %v", f["path"]), f)
+	}
+	for _, p := range r.res.Processes {
+		add(fmt.Sprintf("process %v", p["unit"]), p)
+	}
+	if before.Len() == 0 && after.Len() == 0 {
+		return nil
+	}
+	return &ansible.Diff{Before: before.String(), After: after.String(), BeforeHeader: r.p.Name + " (before)", AfterHeader: r.p.Name + " (after)"}
+}
+
+func stringsOf(v any) []string {
+	switch x := v.(type) {
+	case []string:
+		return x
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, fmt.Sprint(e))
+		}
+		return out
+	}
+	return nil
+}
