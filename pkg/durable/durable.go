@@ -246,6 +246,33 @@ func Owed(earlier *Pending, kind reaction.Kind, triggers []string, at stamp.Stam
 	return Pending{Reaction: string(reaction.Stronger(kind, reaction.Kind(earlier.Reaction))), Triggers: triggers, Since: earlier.Since, At: at}
 }
 
+// Activation is what a writer observed of a unit's latest activation, to tell which part
+// of the unit's pending record that activation served (Pending.Unserved).
+type Activation struct {
+	Now       stamp.Stamp // systemd's clock when the unit was observed
+	Running   bool
+	EnterMono uint64 // the unit's ActiveEnterTimestampMonotonic
+}
+
+// Merge is the one rule for recording an obligation of kind on top of the record a unit
+// has (earlier; nil: none): every writer of pending records (systemd_lifecycle, the
+// service module) goes through it.
+//
+// seen is what the writer observed of the unit's latest activation. With it, the part of
+// earlier that activation served is dropped first (a served record is done: SPEC 4, "do
+// not do it twice"), so the new record is due since now and says only what is owed. nil
+// means the writer has not observed the unit (the service module records before any
+// step, without asking systemd): then earlier is kept whole, which loses nothing and
+// serves nothing twice, because Owed keeps each part's stamp and the next observer's
+// Unserved still tells what was served; only `since` and the kind reported at writing
+// may say more than is owed.
+func Merge(earlier *Pending, seen *Activation, kind reaction.Kind, triggers []string, at stamp.Stamp) Pending {
+	if earlier != nil && seen != nil {
+		earlier = earlier.Unserved(seen.Now, seen.Running, seen.EnterMono)
+	}
+	return Owed(earlier, kind, triggers, at)
+}
+
 // Unserved is what of the record the unit's latest activation, observed now, has not
 // served: nil when all of it (a restart by a run that was killed after sending it, by a
 // package scriptlet, by hand, that came after every change the record covers), a reload

@@ -266,3 +266,47 @@ func TestUnserved(t *testing.T) {
 	assert.Equal(t, &rec, rec.Unserved(now, false, 60), "not running: nothing served")
 	assert.Nil(t, rec.Unserved(stamp.Stamp{BootID: "other", Mono: 1}, true, 1), "a later boot serves everything")
 }
+
+// Merge drops what the observed activation served before it merges, and keeps an earlier
+// record whole when the writer observed nothing; either way the next observer's Unserved
+// reaches the same reaction.
+func TestMerge(t *testing.T) {
+	since := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	two, at, later := stamp.Stamp{BootID: "b", Mono: 2}, stamp.Stamp{BootID: "b", Mono: 9}, stamp.Stamp{BootID: "b", Mono: 20}
+	restart := &Pending{Reaction: "restart", Since: since, At: two}
+	activeSince5 := &Activation{Now: stamp.Stamp{BootID: "b", Mono: 10}, Running: true, EnterMono: 5}
+	cases := []struct {
+		name    string
+		earlier *Pending
+		seen    *Activation
+		kind    reaction.Kind
+		want    string
+		since   bool // due since the earlier record
+		// next is what an observer at later, with the unit active since 5, finds owed.
+		next string
+	}{
+		{"no record", nil, activeSince5, reaction.Reload, "reload", false, "reload"},
+		{"served restart, observed: dropped, only the reload", restart, activeSince5, reaction.Reload, "reload", false, "reload"},
+		{"served restart, not observed: kept, its stamp still says served", restart, nil, reaction.Reload, "restart", true, "reload"},
+		{"unserved restart, observed: kept", restart, &Activation{Now: stamp.Stamp{BootID: "b", Mono: 10}, Running: false}, reaction.Reload, "restart", true, "restart"},
+		{"served restart, a new restart: owed again either way", restart, nil, reaction.Restart, "restart", true, "restart"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Merge(c.earlier, c.seen, c.kind, []string{"t"}, at)
+			assert.Equal(t, c.want, p.Reaction)
+			if c.since {
+				assert.Equal(t, since, p.Since)
+			} else {
+				assert.NotEqual(t, since, p.Since)
+			}
+			running := c.seen == nil || c.seen.Running
+			left := p.Unserved(later, running, 5)
+			got := "none"
+			if left != nil {
+				got = left.Reaction
+			}
+			assert.Equal(t, c.next, got)
+		})
+	}
+}
