@@ -11,11 +11,12 @@ import (
 )
 
 // Apply carries out exactly the plan's steps, in the plan's order, and verifies each; res
-// is the result Describe began. It decides nothing: where the plan predicted the unit
-// after a step (a daemon-reload, an unmask), Apply observes the unit after it and fails
-// with Decide's own refusal when the prediction does not hold. A boot-state step whose
-// outcome the unit already shows (the plan could not see it before an unmask or a sync)
-// asks systemd nothing and is no action.
+// is the result Describe began, and its actions are the plan's steps. It decides nothing:
+// where the plan predicted the unit after a step (a daemon-reload, an unmask), Apply
+// observes the unit after it and fails with Decide's own refusal when the prediction does
+// not hold. A boot-state step is carried out also when the unit turns out to show its
+// outcome already (after an unmask the plan cannot see the boot state): enabling an
+// enabled unit changes nothing.
 func (d Deps) Apply(ctx context.Context, p Plan, res *Result, warn func(format string, args ...any)) error {
 	a := &applier{
 		Deps: d, plan: p, unit: p.Want.Unit, res: res, warn: warn, last: p.Observed.Unit,
@@ -56,12 +57,11 @@ func (a *applier) prep(ctx context.Context) error {
 				return err
 			}
 		case StepEnable, StepDisable:
-			changed, err := a.Systemd.(systemd.UnitFileEnabler).EnableFiles(ctx, a.unit, step == StepEnable)
-			if err != nil {
+			// The plan read the boot state from disk (Observation.FileState), which is what
+			// EnableFiles changes: the step is an action whatever it reports.
+			a.act(step)
+			if _, err := a.Systemd.(systemd.UnitFileEnabler).EnableFiles(ctx, a.unit, step == StepEnable); err != nil {
 				return fmt.Errorf("%s %s: %w", step, a.unit, err)
-			}
-			if changed {
-				a.act(step)
 			}
 		case StepDaemonReload:
 			if err := a.sync(ctx); err != nil {
@@ -135,15 +135,6 @@ func (a *applier) configure(ctx context.Context, step Step) error {
 	var err error
 	switch step {
 	case StepEnable, StepDisable:
-		// The plan states the outcome; a unit that already shows it (its boot state was
-		// not visible before an unmask or a sync) needs nothing.
-		switch cur := a.last.Enabled(); {
-		case cur == nil:
-			a.warn("%s", bootWarning(unit, step == StepEnable, a.last.UnitFileState))
-			return nil
-		case *cur == (step == StepEnable):
-			return nil
-		}
 		a.act(step)
 		err = a.Systemd.SetEnabled(ctx, unit, step == StepEnable)
 	case StepMask, StepUnmask:
@@ -176,7 +167,12 @@ func (a *applier) configure(ctx context.Context, step Step) error {
 	a.res.After = stateOf(obs)
 	switch step {
 	case StepEnable, StepDisable:
-		if got := obs.Enabled(); got == nil || *got != (step == StepEnable) {
+		switch got := obs.Enabled(); {
+		case got == nil:
+			// Only a boot state the plan could not read (after an unmask) ends here: the
+			// unit has no enablement of its own, as Decide would have warned.
+			a.warn("%s", bootWarning(unit, step == StepEnable, obs.UnitFileState))
+		case *got != (step == StepEnable):
 			return fmt.Errorf("%s %s: systemd accepted it but UnitFileState is %q", step, unit, obs.UnitFileState)
 		}
 	case StepMask:

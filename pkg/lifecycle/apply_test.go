@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,6 +155,77 @@ func rowState(t *testing.T, root string, c decideRow) (req Request, unit systemd
 	return Request{Want: w, Triggers: trig, Limit: 5e9}, u, pending, ""
 }
 
+// world is the state a plan is made in: the unit as the manager shows it, its pending
+// record, the manager-sync record, and what the fake systemd does beyond that (files on
+// disk that the manager's cache does not show yet, the state an unmask leaves).
+type world struct {
+	req     Request
+	unit    systemd.Props
+	pending *durable.Pending
+	root    string
+	syncDue bool
+	sd      func(*fakeSystemd)
+	err     string
+}
+
+// planEqualsApplied runs a world through check mode and through a real run: check mode's
+// plan and actions are the real run's, Plan changes nothing, and Apply asks systemd and
+// the store for exactly the plan's changes, in its order.
+func planEqualsApplied(t *testing.T, w world) (checkRes, res *Result, warnings []string) {
+	t.Helper()
+	req := w.req
+	setup := func(s *script) Deps {
+		sd := &strictSystemd{fakeSystemd: fakeSystemd{p: w.unit}, s: s}
+		if w.sd != nil {
+			w.sd(&sd.fakeSystemd)
+		}
+		st := &strictStore{memStore: memStore{syncDue: w.syncDue, pending: map[string]*durable.Pending{}}, s: s}
+		if w.pending != nil {
+			rec := *w.pending
+			st.pending[req.Want.Unit] = &rec
+		}
+		d := testDeps(nil, nil)
+		d.Systemd, d.Store, d.Root = sd, st, w.root
+		d.Now = func() (stamp.Stamp, error) { return testNow, nil }
+		return d
+	}
+	noWarn := func(string, ...any) {}
+
+	// Check mode: Plan only, and Plan changes nothing.
+	none := &script{t: t}
+	d := setup(none)
+	checked, err := d.Plan(context.Background(), req)
+	require.NoError(t, err)
+	checkRes = newResult(req.Want.Unit)
+	Describe(checked, checkRes)
+	Predict(checked, checkRes, noWarn)
+	assert.Empty(t, none.got, "Plan changes nothing")
+
+	// The real run from the same state.
+	s := &script{t: t, got: []string{}}
+	d = setup(s)
+	p, err := d.Plan(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, checked.Names(), p.Names(), "check mode's plan is the applied plan")
+	s.want = changesOf(p)
+	res = newResult(req.Want.Unit)
+	Describe(p, res)
+	err = d.Apply(context.Background(), p, res, func(format string, args ...any) {
+		warnings = append(warnings, fmt.Sprintf(format, args...))
+	})
+	assert.Equal(t, s.want, s.got, "Apply carries out exactly the plan's changes")
+	assert.Equal(t, checkRes.Plan, res.Plan)
+	assert.Equal(t, checkRes.Actions, res.Actions, "check mode's actions are the real run's")
+	if w.err != "" {
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), w.err)
+		return checkRes, res, warnings
+	}
+	require.NoError(t, err)
+	assert.Equal(t, checkRes.Reaction, res.Reaction)
+	return checkRes, res, warnings
+}
+
 // For every row of Decide's table: check mode's plan is the plan a real run applies, and
 // Apply asks systemd and the store for exactly the plan's changes, in its order.
 func TestPlanEqualsApplied(t *testing.T) {
@@ -164,50 +236,71 @@ func TestPlanEqualsApplied(t *testing.T) {
 			if skip != "" {
 				t.Skip(skip)
 			}
-			setup := func(s *script) (Deps, *strictSystemd) {
-				sd := &strictSystemd{fakeSystemd: fakeSystemd{p: unit}, s: s}
-				st := &strictStore{memStore: memStore{pending: map[string]*durable.Pending{}}, s: s}
-				if pending != nil {
-					rec := *pending
-					st.pending["demo.service"] = &rec
+			_, _, _ = planEqualsApplied(t, world{req: req, unit: unit, pending: pending, root: root, err: c.err})
+		})
+	}
+}
+
+// The facts a plan cannot take from the manager's view before a step: the boot state after
+// a sync (on disk, where the manager's cache may be older), and after an unmask. Check
+// mode's plan and actions are still the real run's, and Apply carries out exactly the
+// plan's steps, where the unit ends as asked.
+func TestPlanEqualsAppliedAcrossSyncAndUnmask(t *testing.T) {
+	yes, no := true, false
+	running, stopped := unitIn("loaded", "active", "enabled"), unitIn("loaded", "inactive", "disabled")
+	staleEnabled := unitIn("loaded", "inactive", "enabled")
+	masked := unitIn("masked", "inactive", "masked")
+	notFound := unitIn("not-found", "inactive", "")
+	pkg := reaction.Triggers{Restart: []reaction.Trigger{{Ref: "restart_on[0]", Changed: true, PackageChanged: true}}}
+	cases := []struct {
+		name    string
+		w       Want
+		trig    reaction.Triggers
+		unit    systemd.Props
+		syncDue bool
+		sd      func(*fakeSystemd)
+		actions []string
+		enabled string // the unit file state the run leaves
+		warn    string
+	}{
+		{name: "sync: the files say disabled, the manager's cache enabled: enable", w: Want{Running: true, Enabled: &yes}, unit: staleEnabled, syncDue: true,
+			sd: func(f *fakeSystemd) { f.disk = "disabled" }, actions: []string{"enable", "daemon-reload", "start"}, enabled: "enabled"},
+		{name: "sync: the files say enabled, the manager's cache disabled: no enable", w: Want{Running: true, Enabled: &yes}, unit: stopped, syncDue: true,
+			sd: func(f *fakeSystemd) { f.disk = "enabled" }, actions: []string{"daemon-reload", "start"}, enabled: "enabled"},
+		{name: "sync: the files say disabled, the manager's cache enabled: no disable", w: Want{Running: true, Enabled: &no}, unit: running, syncDue: true,
+			sd: func(f *fakeSystemd) { f.disk = "disabled" }, actions: []string{"daemon-reload"}, enabled: "disabled"},
+		{name: "sync: the files say static: a warning, no enable", w: Want{Running: true, Enabled: &yes}, unit: stopped, syncDue: true,
+			sd: func(f *fakeSystemd) { f.disk = "static" }, actions: []string{"daemon-reload", "start"}, enabled: "static"},
+		{name: "package change: the unit it installed is enabled by its preset: no enable", w: Want{Running: true, Enabled: &yes}, trig: pkg, unit: notFound,
+			sd: func(f *fakeSystemd) { f.disk, f.loadOnReload = "enabled", true }, actions: []string{"daemon-reload", "start"}, enabled: "enabled"},
+		{name: "package change: the unit it installed is disabled: enabled ahead of the sync", w: Want{Running: true, Enabled: &yes}, trig: pkg, unit: notFound,
+			sd: func(f *fakeSystemd) { f.disk, f.loadOnReload = "disabled", true }, actions: []string{"enable", "daemon-reload", "start"}, enabled: "enabled"},
+		{name: "unmask: disabled after it, enabled wanted", w: Want{Running: true, Masked: &no, Enabled: &yes}, unit: masked,
+			actions: []string{"unmask", "enable", "start"}, enabled: "enabled"},
+		{name: "unmask: enabled after it already: the plan's enable is carried out", w: Want{Running: true, Masked: &no, Enabled: &yes}, unit: masked,
+			sd: func(f *fakeSystemd) { f.unmasked = "enabled" }, actions: []string{"unmask", "enable", "start"}, enabled: "enabled"},
+		{name: "unmask: disabled after it already: the plan's disable is carried out", w: Want{Masked: &no, Enabled: &no}, unit: masked,
+			actions: []string{"unmask", "disable"}, enabled: "disabled"},
+		{name: "unmask: static after it: the enable changes nothing and warns", w: Want{Running: true, Masked: &no, Enabled: &yes}, unit: masked,
+			sd: func(f *fakeSystemd) { f.unmasked = "static" }, actions: []string{"unmask", "enable", "start"}, enabled: "static", warn: "not observable"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.w.Unit = "demo.service"
+			var fake *fakeSystemd
+			sd := func(f *fakeSystemd) {
+				if c.sd != nil {
+					c.sd(f)
 				}
-				d := testDeps(nil, nil)
-				d.Systemd, d.Store, d.Root = sd, st, root
-				d.Now = func() (stamp.Stamp, error) { return testNow, nil }
-				return d, sd
+				fake = f
 			}
-			noWarn := func(string, ...any) {}
-
-			// Check mode: Plan only, and Plan changes nothing.
-			none := &script{t: t}
-			d, _ := setup(none)
-			checked, err := d.Plan(context.Background(), req)
-			require.NoError(t, err)
-			checkRes := newResult(req.Want.Unit)
-			Describe(checked, checkRes)
-			Predict(checked, checkRes, noWarn)
-			assert.Empty(t, none.got, "Plan changes nothing")
-
-			// The real run from the same state.
-			s := &script{t: t, got: []string{}}
-			d, _ = setup(s)
-			p, err := d.Plan(context.Background(), req)
-			require.NoError(t, err)
-			assert.Equal(t, checked.Names(), p.Names(), "check mode's plan is the applied plan")
-			s.want = changesOf(p)
-			res := newResult(req.Want.Unit)
-			Describe(p, res)
-			err = d.Apply(context.Background(), p, res, noWarn)
-			assert.Equal(t, s.want, s.got, "Apply carries out exactly the plan's changes")
-			assert.Equal(t, checkRes.Plan, res.Plan)
-			if c.err != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), c.err)
-				return
+			checkRes, res, warnings := planEqualsApplied(t, world{req: Request{Want: c.w, Triggers: c.trig, Limit: 5e9}, unit: c.unit, syncDue: c.syncDue, sd: sd})
+			assert.Equal(t, c.actions, res.Actions)
+			assert.Equal(t, c.actions, checkRes.Actions)
+			assert.Equal(t, c.enabled, fake.p.UnitFileState, "the boot state the run leaves")
+			if c.warn != "" {
+				assert.Contains(t, fmt.Sprint(warnings), c.warn)
 			}
-			require.NoError(t, err)
-			assert.Equal(t, checkRes.Actions, res.Actions, "check mode's actions are the real run's")
-			assert.Equal(t, checkRes.Reaction, res.Reaction)
 		})
 	}
 }

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/richt/services/pkg/reaction"
@@ -63,32 +64,64 @@ func (p Plan) Names() []string {
 }
 
 // Plan observes the unit and decides the whole run; it changes nothing. An error is an
-// observation that failed; a refusal of the wanted state is part of the plan (Refusal).
+// observation that failed; a refusal of the wanted state is part of the plan (Refusal),
+// and so is a unit whose files cannot be read for its reload capability: the steps ahead
+// of the run state (the due reaction recorded first) still come before that failure.
 func (d Deps) Plan(ctx context.Context, req Request) (Plan, error) {
 	o, err := d.observe(ctx, req)
 	if err != nil {
 		return Plan{Request: req, Observed: o}, err
 	}
-	prep := Prepare(req.Want, req.Triggers, o)
 	w := req.Want
+	prep := Prepare(w, req.Triggers, o)
+	if len(prep.SyncReasons) > 0 && w.Enabled != nil && o.Unit.LoadState != "masked" {
+		// The boot state after the sync is the one on disk, not the loaded unit's cached
+		// one: read it, and prepare again from it (an enable ahead of the sync depends on it).
+		if o.FileState, err = d.fileState(ctx, o.Unit, w.Unit); err != nil {
+			return Plan{Request: req, Observed: o, Prep: prep}, err
+		}
+		prep = Prepare(w, req.Triggers, o)
+	}
+	var capErr error
 	if w.ReloadOn && o.Unit.LoadState == "loaded" && o.Capability == nil && len(prep.SyncReasons) == 0 {
 		// No sync comes first, so the files the manager names are the ones that count, and
 		// observe could not read them: say why.
 		c, err := capabilityOf(d.Root, w.Unit, o.Unit.FragmentPath, o.Unit.DropInPaths)
-		if err != nil {
-			return Plan{Request: req, Observed: o, Prep: prep}, err
+		if err == nil {
+			o.Capability = &c
 		}
-		o.Capability = &c
+		capErr = err
 	}
 	// The files on disk are what the manager loads at the sync or the unmask the plan
 	// holds: their reload capability is the one the decision needs.
 	var files *unitfile.Capability
 	if w.ReloadOn && (len(prep.SyncReasons) > 0 || o.Unit.LoadState == "masked" || o.PredictedInstall) {
-		if files, err = d.filesCapability(w.Unit); err != nil {
-			return Plan{Request: req, Observed: o, Prep: prep}, err
-		}
+		files, capErr = d.filesCapability(w.Unit)
 	}
-	return decide(req, o, prep, files), nil
+	p := decide(req, o, prep, files)
+	if capErr != nil {
+		p.Refusal = capErr
+	}
+	return p, nil
+}
+
+// fileState reads the unit's file state from disk (systemd.FileStater) under the name the
+// manager loaded it as, as the unit's own UnitFileState is computed (an alias asked for
+// has the state of the unit it names); "" when no file of it is on disk or the backend
+// cannot say.
+func (d Deps) fileState(ctx context.Context, obs systemd.Props, unit string) (string, error) {
+	fs, ok := d.Systemd.(systemd.FileStater)
+	if !ok {
+		return "", nil
+	}
+	if obs.LoadState == "loaded" && obs.ID != "" {
+		unit = obs.ID
+	}
+	st, err := fs.UnitFileState(ctx, unit)
+	if errors.Is(err, systemd.ErrNoUnitFile) {
+		return "", nil
+	}
+	return st, err
 }
 
 // decide is the pure part of Plan: the run state decided for the unit as the steps
@@ -98,9 +131,6 @@ func decide(req Request, o Observation, prep Prep, files *unitfile.Capability) P
 	w := req.Want
 	p := Plan{Request: req, Observed: o, Prep: prep}
 	u := o.Unit
-	if prep.EnableFirst != "" {
-		u.UnitFileState = fileState(prep.EnableFirst == StepEnable)
-	}
 	if p.Synced() && u.LoadState != "loaded" && u.LoadState != "masked" {
 		// The sync reloads the unit's files: a unit the manager did not find or could not
 		// load is taken as loaded by it (a new unit as a package leaves it), and Apply
@@ -110,6 +140,13 @@ func decide(req Request, o Observation, prep Prep, files *unitfile.Capability) P
 		} else {
 			u.LoadState = "loaded"
 		}
+	}
+	if o.FileState != "" {
+		// The manager shows the boot state on disk once the sync has reloaded the unit.
+		u.UnitFileState = o.FileState
+	}
+	if prep.EnableFirst != "" {
+		u.UnitFileState = fileState(prep.EnableFirst == StepEnable)
 	}
 	f := Facts{Unit: u, Due: prep.Due, Served: prep.Served, RestartServed: prep.RestartServed != "",
 		Pending: prep.Pending != nil || prep.RecordPending}

@@ -38,6 +38,38 @@ type fakeSystemd struct {
 	reloadFails, reloadRestarts bool
 	shows                       int
 	started                     int
+	// disk is the unit's file state on disk when it is not the one the manager shows
+	// (its UnitFileState is cached until a reload); "" when they agree. unmasked is the
+	// file state an unmask leaves ("" for disabled). loadOnReload: a reload loads the
+	// not-found unit, whose file is on disk (a package installed it).
+	disk, unmasked string
+	loadOnReload   bool
+}
+
+// UnitFileState implements systemd.FileStater: the state on disk.
+func (f *fakeSystemd) UnitFileState(context.Context, string) (string, error) {
+	if f.disk != "" {
+		return f.disk, nil
+	}
+	if f.p.LoadState == "not-found" {
+		return "", systemd.ErrNoUnitFile
+	}
+	return f.p.UnitFileState, nil
+}
+
+// setFileState is an enable or disable: it changes the files on disk; a unit without
+// enablement of its own (static, ...) keeps its state.
+func (f *fakeSystemd) setFileState(en bool) (changed bool) {
+	cur := f.p.UnitFileState
+	if f.disk != "" {
+		cur = f.disk
+	}
+	if unobservable[cur] {
+		return false
+	}
+	state := map[bool]string{true: "enabled", false: "disabled"}[en]
+	f.p.UnitFileState, f.disk = state, ""
+	return cur != state
 }
 
 func (f *fakeSystemd) Show(context.Context, string) (systemd.Props, error) {
@@ -57,6 +89,9 @@ func (f *fakeSystemd) SetMasked(_ context.Context, _ string, masked bool) error 
 		f.p.LoadState, f.p.UnitFileState = "masked", "masked"
 	} else {
 		f.p.LoadState, f.p.UnitFileState = "loaded", "disabled"
+		if f.unmasked != "" {
+			f.p.UnitFileState = f.unmasked
+		}
 	}
 	return nil
 }
@@ -66,6 +101,15 @@ func (f *fakeSystemd) DaemonReload(context.Context) error {
 		return errors.New("connection timed out")
 	}
 	f.p.NeedDaemonReload = false
+	if f.loadOnReload && f.p.LoadState == "not-found" {
+		f.p.LoadState = "loaded"
+		if f.p.UnitFileState == "" {
+			f.p.UnitFileState = "disabled"
+		}
+	}
+	if f.disk != "" {
+		f.p.UnitFileState, f.disk = f.disk, ""
+	}
 	return nil
 }
 func (f *fakeSystemd) Job(_ context.Context, action, _ string) error {
@@ -91,15 +135,12 @@ func (f *fakeSystemd) Job(_ context.Context, action, _ string) error {
 }
 func (f *fakeSystemd) SetEnabled(_ context.Context, _ string, en bool) error {
 	f.calls = append(f.calls, map[bool]string{true: "enable", false: "disable"}[en])
-	f.p.UnitFileState = map[bool]string{true: "enabled", false: "disabled"}[en]
+	f.setFileState(en)
 	return nil
 }
 func (f *fakeSystemd) EnableFiles(_ context.Context, _ string, en bool) (bool, error) {
 	f.calls = append(f.calls, map[bool]string{true: "enable-files", false: "disable-files"}[en])
-	state := map[bool]string{true: "enabled", false: "disabled"}[en]
-	changed := f.p.UnitFileState != state
-	f.p.UnitFileState = state
-	return changed, nil
+	return f.setFileState(en), nil
 }
 func (f *fakeSystemd) Journal(context.Context, string, int) []string { return []string{"journal line"} }
 

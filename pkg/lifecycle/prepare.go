@@ -32,6 +32,21 @@ type Observation struct {
 	// manager sync the plan then holds loads it. The same in check mode, where the package
 	// is not installed yet, and in a real run, where Apply checks it after the sync.
 	PredictedInstall bool
+	// FileState is the unit's file state as the files on disk give it now (the Manager's
+	// GetUnitFileState), which is what the manager shows after the sync the plan holds;
+	// the loaded unit's UnitFileState is cached until then. Read only when it decides
+	// something: `enabled` is given and the plan syncs the manager. "" when not read, or
+	// when no file of the unit is on disk.
+	FileState string
+}
+
+// bootState is the unit file state the boot-state decision is made from: the one on disk
+// when it was read, else the one the manager shows.
+func (o Observation) bootState() string {
+	if o.FileState != "" {
+		return o.FileState
+	}
+	return o.Unit.UnitFileState
 }
 
 // Prep is the part of a run's decision that comes before the run state: which reaction
@@ -133,7 +148,7 @@ func enableFirst(w Want, o Observation) Step {
 	if !o.Enabler || w.Enabled == nil || w.Masked != nil || o.Unit.LoadState == "masked" {
 		return ""
 	}
-	if from := map[bool]string{true: "disabled", false: "enabled"}[*w.Enabled]; o.Unit.UnitFileState != from {
+	if from := map[bool]string{true: "disabled", false: "enabled"}[*w.Enabled]; o.bootState() != from {
 		return ""
 	}
 	return enableStep(*w.Enabled)
