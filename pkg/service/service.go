@@ -21,6 +21,7 @@ import (
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lock"
+	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/stamp"
 )
 
@@ -66,15 +67,12 @@ type Deps struct {
 // Handler returns the service module's behaviour.
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
-		var p Params
-		if err := req.Decode(&p); err != nil {
-			return nil, err
-		}
-		order, err := Order(p.Processes, p.State == "absent")
+		task, err := ansible.Parsed[Task](req)
 		if err != nil {
 			return nil, err
 		}
-		r := &run{d: d, req: req, p: p, order: order, res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
+		p := task.Params
+		r := &run{d: d, req: req, p: p, order: task.Order, pkgTask: task.Packages, res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
 		if p.State == "absent" {
 			err = r.absent(ctx)
 		} else {
@@ -90,7 +88,9 @@ type run struct {
 	req   *ansible.Request
 	p     Params
 	order []Process
-	res   *Result
+	// pkgTask is the packages step's typed request (nil without packages).
+	pkgTask *rpmexact.Task
+	res     *Result
 }
 
 // call runs one step's module in process and records its result; a failed step stops the

@@ -88,50 +88,78 @@ func Spec() *ansible.Spec {
 			return out
 		},
 	}
-	s.Check = func(v ansible.Values) error {
+	s.Parse = func(v ansible.Values) (any, error) {
 		var p Params
 		if err := s.Decode(v, &p); err != nil {
-			return err
+			return nil, err
 		}
-		shared := map[string]string{}
-		for i, pk := range p.Packages {
-			for key, val := range map[string]*string{"manager": pk.Manager, "timeout": pk.Timeout} {
-				if val == nil {
-					continue
-				}
-				if had, ok := shared[key]; ok && had != *val {
-					return fmt.Errorf("packages[%d]: %s %q differs from %q; the service's packages move in one transaction, so give every package the same %s", i, key, *val, had, key)
-				}
-				shared[key] = *val
-			}
-		}
-		if err := duplicateFiles(p); err != nil {
-			return err
-		}
-		if _, err := Order(p.Processes, false); err != nil {
-			return err
-		}
-		// Every step's arguments are checked by its own module now, before anything runs:
-		// bad input changes nothing, not only in the step it belongs to.
-		r := &run{p: p}
-		if pkgs := r.packageArgs(p.State == "absent"); pkgs != nil {
-			if _, err := rpmexact.Spec().Validate(pkgs); err != nil {
-				return fmt.Errorf("packages: %w", err)
-			}
-		}
-		for _, f := range r.fileArgs(p.State == "absent") {
-			if _, err := override.Spec().Validate(f.args); err != nil {
-				return fmt.Errorf("%s: %w", fileLabel(f), err)
-			}
-		}
-		for i, proc := range p.Processes {
-			if _, err := lifecycle.Spec().Validate(processArgs(proc)); err != nil {
-				return fmt.Errorf("processes[%d] (%s): %w", i, unitOf(proc.Unit), err)
-			}
-		}
-		return nil
+		return parse(p)
 	}
 	return s
+}
+
+// Task is the service's request as its Spec parsed it, once: the parameters, the
+// processes in the order a run takes them, and the packages step's own typed request.
+type Task struct {
+	Params Params
+	// Order is the processes in the order the run takes them (reversed for absent).
+	Order []Process
+	// Packages is rpm_exact's request for the service's packages; nil without packages.
+	Packages *rpmexact.Task
+}
+
+// parse checks what no table can express and returns the typed request. Every step's
+// arguments are checked by its own module now, before anything runs: bad input changes
+// nothing, not only in the step it belongs to.
+func parse(p Params) (Task, error) {
+	absent := p.State == "absent"
+	shared := map[string]string{}
+	for i, pk := range p.Packages {
+		for key, val := range map[string]*string{"manager": pk.Manager, "timeout": pk.Timeout} {
+			if val == nil {
+				continue
+			}
+			if had, ok := shared[key]; ok && had != *val {
+				return Task{}, fmt.Errorf("packages[%d]: %s %q differs from %q; the service's packages move in one transaction, so give every package the same %s", i, key, *val, had, key)
+			}
+			shared[key] = *val
+		}
+	}
+	if err := duplicateFiles(p); err != nil {
+		return Task{}, err
+	}
+	if _, err := Order(p.Processes, false); err != nil {
+		return Task{}, err
+	}
+	t := Task{Params: p}
+	r := &run{p: p}
+	if pkgs := r.packageArgs(absent); pkgs != nil {
+		_, parsed, err := rpmexact.Spec().ValidateParse(pkgs)
+		if err != nil {
+			return Task{}, fmt.Errorf("packages: %w", err)
+		}
+		pt, ok := parsed.(rpmexact.Task)
+		if !ok {
+			return Task{}, fmt.Errorf("internal error: rpm_exact's Spec parsed %T, not a Task", parsed)
+		}
+		t.Packages = &pt
+	}
+	for _, f := range r.fileArgs(absent) {
+		if _, err := override.Spec().Validate(f.args); err != nil {
+			return Task{}, fmt.Errorf("%s: %w", fileLabel(f), err)
+		}
+	}
+	for i, proc := range p.Processes {
+		if _, err := lifecycle.Spec().Validate(processArgs(proc)); err != nil {
+			return Task{}, fmt.Errorf("processes[%d] (%s): %w", i, unitOf(proc.Unit), err)
+		}
+	}
+	order, err := Order(p.Processes, absent)
+	if err != nil {
+		return Task{}, err
+	}
+	t.Order = order
+	return t, nil
 }
 
 // duplicateFiles refuses a unit file given twice, or a drop-in (unit, name) given twice:
