@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
@@ -303,4 +305,25 @@ func TestPlanEqualsAppliedAcrossSyncAndUnmask(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A unit whose files cannot be read for its reload capability fails the task, but only
+// after the due reaction is on disk: its trigger will not report the change again.
+func TestPendingRecordedBeforeAnUnreadableUnitFile(t *testing.T) {
+	unit := props("active", "enabled")
+	unit.FragmentPath = "/etc/systemd/system/demo.service" // not under the test's root
+	sd := &fakeSystemd{p: unit}
+	st := &memStore{pending: map[string]*durable.Pending{}}
+	d := testDeps(sd, st)
+	d.Root = t.TempDir()
+	args := `{"unit": "demo", "restart_on": [{"changed": true}], "reload_on": [{"changed": false}]}`
+	out := ansible.Execute(context.Background(), Spec(), []string{"-"}, strings.NewReader(args), Handler(d))
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(out, &res))
+	assert.Equal(t, true, res["failed"])
+	assert.Contains(t, res["msg"], "reload capability of demo.service")
+	require.NotNil(t, st.pending["demo.service"], "the restart stays due")
+	assert.Equal(t, "restart", st.pending["demo.service"].Reaction)
+	assert.Equal(t, []any{"record-pending"}, res["plan"])
+	assert.Empty(t, nonShow(sd.calls), "nothing was sent to systemd")
 }
