@@ -143,12 +143,12 @@ func (a *applier) configure(ctx context.Context, step Step) error {
 	case StepStop:
 		a.act(step)
 		if err = a.Systemd.Job(ctx, string(StepStop), unit); err != nil {
-			return a.watch.failure(reaction.Stop, reaction.None, err, nil)
+			return a.watch.failure(ctx, reaction.Stop, reaction.None, err, nil)
 		}
 		final, err := a.watch.verify(ctx, reaction.Stop, 0)
 		a.last = final
 		if err != nil {
-			return a.watch.failure(reaction.Stop, reaction.None, nil, err)
+			return a.watch.failure(ctx, reaction.Stop, reaction.None, nil, err)
 		}
 		return nil
 	}
@@ -226,7 +226,7 @@ func (a *applier) runState(ctx context.Context, step Step) error {
 		if p.RecordPending {
 			owed = due
 		}
-		return a.watch.failure(action, owed, jobErr, err)
+		return a.watch.failure(ctx, action, owed, jobErr, err)
 	}
 	// verify already recorded the final state in res.After. main_pid is the process a
 	// start or restart left running; a stop leaves none and a reload keeps the old one.
@@ -246,7 +246,7 @@ func (a *applier) runState(ctx context.Context, step Step) error {
 			return err
 		}
 	}
-	if err := a.watch.health(p, probing); err != nil {
+	if err := a.watch.health(ctx, p, probing); err != nil {
 		return err
 	}
 	if probing != nil && p.Settle == 0 && (action == reaction.Start || action == reaction.RestartIt) {

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
+
+	"github.com/richt/services/pkg/timeout"
 )
 
 // probeRun is a health probe running in the background.
@@ -41,11 +42,11 @@ func (pr *probeRun) abandon() {
 
 // probe runs the plan's health probe until it passes or the deadline ends.
 func (v *watcher) probe(ctx context.Context, p Decision) error {
-	return v.health(p, v.startProbe(ctx, p))
+	return v.health(ctx, p, v.startProbe(ctx, p))
 }
 
 // health waits for a started probe and reports it; a failed probe fails the task.
-func (v *watcher) health(p Decision, pr *probeRun) error {
+func (v *watcher) health(ctx context.Context, p Decision, pr *probeRun) error {
 	if pr == nil {
 		return nil
 	}
@@ -56,7 +57,8 @@ func (v *watcher) health(p Decision, pr *probeRun) error {
 	if err == nil {
 		return nil
 	}
-	jctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	// The deadline has usually passed: the journal gets the cleanup grace of its own.
+	jctx, cancel := timeout.Cleanup(ctx)
 	defer cancel()
 	v.res.Journal = v.sd.Journal(jctx, v.unit, 15)
 	var b strings.Builder

@@ -79,9 +79,9 @@ func (v *watcher) verify(ctx context.Context, action reaction.Action, settle tim
 	}
 }
 
-func (v *watcher) failure(action reaction.Action, due reaction.Kind, jobErr, verifyErr error) error {
+func (v *watcher) failure(ctx context.Context, action reaction.Action, due reaction.Kind, jobErr, verifyErr error) error {
 	// The deadline has usually passed: journal and last state get a short one of their own.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := timeout.Cleanup(ctx)
 	defer cancel()
 	v.res.Journal = v.sd.Journal(ctx, v.unit, 15)
 	if p, err := v.sd.Show(ctx, v.unit); err == nil {
