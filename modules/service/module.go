@@ -28,8 +28,12 @@ func Main() {
 		Packages:  service.Module{Spec: rpmexact.Spec(), Handler: rpm_exact.Handler()},
 		Files:     service.Module{Spec: override.Spec(), Handler: unit_override.Handler()},
 		Processes: service.Module{Spec: lifecycle.Spec(), Handler: systemd_lifecycle.Handler()},
-		Predict:   service.Predictor{Packages: rpmexact.Deps{Runner: runner.Exec{}, Queries: rpmexact.DefaultQueryMemo()}},
-		Pending:   store,
+		// The packages step's plan, made as rpm_exact makes it: the same query memo and
+		// the same remembered manager check, so planning costs no more than the step's own.
+		Predict: service.Predictor{Packages: rpmexact.Deps{Runner: runner.Exec{}, Queries: rpmexact.DefaultQueryMemo(),
+			Memo: store, Identify: rpmexact.ExecutableIdentity,
+			Files: &rpmexact.ManagerFiles{Locate: rpmexact.LocateCommand, ReadFile: rpmexact.ReadManagerFile}}},
+		Pending: store,
 		SyncDue: func() bool {
 			seen, err := store.ManagerSync()
 			return err == nil && seen.Due()

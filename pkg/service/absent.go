@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -11,6 +12,13 @@ func (r *run) absent(ctx context.Context) (err error) {
 	dependents, err := r.dependents(ctx)
 	if err != nil {
 		r.res.FailedStep = "packages"
+		return err
+	}
+	plan, err := r.composeAbsent(ctx, dependents)
+	if r.req.CheckMode {
+		if err == nil && plan.reload {
+			r.res.ManagerReload = "performed" // as the real run reports it
+		}
 		return err
 	}
 	removed := false
@@ -22,12 +30,11 @@ func (r *run) absent(ctx context.Context) (err error) {
 			err = r.reloadManager(ctx, err, "removing")
 		}
 	}()
+	if err != nil {
+		return err
+	}
 	for _, proc := range r.order {
-		args := map[string]any{"unit": proc.Unit, "state": "stopped", "enabled": false, "allow_missing": true}
-		if proc.Timeout != nil {
-			args["timeout"] = *proc.Timeout
-		}
-		out, err := r.call(ctx, r.d.Processes, "process "+unitOf(proc.Unit), args)
+		out, err := r.call(ctx, r.d.Processes, "process "+unitOf(proc.Unit), absentProcessArgs(proc))
 		r.res.Processes = append(r.res.Processes, out)
 		if err != nil {
 			return err
@@ -44,21 +51,35 @@ func (r *run) absent(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if pkgs := r.packageArgs(true); pkgs != nil {
-		out, err := r.call(ctx, r.d.Packages, "packages", pkgs)
-		r.res.Packages = out
-		if c, _ := out["changed"].(bool); c {
-			removed = true
-			if len(dependents) > 0 {
-				r.res.RemovedDependents = dependents
-				r.req.Warn("removing %s also removed %s, which required its packages (remove_dependents)", r.p.Name, strings.Join(dependents, ", "))
-			}
-		}
-		if err != nil {
-			return err
-		}
+	if r.pkgTask != nil {
+		return r.removePackages(ctx, dependents, &removed)
 	}
 	return nil
+}
+
+// absentProcessArgs is systemd_lifecycle's arguments for a process of a removal: stopped,
+// disabled, a missing unit fine.
+func absentProcessArgs(proc Process) map[string]any {
+	args := map[string]any{"unit": proc.Unit, "state": "stopped", "enabled": false, "allow_missing": true}
+	if proc.Timeout != nil {
+		args["timeout"] = *proc.Timeout
+	}
+	return args
+}
+
+// removePackages is the packages step of a removal (in check mode, its check): a change
+// sets removed, and names the dependents it took along.
+func (r *run) removePackages(ctx context.Context, dependents []string, removed *bool) error {
+	out, err := r.call(ctx, r.d.Packages, "packages", r.packageArgs(true))
+	r.res.Packages = out
+	if c, _ := out["changed"].(bool); c {
+		*removed = true
+		if len(dependents) > 0 {
+			r.res.RemovedDependents = dependents
+			r.req.Warn("removing %s also removed %s, which required its packages (remove_dependents)", r.p.Name, strings.Join(dependents, ", "))
+		}
+	}
+	return err
 }
 
 // syncDue reports whether a manager reload is recorded as due.
@@ -68,7 +89,10 @@ func (r *run) syncDue() bool { return r.d.SyncDue != nil && r.d.SyncDue() }
 // mode) and returns the run's error: err when a step failed before, else the reload's.
 func (r *run) reloadManager(ctx context.Context, err error, after string) error {
 	r.res.ManagerReload = "performed"
-	r.res.Plan = append(r.res.Plan, "daemon-reload")
+	if !slices.Contains(r.res.Plan, "daemon-reload") {
+		// A reload the plan did not hold: a step changed what its plan said it would not.
+		r.res.Plan = append(r.res.Plan, "daemon-reload")
+	}
 	if r.req.CheckMode || r.d.Reload == nil {
 		return err
 	}

@@ -104,7 +104,9 @@ func processArgs(p Process) map[string]any {
 // triggers are a process's restart_on and reload_on, named and wired as the role wired
 // them: the packages step restarts every process; the unit files and drop-ins of the
 // process's unit restart it, or reload it when the drop-in says reload.
-func (r *run) triggers(p Process, pkgRes map[string]any, files []fileStep) (restart, reload []any) {
+//
+// outs are the file steps' results (their plans' while composing), in files' order.
+func (r *run) triggers(p Process, pkgRes map[string]any, files []fileStep, outs []map[string]any) (restart, reload []any) {
 	unit := unitOf(p.Unit)
 	packages := any(map[string]any{"changed": false})
 	if pkgRes != nil {
@@ -112,17 +114,17 @@ func (r *run) triggers(p Process, pkgRes map[string]any, files []fileStep) (rest
 	}
 	var units, dropins, reloads []any
 	for i, f := range files {
-		if f.unit != unit || i >= len(r.res.Files) {
+		if f.unit != unit || i >= len(outs) {
 			continue
 		}
 		_, dropIn := f.args["name"]
 		switch {
 		case f.reload:
-			reloads = append(reloads, r.res.Files[i])
+			reloads = append(reloads, outs[i])
 		case dropIn:
-			dropins = append(dropins, r.res.Files[i])
+			dropins = append(dropins, outs[i])
 		default:
-			units = append(units, r.res.Files[i])
+			units = append(units, outs[i])
 		}
 	}
 	loop := func(items []any) map[string]any {

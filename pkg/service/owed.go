@@ -26,8 +26,6 @@ type ahead struct {
 	// earlier are the records there were before this run wrote its own (nil: none).
 	earlier map[string]*durable.Pending
 	wrote   map[string]bool
-	// checked is what check mode would have recorded, per unit.
-	checked map[string]reaction.Kind
 	// running are the units of processes that are to run: the ones a change owes a
 	// reaction.
 	running map[string]bool
@@ -64,51 +62,6 @@ func fileReaction(f fileStep) reaction.Kind {
 	return reaction.Restart
 }
 
-// predict decides, reading only (the modules' own Observe and Decide), what the packages
-// and the files steps are about to change, and so which reaction each process that is to
-// run will owe for each.
-func (r *run) predict(ctx context.Context, pkgs map[string]any, files []fileStep) (*ahead, error) {
-	running := map[string]bool{}
-	a := &ahead{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, earlier: map[string]*durable.Pending{}, wrote: map[string]bool{},
-		checked: map[string]reaction.Kind{}, running: running, written: map[string]durable.Pending{}}
-	for _, p := range r.order {
-		if p.State == nil || *p.State == "running" {
-			running[unitOf(p.Unit)] = true
-		}
-	}
-	if r.d.Predict == nil || r.d.Pending == nil || len(running) == 0 {
-		return a, nil
-	}
-	// Reading only, but bounded: an rpm that hangs must not hold the run forever.
-	ctx, cancel := context.WithTimeout(ctx, predictTimeout)
-	defer cancel()
-	if pkgs != nil {
-		c, err := r.d.Predict.PackagesChange(ctx, pkgs["packages"].([]any))
-		if err != nil {
-			return nil, fmt.Errorf("predict the packages step: %w", err)
-		}
-		if c {
-			for u := range running {
-				a.pkg[u] = reaction.Restart
-			}
-		}
-	}
-	for _, f := range files {
-		if !running[f.unit] {
-			continue
-		}
-		c, err := r.d.Predict.FileChanges(ctx, f.args)
-		if err != nil {
-			return nil, fmt.Errorf("predict the file %s: %w", fileLabel(f), err)
-		}
-		if !c {
-			continue
-		}
-		a.files[f.unit] = reaction.Stronger(a.files[f.unit], fileReaction(f))
-	}
-	return a, nil
-}
-
 // recordWritten keeps the record of f's unit true after f was written: a change the
 // prediction missed is recorded (and listed in the plan, as for the records ahead); one it
 // predicted is stamped again (durable.Owed's rule), so an activation between the record
@@ -118,7 +71,7 @@ func (r *run) predict(ctx context.Context, pkgs map[string]any, files []fileStep
 func (r *run) recordWritten(a *ahead, recorded map[string]reaction.Kind, f fileStep) error {
 	due := map[string]reaction.Kind{f.unit: fileReaction(f)}
 	if owed := missed(recorded, due); len(owed) > 0 {
-		if err := r.record(a, owed); err != nil {
+		if err := r.record(a, owed, true); err != nil {
 			return err
 		}
 		recorded[f.unit] = reaction.Stronger(recorded[f.unit], owed[f.unit])
@@ -134,38 +87,26 @@ func (r *run) recordWritten(a *ahead, recorded map[string]reaction.Kind, f fileS
 // record writes, for each unit, the reaction it will owe as a pending reaction stamped
 // now, under the unit's lock: a run killed before its process step leaves it for the next
 // run, and only an activation after this moment serves it. A stronger reaction already
-// owed stays, stamped now.
-func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
-	if r.d.Pending == nil {
+// owed stays, stamped now (durable.Merge). The composed plan lists the records it
+// planned; a record it did not plan (missed: a step changed what its plan said it would
+// not) is added to the plan as it is written. Check mode writes nothing.
+func (r *run) record(a *ahead, owed map[string]reaction.Kind, missed bool) error {
+	if r.d.Pending == nil || r.req.CheckMode {
 		return nil
 	}
 	for _, unit := range slices.Sorted(maps.Keys(owed)) {
-		due := owed[unit]
-		if r.req.CheckMode {
-			// What a real run would write: merged with the record there is, or with the one
-			// this run would have written for the packages step.
-			earlier, err := r.d.Pending.GetPending(unit)
-			if err != nil {
-				return err
-			}
-			if earlier != nil {
-				due = reaction.Stronger(due, reaction.Kind(earlier.Reaction))
-			}
-			due = reaction.Stronger(due, a.checked[unit])
-			a.checked[unit] = due
-			r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, due))
-			continue
-		}
-		due, err := r.recordOne(a, unit, due)
+		due, err := r.recordOne(a, unit, owed[unit])
 		if err != nil {
 			return err
 		}
-		r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, due))
+		if missed {
+			r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, due))
+		}
 	}
 	return nil
 }
 
-// recordOne writes the record of unit, merged with the one there is (durable.Owed) and
+// recordOne writes the record of unit, merged with the one there is (durable.Merge) and
 // stamped now, under the unit's lock, and returns the reaction recorded.
 func (r *run) recordOne(a *ahead, unit string, due reaction.Kind) (reaction.Kind, error) {
 	now := r.d.Now
@@ -184,7 +125,7 @@ func (r *run) recordOne(a *ahead, unit string, due reaction.Kind) (reaction.Kind
 		if err != nil {
 			return err
 		}
-		rec := durable.Owed(earlier, due, []string{"service " + r.p.Name}, at)
+		rec := durable.Merge(earlier, nil, due, []string{"service " + r.p.Name}, at)
 		if err := r.d.Pending.SetPending(unit, rec); err != nil {
 			return err
 		}

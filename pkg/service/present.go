@@ -18,7 +18,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	// also when a later one failed; and when an earlier run left one due.
 	changedFiles := false
 	defer func() {
-		if len(r.order) > 0 {
+		if r.req.CheckMode || len(r.order) > 0 {
 			return
 		}
 		needed := changedFiles
@@ -29,15 +29,21 @@ func (r *run) present(ctx context.Context) (err error) {
 			err = r.reloadManager(ctx, err, "writing the unit files of")
 		}
 	}()
-	// The prediction reads only, so check mode makes it too and reports the records a
-	// real run writes.
-	ahead, err := r.predict(ctx, pkgs, files)
+	// The plan reads only: check mode reports it, a real run records what it owes and
+	// carries it out.
+	plan, err := r.composePresent(ctx, files)
 	if err != nil {
-		r.res.FailedStep = "record reactions"
 		return err
 	}
+	if r.req.CheckMode {
+		if plan.reload {
+			r.res.ManagerReload = "performed" // as the real run reports it
+		}
+		return nil
+	}
+	ahead := plan.ahead
 	// Before the packages step: what a package change will owe.
-	if err := r.record(ahead, ahead.pkg); err != nil {
+	if err := r.record(ahead, ahead.pkg, false); err != nil {
 		return err
 	}
 	var pkgRes map[string]any
@@ -50,7 +56,7 @@ func (r *run) present(ctx context.Context) (err error) {
 		if pkgChanged {
 			// A change the prediction missed (the database moved under it) owes the same
 			// restart: recorded before the next step, also when this one then failed.
-			if rerr := r.record(ahead, missed(ahead.pkg, ahead.every(reaction.Restart))); rerr != nil {
+			if rerr := r.record(ahead, missed(ahead.pkg, ahead.every(reaction.Restart)), true); rerr != nil {
 				return rerr
 			}
 		}
@@ -65,7 +71,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	}
 	// Before the files step, stamped now: a restart the package's scriptlet did a moment
 	// ago does not serve what the files about to be written owe.
-	if err := r.record(ahead, ahead.files); err != nil {
+	if err := r.record(ahead, ahead.files, false); err != nil {
 		return err
 	}
 	// What the written files owe per unit.
@@ -105,7 +111,7 @@ func (r *run) present(ctx context.Context) (err error) {
 		return failed
 	}
 	for _, proc := range r.order {
-		restart, reload := r.triggers(proc, pkgRes, files)
+		restart, reload := r.triggers(proc, pkgRes, files, r.res.Files)
 		args := processArgs(proc)
 		args["restart_on"] = restart
 		if len(reload) > 0 {

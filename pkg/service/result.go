@@ -36,27 +36,6 @@ type Result struct {
 	Diff *ansible.Diff `json:"diff,omitempty"`
 }
 
-// stepPlan is one step's plan entries under the step's name: a file's and a process's
-// own plan, the packages step's operation per package.
-func stepPlan(step string, out map[string]any) []string {
-	var entries []string
-	if step == "packages" {
-		ps, _ := out["packages"].([]any)
-		for _, e := range ps {
-			m, _ := e.(map[string]any)
-			if op, _ := m["operation"].(string); op != "" && op != "none" {
-				entries = append(entries, fmt.Sprintf("%s %v", op, m["name"]))
-			}
-		}
-	} else {
-		entries = stringsOf(out["plan"])
-	}
-	for i, e := range entries {
-		entries[i] = step + ": " + e
-	}
-	return entries
-}
-
 // diff is one diff for the whole service: each step's, under its step's name.
 func (r *run) diff() *ansible.Diff {
 	if !r.req.Diff {

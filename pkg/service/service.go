@@ -31,12 +31,11 @@ type Module struct {
 	Handler ansible.Handler
 }
 
-// Prediction answers, before anything is changed, whether the packages step and each file
-// step will change something (from the modules' own Observe and Decide, reading only), and
-// which installed packages outside a removal's names it would take along.
+// Prediction reads, before anything is changed: the packages step's own Plan (rpm_exact's,
+// the plan that step then carries out), and which installed packages outside a removal's
+// names it would take along.
 type Prediction interface {
-	PackagesChange(ctx context.Context, packages []any) (bool, error)
-	FileChanges(ctx context.Context, file map[string]any) (bool, error)
+	PlanPackages(ctx context.Context, w rpmexact.Want) (rpmexact.Plan, error)
 	Dependents(ctx context.Context, names []string) ([]string, error)
 }
 
@@ -105,7 +104,6 @@ func (r *run) call(ctx context.Context, m Module, step string, args map[string]a
 		r.req.Warn("%s: %s", step, w)
 	}
 	delete(out, "warnings")
-	r.res.Plan = append(r.res.Plan, stepPlan(step, out)...)
 	if f, _ := out["failed"].(bool); f {
 		r.res.FailedStep = step
 		msg, _ := out["msg"].(string)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +23,24 @@ import (
 )
 
 // fakeModule is a module's real parameter contract with a handler that answers every call
-// with changed (and the keys of result, when given) and keeps the arguments it was given.
+// with changed (and the keys of result, when given) and keeps the arguments of the real
+// (not check-mode) calls it was given.
 func fakeModule(spec *ansible.Spec, changed *bool, calls *[]map[string]any, result ...map[string]any) Module {
+	return plannedModule(spec, changed, changed, calls, result...)
+}
+
+// plannedModule is fakeModule whose plan (its answer in check mode) is planned.
+func plannedModule(spec *ansible.Spec, planned, changed *bool, calls *[]map[string]any, result ...map[string]any) Module {
 	return Module{
 		Spec: spec,
 		Handler: func(_ context.Context, req *ansible.Request) (any, error) {
+			if req.CheckMode {
+				out := map[string]any{"changed": *planned}
+				for _, r := range result {
+					maps.Copy(out, r)
+				}
+				return out, nil
+			}
 			*calls = append(*calls, req.Params)
 			out := map[string]any{"changed": *changed}
 			for _, r := range result {
@@ -48,13 +62,27 @@ func (f *fakePending) SetPending(u string, p durable.Pending) error {
 }
 func (f *fakePending) ClearPending(u string) error { delete(f.records, u); return nil }
 
+// fakePredict plans the packages step: a transaction when pkg, else nothing to do.
 type fakePredict struct {
-	pkg, files bool
+	pkg        bool
 	dependents []string
 }
 
-func (f fakePredict) PackagesChange(context.Context, []any) (bool, error)       { return f.pkg, nil }
-func (f fakePredict) FileChanges(context.Context, map[string]any) (bool, error) { return f.files, nil }
+func (f fakePredict) PlanPackages(_ context.Context, w rpmexact.Want) (rpmexact.Plan, error) {
+	if !f.pkg {
+		return rpmexact.Plan{Want: w, Observed: rpmexact.ObservedQuery}, nil
+	}
+	// What moves: a name to install is not installed, one to remove is.
+	have := map[string]rpmexact.Installed{}
+	for _, e := range w.Entries {
+		if e.Absent {
+			have[e.Name] = rpmexact.Installed{NEVRAs: []string{e.Name + "-0:1.0-1.noarch"}}
+		}
+	}
+	p, err := rpmexact.Decide(w, have)
+	p.Observed = rpmexact.ObservedQuery
+	return p, err
+}
 func (f fakePredict) Dependents(context.Context, []string) ([]string, error) {
 	return f.dependents, nil
 }
@@ -87,11 +115,11 @@ func TestReactionsRecordedAhead(t *testing.T) {
 			procChanged := false
 			d := Deps{
 				Packages: fakeModule(rpmexact.Spec(), &c.pkgChanged, &pkgCalls),
-				Files:    fakeModule(override.Spec(), &c.filesChanged, &fileCalls),
+				Files:    plannedModule(override.Spec(), &c.predictFiles, &c.filesChanged, &fileCalls),
 				// The process step is the one that would carry the reaction out: here it
 				// does nothing, as if the run were killed right before it.
 				Processes: fakeModule(lifecycle.Spec(), &procChanged, &procCalls),
-				Predict:   fakePredict{pkg: c.predictPkg, files: c.predictFiles},
+				Predict:   fakePredict{pkg: c.predictPkg},
 				Pending:   pending,
 				Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
 			}
@@ -152,7 +180,7 @@ func TestServicePlanIsTheSameInCheckMode(t *testing.T) {
 			Packages:  step(rpmexact.Spec(), map[string]any{"packages": []any{map[string]any{"name": "demo", "operation": "install-nevra"}}}),
 			Files:     step(override.Spec(), map[string]any{"plan": []any{"secure-directory", "record-reload-due", "write", "daemon-reload"}}),
 			Processes: step(lifecycle.Spec(), map[string]any{"plan": []any{"enable", "start", "settle 300ms"}}),
-			Predict:   fakePredict{pkg: true, files: true},
+			Predict:   fakePredict{pkg: true},
 			Pending:   &fakePending{records: map[string]*durable.Pending{}},
 			Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
 		}
@@ -166,7 +194,7 @@ func TestServicePlanIsTheSameInCheckMode(t *testing.T) {
 	}
 	want := []any{
 		"record-pending demo.service restart",
-		"packages: install-nevra demo",
+		"packages: install-nevra demo-0:1.0-1.noarch",
 		"record-pending demo.service restart",
 		"file demo.service/20.conf: secure-directory", "file demo.service/20.conf: record-reload-due",
 		"file demo.service/20.conf: write", "file demo.service/20.conf: daemon-reload",
@@ -219,8 +247,12 @@ func TestDuplicateFilesAreRefused(t *testing.T) {
 
 // stepModule is a module's real parameter contract with a handler that runs during the
 // step, as a concurrent run (or the step itself) would act at that moment.
-func stepModule(spec *ansible.Spec, during func(), changed bool) Module {
-	return Module{Spec: spec, Handler: func(context.Context, *ansible.Request) (any, error) {
+// Its plan (its answer in check mode) is planned.
+func stepModule(spec *ansible.Spec, during func(), planned, changed bool) Module {
+	return Module{Spec: spec, Handler: func(_ context.Context, req *ansible.Request) (any, error) {
+		if req.CheckMode {
+			return map[string]any{"changed": planned}, nil
+		}
 		during()
 		return map[string]any{"changed": changed}, nil
 	}}
@@ -238,9 +270,9 @@ func TestUnpredictedChangeIsRecordedBeforeTheNextStep(t *testing.T) {
 		return ""
 	}
 	d := Deps{
-		Packages:  stepModule(rpmexact.Spec(), func() {}, true),
-		Files:     stepModule(override.Spec(), func() { atFiles = reactionOf() }, true),
-		Processes: stepModule(lifecycle.Spec(), func() { atProcess = reactionOf() }, false),
+		Packages:  stepModule(rpmexact.Spec(), func() {}, false, true),
+		Files:     stepModule(override.Spec(), func() { atFiles = reactionOf() }, false, true),
+		Processes: stepModule(lifecycle.Spec(), func() { atProcess = reactionOf() }, false, false),
 		Predict:   fakePredict{},
 		Pending:   pending,
 		Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
@@ -298,10 +330,10 @@ func TestWithdrawLeavesAnotherRunsRecord(t *testing.T) {
 				pkgDuring, filesDuring = func() {}, concurrent
 			}
 			d := Deps{
-				Packages:  stepModule(rpmexact.Spec(), pkgDuring, false),
-				Files:     stepModule(override.Spec(), filesDuring, false),
-				Processes: stepModule(lifecycle.Spec(), func() {}, false),
-				Predict:   fakePredict{pkg: c.predictPkg, files: !c.predictPkg},
+				Packages:  stepModule(rpmexact.Spec(), pkgDuring, false, false),
+				Files:     stepModule(override.Spec(), filesDuring, !c.predictPkg, false),
+				Processes: stepModule(lifecycle.Spec(), func() {}, false, false),
+				Predict:   fakePredict{pkg: c.predictPkg},
 				Pending:   pending,
 				Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
 			}
@@ -384,7 +416,10 @@ type fileOutcome struct{ changed, failed bool }
 // filesModule is unit_override's contract with a handler that answers each call in turn.
 func filesModule(outcomes ...fileOutcome) Module {
 	i := 0
-	return Module{Spec: override.Spec(), Handler: func(context.Context, *ansible.Request) (any, error) {
+	return Module{Spec: override.Spec(), Handler: func(_ context.Context, req *ansible.Request) (any, error) {
+		if req.CheckMode {
+			return map[string]any{"changed": true}, nil // every file's plan writes it
+		}
 		o := outcomes[i]
 		i++
 		out := map[string]any{"changed": o.changed}
@@ -442,7 +477,7 @@ func TestAFailedWriteWithdrawsWhatWasRecordedForIt(t *testing.T) {
 				Packages:  fakeModule(rpmexact.Spec(), &c.pkgChanged, &calls),
 				Files:     filesModule(c.files...),
 				Processes: fakeModule(lifecycle.Spec(), &unchanged, &calls),
-				Predict:   fakePredict{pkg: c.predictPkg, files: true},
+				Predict:   fakePredict{pkg: c.predictPkg},
 				Pending:   pending,
 				Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 5}, nil },
 			}
@@ -495,13 +530,13 @@ func TestTheRecordIsStampedAfterEachChangeItCovers(t *testing.T) {
 	var activeEnter, written uint64
 	killed := false
 	d := Deps{
-		Packages: stepModule(rpmexact.Spec(), func() {}, true),
+		Packages: stepModule(rpmexact.Spec(), func() {}, true, true),
 		Files: stepModule(override.Spec(), func() {
 			activeEnter = clock.tick() // the package's restart, done
 			written = clock.tick()     // the drop-in's rename
-		}, true),
-		Processes: stepModule(lifecycle.Spec(), func() { killed = true }, false),
-		Predict:   fakePredict{pkg: true, files: true},
+		}, true, true),
+		Processes: stepModule(lifecycle.Spec(), func() { killed = true }, false, false),
+		Predict:   fakePredict{pkg: true},
 		Pending:   pending,
 		Now:       clock.now,
 	}
