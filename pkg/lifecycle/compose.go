@@ -189,7 +189,8 @@ func capabilityAfterUnmask(w Want, files *unitfile.Capability) (*unitfile.Capabi
 // afterUnmask decides what follows an unmask, for the unit as the unmask leaves it: the
 // manager loads its files, its run state is what it was, and its boot state is unknown
 // until then (a mask leaves the unit's links in place). So a wanted boot state is always
-// a step, stated as its outcome, and Apply leaves it out when the unit is already so.
+// a step, stated as its outcome, and Apply carries it out even when the unit is already so
+// (enabling an enabled unit changes nothing), so check mode counts what the real run does.
 func afterUnmask(w Want, f Facts, unmask Decision, files *unitfile.Capability) (Decision, systemd.Props, error) {
 	u := f.Unit
 	u.LoadState = "loaded"

@@ -11,13 +11,16 @@
 // plans the run state: mask, unmask, enable/disable, the run-state action, settle and
 // probe. Decide sees the unit as those steps leave it, predicted the same way in check
 // mode and in a real run: the boot state the enable gives, the unit a sync loads (a unit a
-// package change installs: loaded, stopped, disabled), the unit an unmask loads, and the
-// reload capability of the files on disk.
+// package change installs: loaded, stopped, disabled), its boot state as the files on
+// disk give it (systemd.FileStater; the loaded unit's own is cached until the sync), the
+// unit an unmask loads, and the reload capability of the files on disk.
 //
 // Apply carries out exactly the plan's steps and decides nothing. After a daemon-reload or
 // an unmask it observes the unit and fails, in Decide's words, when the prediction does
-// not hold; a boot-state step the unit already shows asks systemd nothing. The result's
-// plan is the applied plan, and check mode reports the same one (TestPlanEqualsApplied).
+// not hold. After an unmask the boot state cannot be read beforehand, so a wanted one is
+// a step, carried out even when the unit turns out to be so already. The result's plan and
+// actions are the applied plan's, and check mode reports the same ones
+// (TestPlanEqualsApplied, TestPlanEqualsAppliedAcrossSyncAndUnmask).
 // A reaction is cleared only after it was verified, so a failed run leaves it for the next
 // one.
 package lifecycle
