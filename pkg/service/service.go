@@ -9,7 +9,9 @@
 // a manager reload of their own) → processes in order (the first that needs it reloads the
 // manager once; without processes, one manager reload at the end). Absent: the reverse,
 // then one manager reload when anything was removed.
-// Before any step changes anything, the reaction each process will owe is recorded on the
+// First the plan is composed from the steps' own plans, reading only (compose.go); check
+// mode reports it, a real run carries it out. Before any step changes anything, the
+// reaction each process will owe is recorded on the
 // target (durable pending reactions), so a run killed between its steps leaves it for the
 // next run.
 package service
