@@ -17,21 +17,26 @@ func (d Deps) clock() (stamp.Stamp, error) {
 // ledger keeps one unit's pending record during Apply: it writes the due reaction,
 // keeping when an earlier run's record first became due, and clears it once served.
 type ledger struct {
-	store    Store
-	unit     string
-	earlier  *durable.Pending // an earlier run's record that is not served yet
-	triggers []string         // the result's trigger labels, kept in the record
+	store Store
+	unit  string
+	// earlier is the record the plan observed, and seen the unit's activation it was
+	// observed with: durable.Merge drops what that activation served, as Prepare did.
+	earlier  *durable.Pending
+	seen     durable.Activation
+	triggers []string // the result's trigger labels, kept in the record
 	read     func() (stamp.Stamp, error)
 	at       stamp.Stamp // systemd's clock as last read (the plan's observation first)
 }
 
 func newLedger(d Deps, p Plan, triggers []string) *ledger {
-	return &ledger{store: d.Store, unit: p.Want.Unit, earlier: p.Prep.Pending, triggers: triggers, read: d.clock, at: p.Observed.Now}
+	o := p.Observed
+	return &ledger{store: d.Store, unit: p.Want.Unit, earlier: o.Pending, triggers: triggers, read: d.clock, at: o.Now,
+		seen: durable.Activation{Now: o.Now, Running: o.Unit.Running(), EnterMono: o.Unit.ActiveEnterMono}}
 }
 
-// record writes the due reaction (durable.Owed). fresh stamps it with systemd's clock now,
-// not the one read earlier: just before the job, so a later activation proves this very
-// job ran.
+// record writes the due reaction through the one merge rule (durable.Merge). fresh stamps
+// it with systemd's clock now, not the one read earlier: just before the job, so a later
+// activation proves this very job ran.
 func (l *ledger) record(due reaction.Kind, fresh bool) error {
 	if fresh || l.at.IsZero() {
 		at, err := l.read()
@@ -40,7 +45,7 @@ func (l *ledger) record(due reaction.Kind, fresh bool) error {
 		}
 		l.at = at
 	}
-	return l.store.SetPending(l.unit, durable.Owed(l.earlier, due, l.triggers, l.at))
+	return l.store.SetPending(l.unit, durable.Merge(l.earlier, &l.seen, due, l.triggers, l.at))
 }
 
 // clear removes the record: its reaction was carried out and verified, or is not owed.
