@@ -3,6 +3,11 @@
 // any version, or absent.
 //
 // A run is [Deps.Plan], then, unless in check mode, [Deps.Apply] of that same [Plan].
+// [Deps.Hold] makes the plan under the transaction lock (after waiting for a transaction an
+// earlier run left under way) and keeps the lock until [Held.Finish] carries the plan out:
+// a plan held across other work, as the service module holds its packages step's, cannot
+// go stale, because no other run's transaction can move the RPM database in between. The
+// handler is Hold, then Finish.
 // Plan reads only: the installed builds of every requested name (one rpm query,
 // [ObserveAll], or the remembered answers of [QueryMemo]), the pure [Decide], and, when a
 // transaction is due, the files the builds it replaces or removes own ([OwnedFiles],

@@ -251,3 +251,58 @@ func toAny(l []string) []any {
 	}
 	return out
 }
+
+// lockTxn is planTxn that says whether the transaction lock is held: taken by Begin,
+// given back by the release it returns.
+type lockTxn struct {
+	planTxn
+	held, begun, released int
+	heldAtRun             []bool
+}
+
+func (f *lockTxn) Begin(context.Context, bool, []string) (func(), *Earlier, error) {
+	f.held++
+	f.begun++
+	return func() { f.held--; f.released++ }, nil, nil
+}
+
+func (f *lockTxn) Run(ctx context.Context, tx Transaction) (Outcome, error) {
+	f.heldAtRun = append(f.heldAtRun, f.held == 1)
+	return f.planTxn.Run(ctx, tx)
+}
+
+// A plan held across other work (as the service module holds the packages step's) keeps
+// the transaction lock from before its reads to the end of its transactions, and Finish
+// carries it out without reading again: every read is scripted for Hold, none is left for
+// Finish. Release after Finish gives nothing back twice.
+func TestHeldPlanKeepsTheLockUntilFinish(t *testing.T) {
+	for _, row := range planRows {
+		t.Run(row.name, func(t *testing.T) {
+			_, parsed, err := Spec().ValidateParse(row.args)
+			require.NoError(t, err)
+			task := parsed.(Task)
+			reads := []runnertest.Call{row.query}
+			if row.owned != nil {
+				reads = append(reads, *row.owned)
+			}
+			if len(row.plan) > 0 {
+				reads = append(reads, dnf4)
+			}
+			script := runnertest.New(t, reads...)
+			plan := planOf(t, row.args, row.query, row.owned, len(row.plan) > 0)
+			txn := &lockTxn{planTxn: planTxn{t: t, plan: plan.Commands(), unitFiles: row.unitFiles, after: row.after}}
+			h := Deps{Runner: script, Txn: txn}.Hold(context.Background(), task, false)
+			require.NoError(t, h.Err())
+			assert.Equal(t, row.plan, h.Plan().Names())
+			assert.Equal(t, 1, txn.held, "the lock is held while the plan is in hand")
+			_, err = h.Finish(context.Background())
+			require.NoError(t, err)
+			h.Release()
+			assert.Equal(t, plan.Commands(), txn.ran, "exactly the held plan's transactions")
+			for _, held := range txn.heldAtRun {
+				assert.True(t, held, "every transaction runs under the lock the plan was made under")
+			}
+			assert.Equal(t, []int{1, 1, 0}, []int{txn.begun, txn.released, txn.held})
+		})
+	}
+}
