@@ -7,20 +7,64 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/systemd"
 	"github.com/richt/services/pkg/timeout"
 )
 
-// Apply carries out the plan's steps in order. res holds what the plan reports; when a
-// step fails, Apply corrects it to what happened: a file that was not replaced or removed
+// Apply carries out a plan made by Plan (in this run, or earlier: the service module
+// plans every step before it applies any) and returns the run's result.
+//
+// It takes the unit's lock, which serializes the runs for the unit (this module's and
+// systemd_lifecycle's), and reads the file again under it: a plan made before the lock can
+// be stale when another run wrote the file in between. Then it decides again from the file
+// as it is now, under the lock, and carries that plan out; the result's `plan` is the plan
+// carried out. Re-deciding rather than failing keeps what two runs racing for one file did
+// before plans could be held: the later one sees the earlier one's file. The read is one
+// lstat and one small read per directory and file, and when nothing moved (every run that
+// is not racing another) the plan carried out is exactly the one given.
+func (d Deps) Apply(ctx context.Context, p Plan) (*Result, error) {
+	w := p.Want
+	if d.Lock != nil {
+		release, err := d.Lock(ctx, lock.Unit(w.Unit))
+		if err != nil {
+			res := &Result{Unit: w.Unit, Path: w.Path, State: stateOf(w), Operation: OpNone}
+			return res, fmt.Errorf("another run for %s did not finish within the timeout of %s: %w", w.Unit, p.Timeout, err)
+		}
+		defer release()
+	}
+	now, err := Observe(d.Root, w.Path)
+	if err != nil {
+		return p.Result(), err
+	}
+	if !reflect.DeepEqual(now, p.File) {
+		again, err := Decide(w, now)
+		again.Warnings, again.Timeout = p.Warnings, p.Timeout
+		if err != nil {
+			return again.Result(), err
+		}
+		p = again
+	}
+	res := p.Result()
+	if err := d.carry(ctx, p, res); err != nil {
+		return res, err
+	}
+	d.addCapability(res, p, false)
+	return res, nil
+}
+
+// carry carries out the plan's steps in order. res holds what the plan reports; when a
+// step fails, carry corrects it to what happened: a file that was not replaced or removed
 // is no change (and the reload recorded for it is withdrawn), while a file that moved
 // stays a change whose reload stays due.
-func (d Deps) Apply(ctx context.Context, w Want, f File, plan Plan, res *Result) error {
+func (d Deps) carry(ctx context.Context, plan Plan, res *Result) error {
+	w, f := plan.Want, plan.File
 	full := d.full(w.Path)
 	recorded := ""
 	unchanged := func(err error) error {

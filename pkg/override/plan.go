@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/contract"
@@ -88,8 +89,17 @@ const (
 )
 
 // Plan is what Decide makes of a Want and a File: the operation, its steps, and what the
-// run reports when the steps succeed.
+// run reports when the steps succeed. It keeps the Want and the File it was decided from,
+// so Apply carries it out from the plan alone and can tell whether the file is still the
+// one the plan saw.
 type Plan struct {
+	Want Want
+	File File
+	// Warnings are what the run warns of before it acts (Deps.Plan: an owner who can write
+	// the file).
+	Warnings []string
+	// Timeout is the task's timeout, which messages name; no decision depends on it.
+	Timeout   time.Duration
 	Operation string
 	Steps     []Step
 	// Change is unit_files_changed and daemon_reload as the run reports them.
@@ -116,7 +126,7 @@ func (p Plan) Has(s Step) bool {
 // than root can write, is refused: nothing is written there. A drop-in directory that
 // someone other than root can write is repaired first.
 func Decide(w Want, f File) (Plan, error) {
-	p := Plan{Operation: OpNone, Change: contract.Change{DaemonReload: contract.ReloadNone}}
+	p := Plan{Want: w, File: f, Operation: OpNone, Change: contract.Change{DaemonReload: contract.ReloadNone}}
 	for _, d := range f.Dirs {
 		if d.Outside != "" {
 			return p, fmt.Errorf("%s is a symbolic link to %s, outside %s: systemd would load files from there; replace it with a directory; nothing was written", d.Path, d.Outside, UnitDir)

@@ -125,7 +125,7 @@ func TestAFailedWriteWithdrawsItsReload(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(root, UnitDir, "demo.service.d"), []byte("x"), 0o644))
 	r := &rec{}
 	res := &Result{Operation: plan.Operation, Changed: plan.Changed(), Change: plan.Change}
-	err = Deps{Runner: runnertest.New(t), Sync: r, Root: root}.Apply(context.Background(), w, f, plan, res)
+	err = Deps{Runner: runnertest.New(t), Sync: r, Root: root}.carry(context.Background(), plan, res)
 	require.Error(t, err)
 	assert.False(t, res.Changed)
 	assert.False(t, res.UnitFilesChanged)
@@ -230,8 +230,10 @@ func TestApplyCarriesOutThePlanOnly(t *testing.T) {
 				calls = append(calls, runnertest.Call{Argv: []string{"systemctl", "daemon-reload"}})
 			}
 			sync := &strictSync{t: t, plan: plan}
-			res := &Result{Operation: plan.Operation, Changed: plan.Changed(), Change: plan.Change, Plan: plan.Steps}
-			require.NoError(t, Deps{Runner: runnertest.New(t, calls...), Sync: sync, Root: root}.Apply(context.Background(), w, f, plan, res))
+			res, err := Deps{Runner: runnertest.New(t, calls...), Sync: sync, Root: root}.Apply(context.Background(), plan)
+			require.NoError(t, err)
+			assert.Equal(t, plan.Steps, res.Plan, "the plan carried out is the one given")
+			assert.Equal(t, plan.Changed(), res.Changed)
 			assert.Equal(t, btoi(plan.Has(StepRecordReload)), sync.due)
 
 			after, err := Observe(root, w.Path)
@@ -254,4 +256,37 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// A plan held while another run wrote the file (the service module plans every step
+// before it applies any) is decided again under the unit's lock from the file as it is:
+// the other run's file is updated, not taken for the missing one the plan saw, and the
+// result reports the plan carried out. The lock is held while Apply reads and writes.
+func TestApplyDecidesAgainWhenTheFileMovedSinceThePlan(t *testing.T) {
+	root := t.TempDir()
+	args := map[string]any{"unit": "demo", "name": "10.conf", "content": "[Service]\nNice=5\n", "daemon_reload": false}
+	_, parsed, err := Spec().ValidateParse(args)
+	require.NoError(t, err)
+	task := parsed.(Task)
+	locked := 0
+	d := Deps{Runner: runnertest.New(t), Sync: &rec{}, Root: root, Lock: func(context.Context, string) (func(), error) {
+		locked++
+		return func() { locked-- }, nil
+	}}
+	// owner and group are root: no lookup is asked of the runner.
+	plan, err := d.Plan(context.Background(), task)
+	require.NoError(t, err)
+	require.Equal(t, OpCreate, plan.Operation)
+	full := filepath.Join(root, task.Path)
+	require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+	require.NoError(t, os.WriteFile(full, []byte("[Service]\nNice=1\n"), 0o644))
+
+	res, err := d.Apply(context.Background(), plan)
+	require.NoError(t, err)
+	assert.Equal(t, OpUpdate, res.Operation, "decided again from the file another run wrote")
+	assert.Equal(t, []Step{StepRecordReload, StepWrite}, res.Plan)
+	got, err := os.ReadFile(full)
+	require.NoError(t, err)
+	assert.Equal(t, "[Service]\nNice=5\n", string(got))
+	assert.Zero(t, locked, "the lock is given back")
 }

@@ -1,6 +1,8 @@
 package override
 
 import (
+	"slices"
+
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/unitfile"
@@ -22,7 +24,14 @@ type Result struct {
 	// package_changed, unit_files_changed, daemon_reload, changed_at: what later tasks
 	// read (package contract).
 	contract.Change
+
+	// warnings are the run's warnings, in order (Warnings).
+	warnings []string
 }
+
+// Warnings are what the run warns of: an owner who can write the file, a reload
+// capability that could not be determined.
+func (r *Result) Warnings() []string { return slices.Clone(r.warnings) }
 
 // Operations, as reported in `operation`.
 const (
