@@ -21,26 +21,37 @@ func Main() {
 	ansible.Main(lifecycle.Spec(), Handler())
 }
 
-// Handler is the module's behaviour over the target's real systemd (the service module
-// runs it as one of its steps).
+// Handler is systemd_lifecycle's behaviour on this target: the systemd connection,
+// records and locks of the task's scope, opened once the arguments are valid.
 func Handler() ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
-		var p lifecycle.Params
-		if err := req.Decode(&p); err != nil {
-			return nil, err
-		}
-		scope, err := systemd.ScopeOf(p.Scope)
+		task, err := ansible.Parsed[lifecycle.Task](req)
 		if err != nil {
 			return nil, err
 		}
-		for k, v := range scope.Env() {
-			os.Setenv(k, v)
-		}
-		sd, closeFn, err := systemd.NewSystemd(ctx, runner.Exec{}, os.Getenv(systemd.BackendEnv), scope)
+		d, closeFn, err := Deps(ctx, task.Scope)
 		if err != nil {
 			return nil, err
 		}
 		defer closeFn()
-		return lifecycle.Handler(lifecycle.Deps{Systemd: sd, Store: scope.Store(), Lock: lock.In(scope.LockDir)})(ctx, req)
+		return lifecycle.Handler(d)(ctx, req)
 	}
+}
+
+// Deps are systemd_lifecycle's side effects for a scope ("system" or "user"): a systemd
+// connection (closed by the func returned), the scope's records and its locks. The
+// service module plans and applies its processes through them.
+func Deps(ctx context.Context, scope string) (lifecycle.Deps, func(), error) {
+	sc, err := systemd.ScopeOf(scope)
+	if err != nil {
+		return lifecycle.Deps{}, nil, err
+	}
+	for k, v := range sc.Env() {
+		os.Setenv(k, v)
+	}
+	sd, closeFn, err := systemd.NewSystemd(ctx, runner.Exec{}, os.Getenv(systemd.BackendEnv), sc)
+	if err != nil {
+		return lifecycle.Deps{}, nil, err
+	}
+	return lifecycle.Deps{Systemd: sd, Store: sc.Store(), Lock: lock.In(sc.LockDir)}, closeFn, nil
 }

@@ -2,7 +2,10 @@
 // (enabled / disabled / left alone) into the requested state, independently, and reacts to
 // other tasks' changes with at most one restart or reload.
 //
-// A run is [Deps.Plan], then [Deps.Apply] unless check mode. Plan reads and decides; it
+// A run is [Deps.Plan], then [Deps.Apply] unless check mode, both under the unit's lock:
+// [Deps.Hold] takes the lock and plans, [Held.Finish] applies exactly the held plan and
+// gives the lock back, so no other run can change the unit's records between the two. The
+// Spec parses the arguments once into a [Task]. Plan reads and decides; it
 // changes nothing. It observes (observe.go) the durable records, the unit, systemd's clock
 // when a reaction's timing matters and the reload capability of the unit's files; then
 // [Prepare] (pure) plans what comes before the run state: record-pending (the due

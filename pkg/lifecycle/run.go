@@ -12,66 +12,112 @@ import (
 	"github.com/richt/services/pkg/timeout"
 )
 
-// Handler returns systemd_lifecycle's behaviour over the given side effects: under the
-// unit's lock, Plan (reads only, decides everything), then Apply unless check mode. The
-// result's `plan` is the plan Apply carried out, or would have in check mode.
+// Handler returns systemd_lifecycle's behaviour over the given side effects: Hold (the
+// unit's lock, then Plan, which reads only and decides everything), then Finish: Apply
+// unless check mode. The result's `plan` is the plan Apply carried out, or would have in
+// check mode. One deadline, the task's timeout, covers both.
 func Handler(d Deps) ansible.Handler {
 	return func(ctx context.Context, req *ansible.Request) (any, error) {
-		var p Params
-		if err := req.Decode(&p); err != nil {
+		task, err := ansible.Parsed[Task](req)
+		if err != nil {
 			return nil, err
 		}
-		w := wantFrom(p)
-		trig, _ := reaction.Parse(p.RestartOn, p.ReloadOn)
-		limit := p.Timeout
-		ctx, cancel := timeout.Deadline(ctx, limit)
+		ctx, cancel := timeout.Deadline(ctx, task.Limit)
 		defer cancel()
-		res := newResult(w.Unit)
-		// One run per unit at a time, from the first read of its records to the end of
-		// its verification: a run's reaction is never merged into a job another run
-		// started, and no run reads or clears another's pending reaction half-way.
-		if d.Lock != nil {
-			release, err := d.Lock(ctx, lock.Unit(w.Unit))
-			if err != nil {
-				return res, fmt.Errorf("another run for %s did not finish within the timeout of %s: %w", w.Unit, limit, err)
-			}
-			defer release()
-		}
-		err := d.run(ctx, Request{Want: w, Triggers: trig, Limit: limit}, res, req)
-		if err != nil && timeout.Expired(err) {
-			err = fmt.Errorf("%w (timeout %s)", err, limit)
-		}
-		res.Changed = len(res.Actions) > 0
-		if res.Changed && !req.CheckMode {
-			res.Stamp(time.Now())
-		}
-		if res.Before != nil && res.After != nil {
-			res.Diff = &ansible.Diff{
-				Before: res.Before.text(), After: res.After.text(),
-				BeforeHeader: w.Unit + " (before)", AfterHeader: w.Unit + " (after)",
-			}
-		}
-		return res, err
+		return d.Hold(ctx, task.Request).Finish(ctx, req.CheckMode, req.Warn)
 	}
+}
+
+// Held is one run held open from its plan to its result, under the unit's lock: one run
+// per unit at a time, from the first read of its records to the end of its verification,
+// so a run's reaction is never merged into a job another run started, and no run reads or
+// clears another's pending reaction half-way. Finish carries out the held plan and
+// nothing else.
+type Held struct {
+	d       Deps
+	req     Request
+	res     *Result
+	plan    Plan
+	release func()
+	// lockErr is why the lock could not be had; err why the plan could not be made.
+	lockErr, err error
+}
+
+// Hold takes the unit's lock (Deps.Lock; waiting within ctx) and plans under it. It always
+// returns a Held; Err says whether the plan could be made.
+func (d Deps) Hold(ctx context.Context, r Request) *Held {
+	unit := r.Want.Unit
+	h := &Held{d: d, req: r, res: newResult(unit), release: func() {}}
+	if d.Lock != nil {
+		release, err := d.Lock(ctx, lock.Unit(unit))
+		if err != nil {
+			h.lockErr = fmt.Errorf("another run for %s did not finish within the timeout of %s: %w", unit, r.Limit, err)
+			return h
+		}
+		h.release = release
+	}
+	h.plan, h.err = d.Plan(ctx, r)
+	if h.err == nil {
+		Describe(h.plan, h.res)
+	}
+	return h
+}
+
+// Plan is the held plan (as far as it got: Err says why not further).
+func (h *Held) Plan() Plan { return h.plan }
+
+// Err is why the held plan could not be made (the lock, an observation); nil when it was.
+func (h *Held) Err() error {
+	if h.lockErr != nil {
+		return h.lockErr
+	}
+	return h.err
+}
+
+// Finish carries out exactly the held plan (Apply; in check mode, Predict reports it
+// instead), returns the run's result and releases the unit's lock.
+func (h *Held) Finish(ctx context.Context, check bool, warn func(format string, args ...any)) (*Result, error) {
+	defer h.Release()
+	res, p := h.res, h.plan
+	if h.lockErr != nil {
+		return res, h.lockErr
+	}
+	err := h.err
+	if err == nil {
+		if check {
+			Predict(p, res, warn)
+			err = p.Refusal
+		} else {
+			err = h.d.Apply(ctx, p, res, warn)
+		}
+	}
+	if err != nil && timeout.Expired(err) {
+		err = fmt.Errorf("%w (timeout %s)", err, h.req.Limit)
+	}
+	res.Changed = len(res.Actions) > 0
+	if res.Changed && !check {
+		res.Stamp(time.Now())
+	}
+	if res.Before != nil && res.After != nil {
+		unit := h.req.Want.Unit
+		res.Diff = &ansible.Diff{
+			Before: res.Before.text(), After: res.After.text(),
+			BeforeHeader: unit + " (before)", AfterHeader: unit + " (after)",
+		}
+	}
+	return res, err
+}
+
+// Release gives the unit's lock back without carrying out the plan; after Finish it does
+// nothing.
+func (h *Held) Release() {
+	h.release()
+	h.release = func() {}
 }
 
 // newResult is the result before anything is known: empty lists, no reaction.
 func newResult(unit string) *Result {
 	return &Result{Unit: unit, Actions: []string{}, Plan: []string{}, Reaction: reaction.None, Triggers: []string{}}
-}
-
-// run is Plan, then Apply unless check mode; check mode reports the plan instead.
-func (d Deps) run(ctx context.Context, r Request, res *Result, req *ansible.Request) error {
-	p, err := d.Plan(ctx, r)
-	if err != nil {
-		return err
-	}
-	Describe(p, res)
-	if req.CheckMode {
-		Predict(p, res, req.Warn)
-		return p.Refusal
-	}
-	return d.Apply(ctx, p, res, req.Warn)
 }
 
 // Describe fills in what the result says of a plan in both modes: the unit before, the

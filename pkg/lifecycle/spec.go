@@ -182,53 +182,61 @@ func Spec() *ansible.Spec {
 			},
 		},
 	}
-	s.Check = func(v ansible.Values) error {
+	// Parsed once, where it is validated: the handler reads the Task (ansible.Parsed).
+	s.Parse = func(v ansible.Values) (any, error) {
 		var p Params
 		if err := s.Decode(v, &p); err != nil {
-			return err
+			return nil, err
 		}
-		if _, err := unitname.Normalize(p.Unit); err != nil {
-			return err
-		}
-		if p.Masked != nil && *p.Masked {
-			if p.State == "running" {
-				return fmt.Errorf("masked: true cannot be combined with state: running (a masked unit cannot be started); use state: stopped")
-			}
-			if p.Enabled != nil && *p.Enabled {
-				return fmt.Errorf("masked: true cannot be combined with enabled: true (a masked unit cannot be enabled)")
-			}
-		}
-		if p.Settle != nil {
-			if _, err := timeout.ParseNonNegative(*p.Settle); err != nil {
-				return fmt.Errorf("settle: %w", err)
-			}
-		}
-		if p.Health != nil {
-			if _, err := health.Parse(p.Health); err != nil {
-				return err
-			}
-		}
-		_, err := reaction.Parse(p.RestartOn, p.ReloadOn)
-		return err
+		return parse(p)
 	}
 	return s
 }
 
-// wantFrom reads the validated parameters.
-func wantFrom(p Params) Want {
-	unit, _ := unitname.Normalize(p.Unit) // validated by Spec.Check
+// Task is systemd_lifecycle's typed request, as Spec parses it.
+type Task struct {
+	Request
+	// Scope is the manager the unit belongs to ("system" or "user"), which the module's
+	// main picks its systemd connection, records and locks by.
+	Scope string
+}
+
+// parse checks the parameters and turns them into the Task.
+func parse(p Params) (Task, error) {
+	unit, err := unitname.Normalize(p.Unit)
+	if err != nil {
+		return Task{}, err
+	}
+	if p.Masked != nil && *p.Masked {
+		if p.State == "running" {
+			return Task{}, fmt.Errorf("masked: true cannot be combined with state: running (a masked unit cannot be started); use state: stopped")
+		}
+		if p.Enabled != nil && *p.Enabled {
+			return Task{}, fmt.Errorf("masked: true cannot be combined with enabled: true (a masked unit cannot be enabled)")
+		}
+	}
 	w := Want{
 		Unit: unit, Running: p.State == "running",
 		Enabled: p.Enabled, Masked: p.Masked,
 		AllowMissing: p.AllowMissing, ReloadOn: len(p.ReloadOn) > 0,
 	}
 	if p.Settle != nil {
-		d, _ := timeout.ParseNonNegative(*p.Settle)
+		d, err := timeout.ParseNonNegative(*p.Settle)
+		if err != nil {
+			return Task{}, fmt.Errorf("settle: %w", err)
+		}
 		w.Settle = &d
 	}
 	if p.Health != nil {
-		h, _ := health.Parse(p.Health)
+		h, err := health.Parse(p.Health)
+		if err != nil {
+			return Task{}, err
+		}
 		w.Health = &h
 	}
-	return w
+	trig, err := reaction.Parse(p.RestartOn, p.ReloadOn)
+	if err != nil {
+		return Task{}, err
+	}
+	return Task{Request: Request{Want: w, Triggers: trig, Limit: p.Timeout}, Scope: p.Scope}, nil
 }
