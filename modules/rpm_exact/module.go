@@ -25,16 +25,21 @@ func Main() {
 	ansible.Main(rpmexact.Spec(), Handler())
 }
 
-// Handler is the module's behaviour over the target's real side effects (the service
-// module runs it as one of its steps).
+// Handler is rpm_exact's behaviour on this target.
 func Handler() ansible.Handler {
-	store := durable.Default()
-	return rpmexact.Handler(rpmexact.Deps{
+	return rpmexact.Handler(Deps(durable.Default()))
+}
+
+// Deps are rpm_exact's side effects on this target, with store for its records: rpm and
+// DNF, detached transactions, the remembered manager checks and rpm answers. The service
+// module's packages step runs on the same.
+func Deps(store *durable.Store) rpmexact.Deps {
+	return rpmexact.Deps{
 		Runner:   runner.Exec{},
 		Txn:      rpmexact.DefaultDetached(store),
 		Memo:     store,
 		Identify: rpmexact.ExecutableIdentity,
 		Queries:  rpmexact.DefaultQueryMemo(),
 		Files:    &rpmexact.ManagerFiles{Locate: rpmexact.LocateCommand, ReadFile: rpmexact.ReadManagerFile},
-	})
+	}
 }

@@ -11,10 +11,7 @@ import (
 	"github.com/richt/services/modules/unit_override"
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
-	"github.com/richt/services/pkg/lifecycle"
 	"github.com/richt/services/pkg/lock"
-	"github.com/richt/services/pkg/override"
-	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/service"
 	"github.com/richt/services/pkg/systemd"
@@ -25,15 +22,11 @@ import (
 func Main() {
 	store := durable.Default()
 	ansible.Main(service.Spec(), service.Handler(service.Deps{
-		Packages:  service.Module{Spec: rpmexact.Spec(), Handler: rpm_exact.Handler()},
-		Files:     service.Module{Spec: override.Spec(), Handler: unit_override.Handler()},
-		Processes: service.Module{Spec: lifecycle.Spec(), Handler: systemd_lifecycle.Handler()},
-		// The packages step's plan, made as rpm_exact makes it: the same query memo and
-		// the same remembered manager check, so planning costs no more than the step's own.
-		Predict: service.Predictor{Packages: rpmexact.Deps{Runner: runner.Exec{}, Queries: rpmexact.DefaultQueryMemo(),
-			Memo: store, Identify: rpmexact.ExecutableIdentity,
-			Files: &rpmexact.ManagerFiles{Locate: rpmexact.LocateCommand, ReadFile: rpmexact.ReadManagerFile}}},
-		Pending: store,
+		Packages:  service.Packages(rpm_exact.Deps(store)),
+		Files:     service.Files(unit_override.Deps()),
+		Processes: service.Processes(systemd_lifecycle.Deps),
+		Predict:   service.Predictor{Runner: runner.Exec{}},
+		Pending:   store,
 		SyncDue: func() bool {
 			seen, err := store.ManagerSync()
 			return err == nil && seen.Due()

@@ -16,12 +16,17 @@ func Main() {
 	ansible.Main(override.Spec(), Handler())
 }
 
-// Handler is the module's behaviour over the target's real side effects (the service
-// module runs it as one of its steps).
+// Handler is unit_override's behaviour on this target.
 func Handler() ansible.Handler {
-	return override.Handler(override.Deps{
+	return override.Handler(Deps())
+}
+
+// Deps are unit_override's side effects on this target: commands, the durable records,
+// the unit locks. The service module's files step runs on the same.
+func Deps() override.Deps {
+	return override.Deps{
 		Runner: runner.Exec{},
 		Sync:   durable.Default(),
 		Lock:   lock.In(lock.Dir()),
-	})
+	}
 }

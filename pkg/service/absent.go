@@ -15,6 +15,7 @@ func (r *run) absent(ctx context.Context) (err error) {
 		return err
 	}
 	plan, err := r.composeAbsent(ctx, dependents)
+	defer plan.release()
 	if r.req.CheckMode {
 		if err == nil && plan.reload {
 			r.res.ManagerReload = "performed" // as the real run reports it
@@ -40,8 +41,9 @@ func (r *run) absent(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	for _, f := range r.fileArgs(true) {
-		out, err := r.call(ctx, r.d.Files, "file "+fileLabel(f), f.args)
+	for i, f := range r.fileArgs(true) {
+		out, err := r.apply(ctx, r.d.Files, plan.files[i], plan.fileOuts[i], "file "+fileLabel(f), f.args)
+		plan.files[i] = nil // ran
 		out["item"] = f.item
 		r.res.Files = append(r.res.Files, out)
 		if c, _ := out["changed"].(bool); c {
@@ -51,8 +53,10 @@ func (r *run) absent(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if r.pkgTask != nil {
-		return r.removePackages(ctx, dependents, &removed)
+	if plan.pkg != nil {
+		st := plan.pkg
+		plan.pkg = nil // runs now
+		return r.removePackages(ctx, st, dependents, &removed)
 	}
 	return nil
 }
@@ -67,10 +71,10 @@ func absentProcessArgs(proc Process) map[string]any {
 	return args
 }
 
-// removePackages is the packages step of a removal (in check mode, its check): a change
-// sets removed, and names the dependents it took along.
-func (r *run) removePackages(ctx context.Context, dependents []string, removed *bool) error {
-	out, err := r.call(ctx, r.d.Packages, "packages", r.packageArgs(true))
+// removePackages carries out the removal's packages plan st (in check mode, its check): a
+// change sets removed, and names the dependents it took along.
+func (r *run) removePackages(ctx context.Context, st Step, dependents []string, removed *bool) error {
+	out, err := r.apply(ctx, r.d.Packages, st, nil, "packages", r.packageArgs(true))
 	r.res.Packages = out
 	if c, _ := out["changed"].(bool); c {
 		*removed = true

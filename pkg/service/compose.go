@@ -6,81 +6,91 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/reaction"
-	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/stamp"
 )
 
 // composed is the service's plan, made before any step changes anything from its steps'
-// own plans: rpm_exact's Plan for the packages, each file's and each process's plan as
-// its module reports it in check mode (reading only), the process plans made with the
-// triggers the earlier plans say will fire. Check mode reports it; a real run records
+// own plans, held in hand until they are carried out: the packages step's (under the
+// transaction lock until it runs) and each file's. A process's plan depends on what the
+// steps before it leave (the triggers they report, a restart a package scriptlet already
+// did, the records this run wrote), so the one composed here is its forecast from the
+// earlier plans, and the plan carried out is made at the process's turn, under the unit's
+// lock, and carried out at once. Check mode reports the composed plan; a real run records
 // what it owes and carries it out.
 type composed struct {
 	ahead *ahead
+	// pkg is the packages step's plan (nil without packages, or with arguments its Spec
+	// refused: pkgOut is then its failed result).
+	pkg    Step
+	pkgOut map[string]any
+	// files are the files' plans, in files' order (nil where the arguments were refused:
+	// fileOuts holds the failed result).
+	files    []Step
+	fileOuts []map[string]any
 	// reload: the service reloads the manager at its end.
 	reload bool
 }
 
-// planPackages is the packages step's plan (nil without packages). An observation that
-// failed is an error only when reactions depend on it; otherwise the step reports its
-// own failure when it runs.
-func (r *run) planPackages(ctx context.Context, needed bool) (*rpmexact.Plan, error) {
-	if r.pkgTask == nil || r.d.Predict == nil {
-		return nil, nil
+// release lets go of every plan still held (a run that stops before carrying them out).
+func (c *composed) release() {
+	if c == nil {
+		return
 	}
-	// Reading only, but bounded: an rpm that hangs must not hold the run forever.
-	ctx, cancel := context.WithTimeout(ctx, predictTimeout)
-	defer cancel()
-	plan, err := r.d.Predict.PlanPackages(ctx, r.pkgTask.Want)
-	if err != nil && plan.Observed == "" && needed {
-		r.res.FailedStep = "record reactions"
-		return nil, fmt.Errorf("predict the packages step: %w", err)
+	if c.pkg != nil {
+		c.pkg.Release()
 	}
-	return &plan, nil
+	for _, st := range c.files {
+		if st != nil {
+			st.Release()
+		}
+	}
 }
 
-// packagesTrigger is the packages step's result as the process plans read it (package
-// contract): what its plan will change.
-func packagesTrigger(p *rpmexact.Plan) map[string]any {
-	changes, units := p != nil && p.Changes(), p != nil && p.UnitFilesChange()
+// forecast is a step's result as the plans after it read it (package contract): what its
+// plan will change. A plan that could not be made changes nothing (its step then fails).
+func forecast(st Step, packages bool) map[string]any {
+	ok := st != nil && st.Err() == nil
+	changes, units := ok && st.Changes(), ok && st.UnitFiles()
 	reload := contract.ReloadNone
 	if units {
 		reload = contract.ReloadNeeded
 	}
-	return map[string]any{"changed": changes, "package_changed": changes, "unit_files_changed": units, "daemon_reload": string(reload)}
+	out := map[string]any{"changed": changes, "unit_files_changed": units, "daemon_reload": string(reload)}
+	if packages {
+		out["package_changed"] = changes
+	}
+	return out
 }
 
-// ask is one step's plan: its module run in check mode. In check mode it is the step's
-// result (warnings shown, a failure stops the service there); in a real run only the
-// plan is read from it, and its warnings are the real step's to give.
-func (r *run) ask(ctx context.Context, m Module, step string, args map[string]any) (map[string]any, error) {
-	if r.req.CheckMode {
-		return r.call(ctx, m, step, args)
-	}
-	out := ansible.Call(ctx, m.Spec, args, true, false, m.Handler)
-	delete(out, "invocation")
-	delete(out, "warnings")
-	return out, nil
-}
+// planned reports whether a held step fails when it runs: its arguments were refused or
+// its plan could not be made.
+func planFailed(st Step) bool { return st == nil || st.Err() != nil }
 
-// changedOut reports whether a step's plan changes something: a real run's plan that could
-// not be made counts as a change, so the reaction it may owe is recorded (and withdrawn
-// if the step then changes nothing).
-func (r *run) changedOut(out map[string]any) bool {
-	if f, _ := out["failed"].(bool); f && !r.req.CheckMode {
-		return true
+// planPackages holds the packages step's plan (absent: the removal's), when the service
+// has packages. A plan that could not be made is the packages step's failure, reported
+// before anything changes.
+func (r *run) planPackages(ctx context.Context, c *composed, absent bool) error {
+	args := r.packageArgs(absent)
+	if args == nil {
+		return nil
 	}
-	c, _ := out["changed"].(bool)
-	return c
+	c.pkg, c.pkgOut = r.plan(ctx, r.d.Packages, args)
+	if !planFailed(c.pkg) {
+		return nil
+	}
+	out, err := r.apply(ctx, r.d.Packages, c.pkg, c.pkgOut, "packages", args)
+	r.res.Packages = out
+	c.pkg = nil // ran
+	return err
 }
 
 // composePresent composes the plan of a present run: the reactions recorded ahead, the
-// packages, the files, the processes, and the service's own manager reload.
-func (r *run) composePresent(ctx context.Context, files []fileStep) (*composed, error) {
+// packages, the files, the processes, and the service's own manager reload. On an error
+// nothing is held.
+func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed, err error) {
 	running := map[string]bool{}
 	for _, p := range r.order {
 		if p.State == nil || *p.State == "running" {
@@ -89,49 +99,69 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (*composed, 
 	}
 	a := &ahead{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, earlier: map[string]*durable.Pending{}, wrote: map[string]bool{},
 		running: running, written: map[string]durable.Pending{}}
-	c := &composed{ahead: a}
-	owes := r.d.Pending != nil && len(running) > 0
-	pkgPlan, err := r.planPackages(ctx, owes)
-	if err != nil {
+	c = &composed{ahead: a}
+	defer func() {
+		if err != nil {
+			c.release()
+		}
+	}()
+	if err := r.planPackages(ctx, c, false); err != nil {
 		return nil, err
 	}
 	var pkgEntries []string
-	if pkgPlan != nil {
-		pkgEntries = prefixed("packages", pkgPlan.Names())
-		if pkgPlan.Changes() {
+	if c.pkg != nil {
+		pkgEntries = prefixed("packages", c.pkg.Names())
+		if c.pkg.Changes() {
 			for u := range running {
 				a.pkg[u] = reaction.Restart
 			}
 		}
-	}
-	if r.req.CheckMode && r.pkgTask != nil {
-		out, err := r.call(ctx, r.d.Packages, "packages", r.packageArgs(false))
-		r.res.Packages = out
-		if err != nil {
-			r.res.Plan = append(r.res.Plan, pkgEntries...)
-			return nil, err
+		if r.req.CheckMode {
+			out, err := r.apply(ctx, r.d.Packages, c.pkg, nil, "packages", r.packageArgs(false))
+			r.res.Packages = out
+			c.pkg = nil // ran
+			if err != nil {
+				r.res.Plan = append(r.res.Plan, pkgEntries...)
+				return nil, err
+			}
 		}
 	}
 	var fileEntries []string
-	var fileOuts []map[string]any
-	unitFiles := pkgPlan != nil && pkgPlan.UnitFilesChange()
+	var fileTriggers []map[string]any
+	unitFiles := c.pkg != nil && c.pkg.UnitFiles()
 	var failed error
 	for _, f := range files {
-		out, err := r.ask(ctx, r.d.Files, "file "+fileLabel(f), f.args)
-		out["item"] = f.item
-		fileOuts = append(fileOuts, out)
+		step := "file " + fileLabel(f)
+		st, out := r.plan(ctx, r.d.Files, f.args)
+		c.files, c.fileOuts = append(c.files, st), append(c.fileOuts, out)
+		var names []string
+		// A real run's plan that could not be made counts as a change, so the reaction it
+		// may owe is recorded (and withdrawn if the step then changes nothing).
+		changed := planFailed(st) && !r.req.CheckMode
+		trigger := forecast(st, false)
 		if r.req.CheckMode {
+			out, err = r.apply(ctx, r.d.Files, st, out, step, f.args)
+			c.files[len(c.files)-1] = nil // ran
+			out["item"] = f.item
 			r.res.Files = append(r.res.Files, out)
+			names, trigger = stringsOf(out["plan"]), out
+			changed, _ = out["changed"].(bool)
+			if err != nil {
+				failed = err
+			}
+		} else if st != nil {
+			names = st.Names()
+			changed = changed || st.Changes()
 		}
-		fileEntries = append(fileEntries, prefixed("file "+fileLabel(f), stringsOf(out["plan"]))...)
-		if r.changedOut(out) {
+		fileTriggers = append(fileTriggers, trigger)
+		fileEntries = append(fileEntries, prefixed(step, names)...)
+		if changed {
 			unitFiles = true
 			if running[f.unit] {
 				a.files[f.unit] = reaction.Stronger(a.files[f.unit], fileReaction(f))
 			}
 		}
-		if err != nil {
-			failed = err
+		if failed != nil {
 			break
 		}
 	}
@@ -146,20 +176,23 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (*composed, 
 	if failed != nil {
 		return nil, failed
 	}
-	pkgTrigger := packagesTrigger(pkgPlan)
+	pkgTrigger := forecast(c.pkg, true)
+	if r.req.CheckMode {
+		pkgTrigger, _ = r.res.Packages.(map[string]any)
+		if pkgTrigger == nil {
+			pkgTrigger = forecast(nil, true)
+		}
+	}
 	for _, proc := range r.order {
-		restart, reload := r.triggers(proc, pkgTrigger, files, fileOuts)
+		restart, reload := r.triggers(proc, pkgTrigger, files, fileTriggers)
 		args := processArgs(proc)
 		args["restart_on"] = restart
 		if len(reload) > 0 {
 			args["reload_on"] = reload
 		}
 		step := "process " + unitOf(proc.Unit)
-		out, err := r.ask(ctx, r.d.Processes, step, args)
-		if r.req.CheckMode {
-			r.res.Processes = append(r.res.Processes, out)
-		}
-		r.res.Plan = append(r.res.Plan, prefixed(step, stringsOf(out["plan"]))...)
+		names, err := r.forecastProcess(ctx, step, args)
+		r.res.Plan = append(r.res.Plan, prefixed(step, names)...)
 		if err != nil {
 			return nil, err
 		}
@@ -170,6 +203,24 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (*composed, 
 		r.res.Plan = append(r.res.Plan, "daemon-reload")
 	}
 	return c, nil
+}
+
+// forecastProcess is a process's plan as the composed plan lists it. In check mode it is
+// the process's step, run in check mode (its result is the step's; a failure stops the
+// service there). In a real run the plan is only read, and given back with the unit's
+// lock: the plan carried out is made at the process's turn (composed).
+func (r *run) forecastProcess(ctx context.Context, step string, args map[string]any) ([]string, error) {
+	if r.req.CheckMode {
+		out, err := r.call(ctx, r.d.Processes, step, args)
+		r.res.Processes = append(r.res.Processes, out)
+		return stringsOf(out["plan"]), err
+	}
+	st, _ := r.plan(ctx, r.d.Processes, args)
+	if st == nil {
+		return nil, nil // its arguments are refused at its turn, as the step's failure
+	}
+	defer st.Release()
+	return st.Names(), nil
 }
 
 // plannedRecords are the record-pending entries of the plan: before the packages step,
@@ -201,46 +252,58 @@ func (r *run) plannedRecords(a *ahead) ([2][]string, error) {
 }
 
 // composeAbsent composes the plan of a removal: the processes stopped and disabled, the
-// files removed, the packages removed, and the manager reload after them.
-func (r *run) composeAbsent(ctx context.Context, dependents []string) (*composed, error) {
-	c := &composed{}
+// files removed, the packages removed, and the manager reload after them. The packages'
+// plan is held first, so the service takes the transaction lock before any unit's lock,
+// as in a present run. On an error nothing is held.
+func (r *run) composeAbsent(ctx context.Context, dependents []string) (c *composed, err error) {
+	c = &composed{}
+	defer func() {
+		if err != nil {
+			c.release()
+		}
+	}()
+	if err := r.planPackages(ctx, c, true); err != nil {
+		return nil, err
+	}
 	removes := false
 	for _, proc := range r.order {
 		step := "process " + unitOf(proc.Unit)
-		out, err := r.ask(ctx, r.d.Processes, step, absentProcessArgs(proc))
-		if r.req.CheckMode {
-			r.res.Processes = append(r.res.Processes, out)
-		}
-		r.res.Plan = append(r.res.Plan, prefixed(step, stringsOf(out["plan"]))...)
+		names, err := r.forecastProcess(ctx, step, absentProcessArgs(proc))
+		r.res.Plan = append(r.res.Plan, prefixed(step, names)...)
 		if err != nil {
 			return nil, err
 		}
 	}
 	for _, f := range r.fileArgs(true) {
-		out, err := r.ask(ctx, r.d.Files, "file "+fileLabel(f), f.args)
-		out["item"] = f.item
+		step := "file " + fileLabel(f)
+		st, out := r.plan(ctx, r.d.Files, f.args)
+		c.files, c.fileOuts = append(c.files, st), append(c.fileOuts, out)
+		names, changed := []string(nil), false
 		if r.req.CheckMode {
+			out, err = r.apply(ctx, r.d.Files, st, out, step, f.args)
+			c.files[len(c.files)-1] = nil // ran
+			out["item"] = f.item
 			r.res.Files = append(r.res.Files, out)
+			names = stringsOf(out["plan"])
+			changed, _ = out["changed"].(bool)
+		} else if st != nil {
+			names, changed = st.Names(), st.Changes()
 		}
-		r.res.Plan = append(r.res.Plan, prefixed("file "+fileLabel(f), stringsOf(out["plan"]))...)
-		if c, _ := out["changed"].(bool); c {
-			removes = true
-		}
+		r.res.Plan = append(r.res.Plan, prefixed(step, names)...)
+		removes = removes || changed
 		if err != nil {
 			return nil, err
 		}
 	}
-	pkgPlan, err := r.planPackages(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	if pkgPlan != nil {
-		r.res.Plan = append(r.res.Plan, prefixed("packages", pkgPlan.Names())...)
-		removes = removes || pkgPlan.Changes()
-	}
-	if r.req.CheckMode && r.pkgTask != nil {
-		if err := r.removePackages(ctx, dependents, &removes); err != nil {
-			return nil, err
+	if c.pkg != nil {
+		r.res.Plan = append(r.res.Plan, prefixed("packages", c.pkg.Names())...)
+		removes = removes || c.pkg.Changes()
+		if r.req.CheckMode {
+			err := r.removePackages(ctx, c.pkg, dependents, &removes)
+			c.pkg = nil // ran
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	if removes || r.syncDue() {

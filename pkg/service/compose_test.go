@@ -3,7 +3,9 @@ package service
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,36 +19,76 @@ import (
 	"github.com/richt/services/pkg/stamp"
 )
 
-// recorder is a step module that plans (check mode) what a table row says and, called for
-// real, fails the test unless the call is the next step the plan was composed from, with
-// the arguments it was planned with; it answers with the plan's result.
+// recorder is a set of strict step modules. Each keeps count of the plans asked of it; a
+// plan in hand, when it runs in a real run, fails the test unless it is the step's only
+// plan (a process: the plan made at its turn, after its forecast), with the arguments the
+// step was planned with, run once and not after it was released. So a step planned again
+// inside the apply (as a handler called for real plans again) fails the test.
 type recorder struct {
 	t       *testing.T
-	planned []string // step names, in the order their plans were asked for
+	plans   map[string]int // plans asked per step
+	planned []string       // steps, in the order their first plans were asked for
 	args    map[string]map[string]any
 	applied []string
 }
 
-func (rc *recorder) module(spec *ansible.Spec, name func(ansible.Values) string, result func(step string) map[string]any) Module {
-	return Module{Spec: spec, Handler: func(_ context.Context, req *ansible.Request) (any, error) {
+// plansOf is how many plans a real run asks of a step before it runs: one; a process two,
+// its forecast (given back unrun) and its plan at its turn.
+func plansOf(step string) int {
+	if strings.HasPrefix(step, "process ") {
+		return 2
+	}
+	return 1
+}
+
+// module is a strict step module: name names the step of a request, plan gives its plan's
+// entries and whether it changes anything, result its result.
+func (rc *recorder) module(spec *ansible.Spec, name func(ansible.Values) string, plan func(req *ansible.Request) ([]string, bool), result func(step string) map[string]any) Module {
+	return Module{Spec: spec, Plan: func(_ context.Context, req *ansible.Request) Step {
 		step := name(req.Params)
-		out := result(step)
-		if req.CheckMode {
+		rc.plans[step]++
+		if rc.plans[step] == 1 {
 			rc.planned = append(rc.planned, step)
 			rc.args[step] = withoutTriggers(req.Params)
-			return out, nil
 		}
-		if !slices.Contains(rc.planned, step) {
-			rc.t.Errorf("apply called %s, which no plan named", step)
-		}
-		got := withoutTriggers(req.Params)
-		if step == "packages" {
-			got = map[string]any{"want": wantOf(rc.t, req)}
-		}
-		assert.Equal(rc.t, rc.args[step], got, "%s applied with the arguments it was planned with", step)
-		rc.applied = append(rc.applied, step)
-		return out, nil
+		names, changes := plan(req)
+		return &strictStep{rc: rc, step: step, nth: rc.plans[step], names: names, changes: changes, out: result(step)}
 	}}
+}
+
+type strictStep struct {
+	rc            *recorder
+	step          string
+	nth           int
+	names         []string
+	changes       bool
+	out           map[string]any
+	ran, released bool
+}
+
+func (s *strictStep) Names() []string { return s.names }
+func (s *strictStep) Changes() bool   { return s.changes }
+func (s *strictStep) UnitFiles() bool { return s.changes && !strings.HasPrefix(s.step, "process ") }
+func (s *strictStep) Err() error      { return nil }
+func (s *strictStep) Release()        { s.released = true }
+
+func (s *strictStep) Run(_ context.Context, req *ansible.Request) (any, error) {
+	t, rc := s.rc.t, s.rc
+	if s.ran || s.released {
+		t.Errorf("%s: a plan run twice, or after it was given back", s.step)
+	}
+	s.ran = true
+	out := maps.Clone(s.out)
+	out["plan"] = s.names
+	if req.CheckMode {
+		return out, nil
+	}
+	if n := rc.plans[s.step]; n != plansOf(s.step) || s.nth != n {
+		t.Errorf("%s: planned %d times when it ran (plan %d carried out); a real run carries out the one plan it holds", s.step, n, s.nth)
+	}
+	assert.Equal(t, rc.args[s.step], withoutTriggers(req.Params), "%s applied with the arguments it was planned with", s.step)
+	rc.applied = append(rc.applied, s.step)
+	return out, nil
 }
 
 // wantOf is rpm_exact's request for the packages step's arguments.
@@ -54,18 +96,6 @@ func wantOf(t *testing.T, req *ansible.Request) rpmexact.Want {
 	task, err := ansible.Parsed[rpmexact.Task](req)
 	require.NoError(t, err)
 	return task.Want
-}
-
-// recordedPredict plans the packages step as fakePredict does, and tells the recorder.
-type recordedPredict struct {
-	fakePredict
-	rc *recorder
-}
-
-func (p recordedPredict) PlanPackages(ctx context.Context, w rpmexact.Want) (rpmexact.Plan, error) {
-	p.rc.planned = append(p.rc.planned, "packages")
-	p.rc.args["packages"] = map[string]any{"want": w}
-	return p.fakePredict.PlanPackages(ctx, w)
 }
 
 // withoutTriggers are a step's arguments without the triggers, which a real run takes
@@ -134,26 +164,35 @@ func TestComposedPlanIsTheAppliedPlan(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			run := func(check bool) (map[string]any, *recorder, int) {
-				rc := &recorder{t: t, args: map[string]map[string]any{}}
+				rc := &recorder{t: t, plans: map[string]int{}, args: map[string]map[string]any{}}
 				var plan []any
 				pending := &strictPending{fakePending: fakePending{records: map[string]*durable.Pending{}}, t: t, plan: &plan}
 				reloads := 0
-				planOf := func(yes bool, steps ...any) map[string]any {
-					if !yes {
-						return map[string]any{"changed": false, "plan": []any{}}
+				yes := func(names ...string) func(*ansible.Request) ([]string, bool) {
+					return func(*ansible.Request) ([]string, bool) { return names, len(names) > 0 }
+				}
+				when := func(b bool, names ...string) func(*ansible.Request) ([]string, bool) {
+					if !b {
+						return yes()
 					}
-					return map[string]any{"changed": true, "plan": steps}
+					return yes(names...)
 				}
 				d := Deps{
 					Packages: rc.module(rpmexact.Spec(), func(ansible.Values) string { return "packages" },
+						func(req *ansible.Request) ([]string, bool) {
+							p, err := fakePredict{pkg: c.pkg}.PlanPackages(context.Background(), wantOf(t, req))
+							require.NoError(t, err)
+							return p.Names(), p.Changes()
+						},
 						func(string) map[string]any { return map[string]any{"changed": c.pkg, "package_changed": c.pkg} }),
 					Files: rc.module(override.Spec(), func(v ansible.Values) string {
 						return fmt.Sprintf("file %s/%s", unitOf(v.String("unit")), v.String("name"))
-					},
-						func(string) map[string]any { return planOf(c.files, "write") }),
+					}, when(c.files, "write"),
+						func(string) map[string]any { return map[string]any{"changed": c.files} }),
 					Processes: rc.module(lifecycle.Spec(), func(v ansible.Values) string { return "process " + unitOf(v.String("unit")) },
-						func(string) map[string]any { return planOf(c.pkg || c.files, "start") }),
-					Predict: recordedPredict{fakePredict{pkg: c.pkg}, rc},
+						when(c.pkg || c.files, "start"),
+						func(string) map[string]any { return map[string]any{"changed": c.pkg || c.files} }),
+					Predict: fakePredict{pkg: c.pkg},
 					Pending: pending,
 					Reload: func(context.Context) error {
 						if !slices.Contains(plan, any("daemon-reload")) {
@@ -173,6 +212,7 @@ func TestComposedPlanIsTheAppliedPlan(t *testing.T) {
 					plan, _ = check["plan"].([]any)
 					rc.planned = nil
 					clear(rc.args)
+					clear(rc.plans)
 				}
 				out := ansible.Call(context.Background(), Spec(), c.args, check, false, h)
 				return out, rc, reloads
@@ -184,7 +224,7 @@ func TestComposedPlanIsTheAppliedPlan(t *testing.T) {
 			assert.Equal(t, c.wantPlan, check["plan"])
 			assert.Equal(t, check["plan"], real["plan"], "check mode's plan is the real run's")
 			assert.Equal(t, c.wantSteps, rc.applied, "the real run carries out exactly the planned steps, in order")
-			assert.Equal(t, rc.planned, rc.applied, "each step planned once, applied once")
+			assert.ElementsMatch(t, rc.planned, rc.applied, "each step planned, then applied once")
 			assert.Equal(t, slices.Contains(c.wantPlan, any("daemon-reload")), reloads == 1)
 		})
 	}

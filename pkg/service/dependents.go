@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/richt/services/pkg/runner"
 )
 
 // dependentRounds bounds the search for dependents of dependents: each round asks rpm
@@ -24,12 +26,17 @@ func removeTestArgv(names []string) []string {
 	return append([]string{"rpm", "-e", "--test", "--allmatches", "--"}, names...)
 }
 
+// Predictor is the Prediction of the target: rpm's own answers.
+type Predictor struct {
+	Runner runner.Runner
+}
+
 // Dependents implements Prediction: the installed packages outside names that require one
 // of them, and those that require those (as NAME-VERSION-RELEASE.ARCH, sorted). DNF's
 // removal takes them along; rpm's test removal on the installed database names them
 // without a repository and without changing anything.
 func (p Predictor) Dependents(ctx context.Context, names []string) ([]string, error) {
-	run := p.Packages.Runner
+	run := p.Runner
 	res, err := run.Run(ctx, installedArgv(names)...)
 	if err != nil {
 		return nil, fmt.Errorf("query rpm database for %s: %w", strings.Join(names, ", "), err)

@@ -50,7 +50,7 @@ func TestDependents(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			names := c.calls[0].Argv[5:]
-			p := Predictor{Packages: rpmexact.Deps{Runner: runnertest.New(t, c.calls...)}}
+			p := Predictor{Runner: runnertest.New(t, c.calls...)}
 			got, err := p.Dependents(context.Background(), names)
 			if c.wantErr != "" {
 				assert.ErrorContains(t, err, c.wantErr)

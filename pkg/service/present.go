@@ -35,6 +35,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	defer plan.release()
 	if r.req.CheckMode {
 		if plan.reload {
 			r.res.ManagerReload = "performed" // as the real run reports it
@@ -48,9 +49,9 @@ func (r *run) present(ctx context.Context) (err error) {
 	}
 	var pkgRes map[string]any
 	pkgChanged := false
-	if pkgs != nil {
+	if plan.pkg != nil {
 		var err error
-		pkgRes, err = r.call(ctx, r.d.Packages, "packages", pkgs)
+		pkgRes, err = r.apply(ctx, r.d.Packages, plan.pkg, plan.pkgOut, "packages", pkgs)
 		r.res.Packages = pkgRes
 		pkgChanged, _ = pkgRes["changed"].(bool)
 		if pkgChanged {
@@ -79,8 +80,9 @@ func (r *run) present(ctx context.Context) (err error) {
 	// What the files step has recorded per unit: ahead, then for changes it missed.
 	filesRecorded := maps.Clone(ahead.files)
 	var failed error
-	for _, f := range files {
-		out, err := r.call(ctx, r.d.Files, "file "+fileLabel(f), f.args)
+	for i, f := range files {
+		out, err := r.apply(ctx, r.d.Files, plan.files[i], plan.fileOuts[i], "file "+fileLabel(f), f.args)
+		plan.files[i] = nil // ran
 		out["item"] = f.item
 		r.res.Files = append(r.res.Files, out)
 		if c, _ := out["changed"].(bool); c {
@@ -110,6 +112,8 @@ func (r *run) present(ctx context.Context) (err error) {
 	if failed != nil {
 		return failed
 	}
+	// Each process is planned at its turn, under its unit's lock, from the triggers the
+	// steps before it report, and that plan is carried out at once (composed).
 	for _, proc := range r.order {
 		restart, reload := r.triggers(proc, pkgRes, files, r.res.Files)
 		args := processArgs(proc)

@@ -11,9 +11,29 @@
 // then one manager reload when anything was removed.
 // First the plan is composed from the steps' own plans, reading only (compose.go); check
 // mode reports it, a real run carries it out. Before any step changes anything, the
-// reaction each process will owe is recorded on the
-// target (durable pending reactions), so a run killed between its steps leaves it for the
-// next run.
+// reaction each process will owe is recorded on the target (durable pending reactions), so
+// a run killed between its steps leaves it for the next run.
+//
+// Each step is asked for its plan once (Module.Plan) and the real run carries out the plan
+// it holds (Step.Run); no step plans again inside it. Where a held plan could go stale,
+// the choice is per step:
+//   - packages (Packages): the plan is made under rpm_exact's transaction lock, after the
+//     wait for a transaction an earlier run left under way, and the lock is held until the
+//     step runs. Holding it is cheap (what comes between is reading and recording, or in
+//     a removal the processes' stops) and exact: no other transaction can move the RPM
+//     database under the plan. The transaction lock is taken before any unit's lock, in a
+//     removal too, so two services cannot wait on each other.
+//   - files (Files): the plan is made before the packages step and applied after it;
+//     Apply takes the unit's lock and reads the file again (a cheap lstat and read),
+//     deciding again under the lock only when another run changed it in between. Holding
+//     every unit's lock across the package transaction would block the unit's other runs
+//     for that long.
+//   - processes (Processes): a process's plan depends on what the steps before it leave
+//     (the triggers they report, a restart a package scriptlet already did, the records
+//     this run wrote), so the composed plan holds its forecast from the earlier plans; the
+//     plan carried out is made at the process's turn under the unit's lock and carried
+//     out at once, under that lock. Check mode's plan and the real run's are the same
+//     whenever the earlier steps did what their plans said.
 package service
 
 import (
@@ -27,17 +47,41 @@ import (
 	"github.com/richt/services/pkg/stamp"
 )
 
-// Module is one module the service composes: its parameter contract and behaviour.
+// Module is one module the service composes: its parameter contract, and its run split
+// as the module splits it: Plan reads and decides, and the Step it returns carries out
+// exactly that plan (Packages, Files, Processes).
 type Module struct {
-	Spec    *ansible.Spec
-	Handler ansible.Handler
+	Spec *ansible.Spec
+	Plan Planner
 }
 
-// Prediction reads, before anything is changed: the packages step's own Plan (rpm_exact's,
-// the plan that step then carries out), and which installed packages outside a removal's
-// names it would take along.
+// Planner plans one step from its request (the step's arguments as its Spec parsed them:
+// ansible.Parsed), reading only. A plan that could not be made is a Step too (Err), which
+// fails as the module fails when it runs.
+type Planner func(ctx context.Context, req *ansible.Request) Step
+
+// Step is one step's plan in hand. It may hold what keeps the plan current (a lock) until
+// it runs or is released.
+type Step interface {
+	// Names are the plan's steps as the step's result lists them (`plan`).
+	Names() []string
+	// Changes: the plan changes something. UnitFiles: it changes unit files.
+	Changes() bool
+	UnitFiles() bool
+	// Err is why the plan could not be made; nil when it was.
+	Err() error
+	// Run carries out exactly the plan (in check mode it reports it) and returns the
+	// step's result, as the module returns it; it releases what the plan held. req is a
+	// request for the same arguments the plan was made from.
+	Run(ctx context.Context, req *ansible.Request) (any, error)
+	// Release lets go of what the plan holds without running it; after Run it does
+	// nothing.
+	Release()
+}
+
+// Prediction reads, before anything is changed: which installed packages outside a
+// removal's names it would take along.
 type Prediction interface {
-	PlanPackages(ctx context.Context, w rpmexact.Want) (rpmexact.Plan, error)
 	Dependents(ctx context.Context, names []string) ([]string, error)
 }
 
@@ -94,10 +138,39 @@ type run struct {
 	res     *Result
 }
 
-// call runs one step's module in process and records its result; a failed step stops the
-// service there.
+// plan asks m for its plan of args, which m's Spec validates and parses as for a call of
+// the module. The Step is nil only when the arguments are invalid; out is then the step's
+// failed result (call reports it).
+func (r *run) plan(ctx context.Context, m Module, args map[string]any) (Step, map[string]any) {
+	var st Step
+	out := ansible.Call(ctx, m.Spec, args, r.req.CheckMode, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
+		st = m.Plan(ctx, req)
+		return map[string]any{}, nil
+	})
+	return st, out
+}
+
+// apply runs a step's plan in hand (st; nil: its arguments were invalid, and planned is
+// the failed result) and records its result; a failed step stops the service there.
+func (r *run) apply(ctx context.Context, m Module, st Step, planned map[string]any, step string, args map[string]any) (map[string]any, error) {
+	out := planned
+	if st != nil {
+		out = ansible.Call(ctx, m.Spec, args, r.req.CheckMode, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
+			return st.Run(ctx, req)
+		})
+	}
+	return r.result(out, step)
+}
+
+// call plans one step and carries out that plan at once.
 func (r *run) call(ctx context.Context, m Module, step string, args map[string]any) (map[string]any, error) {
-	out := ansible.Call(ctx, m.Spec, args, r.req.CheckMode, r.req.Diff, m.Handler)
+	st, out := r.plan(ctx, m, args)
+	return r.apply(ctx, m, st, out, step, args)
+}
+
+// result records one step's result in the service's: its change, its warnings, its
+// failure.
+func (r *run) result(out map[string]any, step string) (map[string]any, error) {
 	delete(out, "invocation")
 	if c, _ := out["changed"].(bool); c {
 		r.res.Changed = true

@@ -22,6 +22,55 @@ import (
 	"github.com/richt/services/pkg/systemd"
 )
 
+// fakeStep is a fake module's plan in hand: what its handler answers in check mode. Run
+// calls the handler with the request the service runs the step with (check mode or real).
+type fakeStep struct {
+	h              ansible.Handler
+	names          []string
+	changes, units bool
+	err            error
+}
+
+func (s *fakeStep) Names() []string { return s.names }
+func (s *fakeStep) Changes() bool   { return s.changes }
+func (s *fakeStep) UnitFiles() bool { return s.units }
+func (s *fakeStep) Err() error      { return s.err }
+func (s *fakeStep) Release()        {}
+func (s *fakeStep) Run(ctx context.Context, req *ansible.Request) (any, error) {
+	return s.h(ctx, req)
+}
+
+// moduleOf is a fake step module over a handler: its plan is the handler's answer in check
+// mode, and the step runs the handler.
+func moduleOf(spec *ansible.Spec, h ansible.Handler) Module {
+	return Module{Spec: spec, Plan: func(ctx context.Context, req *ansible.Request) Step {
+		check := *req
+		check.CheckMode = true
+		res, err := h(ctx, &check)
+		out, _ := res.(map[string]any)
+		st := &fakeStep{h: h, names: stringsOf(out["plan"]), err: err}
+		st.changes, _ = out["changed"].(bool)
+		st.units, _ = out["unit_files_changed"].(bool)
+		return st
+	}}
+}
+
+// predicted is m whose plan is pred's (an rpm_exact Plan of the packages step's request)
+// while the step still runs m's handler: what the plan says and what the step does are
+// the test's to set apart.
+func predicted(pred fakePredict, m Module) Module {
+	return Module{Spec: m.Spec, Plan: func(ctx context.Context, req *ansible.Request) Step {
+		st := m.Plan(ctx, req).(*fakeStep)
+		task, err := ansible.Parsed[rpmexact.Task](req)
+		if err != nil {
+			return failed{err}
+		}
+		p, err := pred.PlanPackages(ctx, task.Want)
+		st.names, st.changes, st.units, st.err = p.Names(), p.Changes(), p.UnitFilesChange(), err
+		return st
+	}}
+}
+
 // fakeModule is a module's real parameter contract with a handler that answers every call
 // with changed (and the keys of result, when given) and keeps the arguments of the real
 // (not check-mode) calls it was given.
@@ -31,26 +80,23 @@ func fakeModule(spec *ansible.Spec, changed *bool, calls *[]map[string]any, resu
 
 // plannedModule is fakeModule whose plan (its answer in check mode) is planned.
 func plannedModule(spec *ansible.Spec, planned, changed *bool, calls *[]map[string]any, result ...map[string]any) Module {
-	return Module{
-		Spec: spec,
-		Handler: func(_ context.Context, req *ansible.Request) (any, error) {
-			if req.CheckMode {
-				out := map[string]any{"changed": *planned}
-				for _, r := range result {
-					maps.Copy(out, r)
-				}
-				return out, nil
-			}
-			*calls = append(*calls, req.Params)
-			out := map[string]any{"changed": *changed}
+	return moduleOf(spec, func(_ context.Context, req *ansible.Request) (any, error) {
+		if req.CheckMode {
+			out := map[string]any{"changed": *planned}
 			for _, r := range result {
-				for k, v := range r {
-					out[k] = v
-				}
+				maps.Copy(out, r)
 			}
 			return out, nil
-		},
-	}
+		}
+		*calls = append(*calls, req.Params)
+		out := map[string]any{"changed": *changed}
+		for _, r := range result {
+			for k, v := range r {
+				out[k] = v
+			}
+		}
+		return out, nil
+	})
 }
 
 type fakePending struct{ records map[string]*durable.Pending }
@@ -114,7 +160,7 @@ func TestReactionsRecordedAhead(t *testing.T) {
 			pending := &fakePending{records: map[string]*durable.Pending{}}
 			procChanged := false
 			d := Deps{
-				Packages: fakeModule(rpmexact.Spec(), &c.pkgChanged, &pkgCalls),
+				Packages: predicted(fakePredict{pkg: c.predictPkg}, fakeModule(rpmexact.Spec(), &c.pkgChanged, &pkgCalls)),
 				Files:    plannedModule(override.Spec(), &c.predictFiles, &c.filesChanged, &fileCalls),
 				// The process step is the one that would carry the reaction out: here it
 				// does nothing, as if the run were killed right before it.
@@ -177,7 +223,7 @@ func TestServicePlanIsTheSameInCheckMode(t *testing.T) {
 			return fakeModule(spec, &changed, &calls, result)
 		}
 		d := Deps{
-			Packages:  step(rpmexact.Spec(), map[string]any{"packages": []any{map[string]any{"name": "demo", "operation": "install-nevra"}}}),
+			Packages:  predicted(fakePredict{pkg: true}, step(rpmexact.Spec(), map[string]any{"packages": []any{map[string]any{"name": "demo", "operation": "install-nevra"}}})),
 			Files:     step(override.Spec(), map[string]any{"plan": []any{"secure-directory", "record-reload-due", "write", "daemon-reload"}}),
 			Processes: step(lifecycle.Spec(), map[string]any{"plan": []any{"enable", "start", "settle 300ms"}}),
 			Predict:   fakePredict{pkg: true},
@@ -249,13 +295,13 @@ func TestDuplicateFilesAreRefused(t *testing.T) {
 // step, as a concurrent run (or the step itself) would act at that moment.
 // Its plan (its answer in check mode) is planned.
 func stepModule(spec *ansible.Spec, during func(), planned, changed bool) Module {
-	return Module{Spec: spec, Handler: func(_ context.Context, req *ansible.Request) (any, error) {
+	return moduleOf(spec, func(_ context.Context, req *ansible.Request) (any, error) {
 		if req.CheckMode {
 			return map[string]any{"changed": planned}, nil
 		}
 		during()
 		return map[string]any{"changed": changed}, nil
-	}}
+	})
 }
 
 // A change the prediction missed is recorded before the next step starts: a run killed in
@@ -330,7 +376,7 @@ func TestWithdrawLeavesAnotherRunsRecord(t *testing.T) {
 				pkgDuring, filesDuring = func() {}, concurrent
 			}
 			d := Deps{
-				Packages:  stepModule(rpmexact.Spec(), pkgDuring, false, false),
+				Packages:  predicted(fakePredict{pkg: c.predictPkg}, stepModule(rpmexact.Spec(), pkgDuring, false, false)),
 				Files:     stepModule(override.Spec(), filesDuring, !c.predictPkg, false),
 				Processes: stepModule(lifecycle.Spec(), func() {}, false, false),
 				Predict:   fakePredict{pkg: c.predictPkg},
@@ -416,7 +462,7 @@ type fileOutcome struct{ changed, failed bool }
 // filesModule is unit_override's contract with a handler that answers each call in turn.
 func filesModule(outcomes ...fileOutcome) Module {
 	i := 0
-	return Module{Spec: override.Spec(), Handler: func(_ context.Context, req *ansible.Request) (any, error) {
+	return moduleOf(override.Spec(), func(_ context.Context, req *ansible.Request) (any, error) {
 		if req.CheckMode {
 			return map[string]any{"changed": true}, nil // every file's plan writes it
 		}
@@ -427,7 +473,7 @@ func filesModule(outcomes ...fileOutcome) Module {
 			return out, errors.New("write /etc/systemd/system/demo.service.d/20.conf: no space left on device")
 		}
 		return out, nil
-	}}
+	})
 }
 
 // A file write that failed and left the old file in place withdraws the reaction this run
@@ -474,7 +520,7 @@ func TestAFailedWriteWithdrawsWhatWasRecordedForIt(t *testing.T) {
 			var calls []map[string]any
 			unchanged := false
 			d := Deps{
-				Packages:  fakeModule(rpmexact.Spec(), &c.pkgChanged, &calls),
+				Packages:  predicted(fakePredict{pkg: c.predictPkg}, fakeModule(rpmexact.Spec(), &c.pkgChanged, &calls)),
 				Files:     filesModule(c.files...),
 				Processes: fakeModule(lifecycle.Spec(), &unchanged, &calls),
 				Predict:   fakePredict{pkg: c.predictPkg},
@@ -530,7 +576,7 @@ func TestTheRecordIsStampedAfterEachChangeItCovers(t *testing.T) {
 	var activeEnter, written uint64
 	killed := false
 	d := Deps{
-		Packages: stepModule(rpmexact.Spec(), func() {}, true, true),
+		Packages: predicted(fakePredict{pkg: true}, stepModule(rpmexact.Spec(), func() {}, true, true)),
 		Files: stepModule(override.Spec(), func() {
 			activeEnter = clock.tick() // the package's restart, done
 			written = clock.tick()     // the drop-in's rename
