@@ -65,7 +65,7 @@ func forecast(st Step, packages bool) map[string]any {
 	return out
 }
 
-// planned reports whether a held step fails when it runs: its arguments were refused or
+// planFailed reports whether a held step fails when it runs: its arguments were refused or
 // its plan could not be made.
 func planFailed(st Step) bool { return st == nil || st.Err() != nil }
 
