@@ -109,8 +109,12 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 		return nil, err
 	}
 	var pkgEntries []string
+	// The package plan's unit-file change, read before check mode runs the step (and lets
+	// go of its plan): without a process, it is what makes the service reload the manager.
+	unitFiles := false
 	if c.pkg != nil {
 		pkgEntries = prefixed("packages", c.pkg.Names())
+		unitFiles = c.pkg.UnitFiles()
 		if c.pkg.Changes() {
 			for u := range running {
 				a.pkg[u] = reaction.Restart
@@ -128,7 +132,6 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 	}
 	var fileEntries []string
 	var fileTriggers []map[string]any
-	unitFiles := c.pkg != nil && c.pkg.UnitFiles()
 	var failed error
 	for _, f := range files {
 		step := "file " + fileLabel(f)

@@ -456,6 +456,34 @@ func TestPresentReloadsTheManagerWhenNoProcessWill(t *testing.T) {
 	}
 }
 
+// A service with packages and no process, whose package move changes unit files: no
+// process step syncs the manager, so the service reloads it at its end, and check mode's
+// plan says so as the real run's does.
+func TestPackageUnitFilesWithoutProcessesPlanTheReloadInBothModes(t *testing.T) {
+	args := map[string]any{"name": "pkgs", "packages": []any{map[string]any{"name": "demo", "version": "0:2.0-1.noarch"}}}
+	plans := map[bool]any{}
+	for _, check := range []bool{true, false} {
+		var calls []map[string]any
+		changed := true
+		reloads := 0
+		d := Deps{
+			Packages: fakeModule(rpmexact.Spec(), &changed, &calls, map[string]any{"unit_files_changed": true, "daemon_reload": "needed"}),
+			Reload:   func(context.Context) error { reloads++; return nil },
+		}
+		out := ansible.Call(context.Background(), Spec(), args, check, false, Handler(d))
+		require.Nil(t, out["failed"], out["msg"])
+		assert.Contains(t, out["plan"], "daemon-reload", "check mode %v", check)
+		assert.Equal(t, "performed", out["manager_reload"], "check mode %v", check)
+		if check {
+			assert.Zero(t, reloads)
+		} else {
+			assert.Equal(t, 1, reloads)
+		}
+		plans[check] = out["plan"]
+	}
+	assert.Equal(t, plans[true], plans[false], "check mode's plan is the real run's")
+}
+
 // fileOutcome is one file step's answer: changed, and failed with an error.
 type fileOutcome struct{ changed, failed bool }
 
