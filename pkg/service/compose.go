@@ -100,9 +100,11 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 	a := &ahead{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, earlier: map[string]*durable.Pending{}, wrote: map[string]bool{},
 		running: running, written: map[string]durable.Pending{}}
 	c = &composed{ahead: a}
+	// Released through held, not c: every error return sets the result c to nil first.
+	held := c
 	defer func() {
 		if err != nil {
-			c.release()
+			held.release()
 		}
 	}()
 	if err := r.planPackages(ctx, c, false); err != nil {
@@ -260,9 +262,11 @@ func (r *run) plannedRecords(a *ahead) ([2][]string, error) {
 // as in a present run. On an error nothing is held.
 func (r *run) composeAbsent(ctx context.Context, dependents []string) (c *composed, err error) {
 	c = &composed{}
+	// Released through held, not c: every error return sets the result c to nil first.
+	held := c
 	defer func() {
 		if err != nil {
-			c.release()
+			held.release()
 		}
 	}()
 	if err := r.planPackages(ctx, c, true); err != nil {

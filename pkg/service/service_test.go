@@ -484,6 +484,57 @@ func TestPackageUnitFilesWithoutProcessesPlanTheReloadInBothModes(t *testing.T) 
 	assert.Equal(t, plans[true], plans[false], "check mode's plan is the real run's")
 }
 
+// holdingStep is a packages plan in hand that keeps track of whether it was run or given
+// back.
+type holdingStep struct{ ran, released bool }
+
+func (s *holdingStep) Names() []string { return []string{"install-nevra demo-0:1.0-1.noarch"} }
+func (s *holdingStep) Changes() bool   { return true }
+func (s *holdingStep) UnitFiles() bool { return false }
+func (s *holdingStep) Err() error      { return nil }
+func (s *holdingStep) Release()        { s.released = true }
+func (s *holdingStep) Run(context.Context, *ansible.Request) (any, error) {
+	s.ran, s.released = true, true
+	return map[string]any{"changed": true}, nil
+}
+
+// brokenPending cannot read any record.
+type brokenPending struct{ fakePending }
+
+func (brokenPending) GetPending(u string) (*durable.Pending, error) {
+	return nil, errors.New("corrupt record of " + u)
+}
+
+// Composing a plan that fails after the packages plan was made (here: the pending record
+// cannot be read) gives that plan back: the transaction lock it holds is not kept past
+// the failure.
+func TestAFailedCompositionReleasesThePackagesPlan(t *testing.T) {
+	for _, state := range []string{"present", "absent"} {
+		t.Run(state, func(t *testing.T) {
+			st := &holdingStep{}
+			var calls []map[string]any
+			yes := true
+			d := Deps{
+				Packages:  Module{Spec: rpmexact.Spec(), Plan: func(context.Context, *ansible.Request) Step { return st }},
+				Files:     fakeModule(override.Spec(), &yes, &calls),
+				Processes: fakeModule(lifecycle.Spec(), &yes, &calls),
+				Pending:   &brokenPending{fakePending{records: map[string]*durable.Pending{}}},
+			}
+			args := with(demoArgs(), "state", state)
+			check := state == "absent" // a removal's composition fails only in check mode (a step's check)
+			if check {
+				d.Processes = Module{Spec: lifecycle.Spec(), Plan: func(context.Context, *ansible.Request) Step {
+					return failed{errors.New("cannot reach systemd")}
+				}}
+			}
+			out := ansible.Call(context.Background(), Spec(), args, check, false, Handler(d))
+			require.Equal(t, true, out["failed"], "the composition fails")
+			assert.False(t, st.ran, "the packages plan was not carried out")
+			assert.True(t, st.released, "the packages plan was given back")
+		})
+	}
+}
+
 // fileOutcome is one file step's answer: changed, and failed with an error.
 type fileOutcome struct{ changed, failed bool }
 
