@@ -14,38 +14,32 @@ func (r *run) absent(ctx context.Context) (err error) {
 		r.res.FailedStep = "packages"
 		return err
 	}
-	plan, err := r.composeAbsent(ctx, dependents)
-	defer plan.release()
-	if r.req.CheckMode {
-		if err == nil && plan.reload {
-			r.res.ManagerReload = "performed" // as the real run reports it
-		}
-		return err
-	}
+	// Each step is planned at its turn and its plan carried out at once (in check mode,
+	// reported): a removal owes no reaction, so nothing is derived or recorded ahead, and
+	// the packages plan, made just before its step, holds the transaction lock only for
+	// the transaction, not across the processes' stops.
 	removed := false
 	// One reload so systemd forgets the removed units, as part of the removal: also when a
 	// later step failed after something was removed, and when an earlier run's removal left
-	// one due (it failed or was killed before its reload).
+	// one due (it failed or was killed before its reload). Check mode plans it when its
+	// steps' checks succeed.
 	defer func() {
-		if removed || r.syncDue() {
-			err = r.reloadManager(ctx, err, "removing")
+		if !removed && !r.syncDue() || r.req.CheckMode && err != nil {
+			return
 		}
+		err = r.reloadManager(ctx, err, "removing")
 	}()
-	if err != nil {
-		return err
-	}
 	for _, proc := range r.order {
-		out, err := r.call(ctx, r.d.Processes, "process "+unitOf(proc.Unit), absentProcessArgs(proc))
-		r.res.Processes = append(r.res.Processes, out)
-		if err != nil {
+		if err := r.process(ctx, proc, absentProcessArgs(proc)); err != nil {
 			return err
 		}
 	}
-	for i, f := range r.fileArgs(true) {
-		out, err := r.apply(ctx, r.d.Files, plan.files[i], plan.fileOuts[i], "file "+fileLabel(f), f.args)
-		plan.files[i] = nil // ran
+	for _, f := range r.fileArgs(true) {
+		step := "file " + fileLabel(f)
+		out, err := r.call(ctx, r.d.Files, step, f.args)
 		out["item"] = f.item
 		r.res.Files = append(r.res.Files, out)
+		r.res.Plan = append(r.res.Plan, prefixed(step, stringsOf(out["plan"]))...)
 		if c, _ := out["changed"].(bool); c {
 			removed = true
 		}
@@ -53,12 +47,7 @@ func (r *run) absent(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if plan.pkg != nil {
-		st := plan.pkg
-		plan.pkg = nil // runs now
-		return r.removePackages(ctx, st, dependents, &removed)
-	}
-	return nil
+	return r.removePackages(ctx, dependents, &removed)
 }
 
 // absentProcessArgs is systemd_lifecycle's arguments for a process of a removal: stopped,
@@ -71,10 +60,19 @@ func absentProcessArgs(proc Process) map[string]any {
 	return args
 }
 
-// removePackages carries out the removal's packages plan st (in check mode, its check): a
-// change sets removed, and names the dependents it took along.
-func (r *run) removePackages(ctx context.Context, st Step, dependents []string, removed *bool) error {
-	out, err := r.apply(ctx, r.d.Packages, st, nil, "packages", r.packageArgs(true))
+// removePackages plans the removal of the service's packages and carries it out at once
+// (in check mode, reports it): a change sets removed, and names the dependents it took
+// along.
+func (r *run) removePackages(ctx context.Context, dependents []string, removed *bool) error {
+	args := r.packageArgs(true)
+	if args == nil {
+		return nil
+	}
+	st, planned := r.plan(ctx, r.d.Packages, args)
+	if st != nil {
+		r.res.Plan = append(r.res.Plan, prefixed("packages", st.Names())...)
+	}
+	out, err := r.apply(ctx, r.d.Packages, st, planned, "packages", args)
 	r.res.Packages = out
 	if c, _ := out["changed"].(bool); c {
 		*removed = true

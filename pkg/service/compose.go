@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
@@ -14,12 +13,11 @@ import (
 
 // composed is the service's plan, made before any step changes anything from its steps'
 // own plans, held in hand until they are carried out: the packages step's (under the
-// transaction lock until it runs) and each file's. A process's plan depends on what the
-// steps before it leave (the triggers they report, a restart a package scriptlet already
-// did, the records this run wrote), so the one composed here is its forecast from the
-// earlier plans, and the plan carried out is made at the process's turn, under the unit's
-// lock, and carried out at once. Check mode reports the composed plan; a real run records
-// what it owes and carries it out.
+// transaction lock until it runs) and each file's, and what each process will owe,
+// derived from them (owes). Check mode reports it, with each process's plan forecast
+// from the triggers the earlier steps' check results report; a real run records what the
+// processes owe and carries out the held plans, and plans each process at its turn
+// (package doc).
 type composed struct {
 	ahead *ahead
 	// pkg is the packages step's plan (nil without packages, or with arguments its Spec
@@ -49,25 +47,54 @@ func (c *composed) release() {
 	}
 }
 
-// forecast is a step's result as the plans after it read it (package contract): what its
-// plan will change. A plan that could not be made changes nothing (its step then fails).
-func forecast(st Step, packages bool) map[string]any {
-	ok := st != nil && st.Err() == nil
-	changes, units := ok && st.Changes(), ok && st.UnitFiles()
-	reload := contract.ReloadNone
-	if units {
-		reload = contract.ReloadNeeded
-	}
-	out := map[string]any{"changed": changes, "unit_files_changed": units, "daemon_reload": string(reload)}
-	if packages {
-		out["package_changed"] = changes
-	}
-	return out
-}
-
 // planFailed reports whether a held step fails when it runs: its arguments were refused or
 // its plan could not be made.
 func planFailed(st Step) bool { return st == nil || st.Err() != nil }
+
+// owed is what the service's processes will owe for the packages and files plans it
+// holds: per unit of a process that is to run, the reaction the packages step owes it
+// and the one the files step owes it; and whether the manager must be reloaded (a plan
+// changes unit files). The steps record the manager reload due themselves
+// (record-reload-due in their plans); the reactions the service records (ahead).
+type owed struct {
+	pkg, files map[string]reaction.Kind
+	running    map[string]bool
+	sync       bool
+}
+
+// owes derives what each process will owe from the held plans and the processes' wiring
+// (the default wiring: a package change restarts every process, a unit's own file or
+// drop-in restarts it, or reloads it for reload: true): pure, it reads no host and asks no
+// systemd. A file plan that could not be made counts as a change, so a real run records
+// the reaction it may owe before anything (and withdraws it if the step then changes
+// nothing); check mode lists the same record and then fails at that file.
+func owes(order []Process, pkg Step, files []fileStep, plans []Step) owed {
+	o := owed{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, running: map[string]bool{}}
+	for _, p := range order {
+		if p.State == nil || *p.State == "running" {
+			o.running[unitOf(p.Unit)] = true
+		}
+	}
+	if pkg != nil && !planFailed(pkg) {
+		o.sync = pkg.UnitFiles()
+		if pkg.Changes() {
+			for u := range o.running {
+				o.pkg[u] = reaction.Restart
+			}
+		}
+	}
+	for i, f := range files {
+		st := plans[i]
+		if !planFailed(st) && !st.Changes() {
+			continue
+		}
+		o.sync = true
+		if o.running[f.unit] {
+			o.files[f.unit] = reaction.Stronger(o.files[f.unit], fileReaction(f))
+		}
+	}
+	return o
+}
 
 // planPackages holds the packages step's plan (absent: the removal's), when the service
 // has packages. A plan that could not be made is the packages step's failure, reported
@@ -87,19 +114,14 @@ func (r *run) planPackages(ctx context.Context, c *composed, absent bool) error 
 	return err
 }
 
-// composePresent composes the plan of a present run: the reactions recorded ahead, the
-// packages, the files, the processes, and the service's own manager reload. On an error
+// composePresent composes the plan of a present run, reading only: the packages' and the
+// files' plans, what the processes owe for them (owes), the records that owes, and the
+// service's own manager reload. In check mode it then runs the held plans' checks and each
+// process's step in check mode, which plans it from the triggers those checks report; a
+// real run leaves the processes to their turns and contacts no systemd here. On an error
 // nothing is held.
 func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed, err error) {
-	running := map[string]bool{}
-	for _, p := range r.order {
-		if p.State == nil || *p.State == "running" {
-			running[unitOf(p.Unit)] = true
-		}
-	}
-	a := &ahead{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, earlier: map[string]*durable.Pending{}, wrote: map[string]bool{},
-		running: running, written: map[string]durable.Pending{}}
-	c = &composed{ahead: a}
+	c = &composed{}
 	// Released through held, not c: every error return sets the result c to nil first.
 	held := c
 	defer func() {
@@ -110,122 +132,94 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 	if err := r.planPackages(ctx, c, false); err != nil {
 		return nil, err
 	}
-	var pkgEntries []string
-	// The package plan's unit-file change, read before check mode runs the step (and lets
-	// go of its plan): without a process, it is what makes the service reload the manager.
-	unitFiles := false
-	if c.pkg != nil {
-		pkgEntries = prefixed("packages", c.pkg.Names())
-		unitFiles = c.pkg.UnitFiles()
-		if c.pkg.Changes() {
-			for u := range running {
-				a.pkg[u] = reaction.Restart
-			}
-		}
-		if r.req.CheckMode {
-			out, err := r.apply(ctx, r.d.Packages, c.pkg, nil, "packages", r.packageArgs(false))
-			r.res.Packages = out
-			c.pkg = nil // ran
-			if err != nil {
-				r.res.Plan = append(r.res.Plan, pkgEntries...)
-				return nil, err
-			}
-		}
-	}
-	var fileEntries []string
-	var fileTriggers []map[string]any
-	var failed error
 	for _, f := range files {
-		step := "file " + fileLabel(f)
 		st, out := r.plan(ctx, r.d.Files, f.args)
 		c.files, c.fileOuts = append(c.files, st), append(c.fileOuts, out)
-		var names []string
-		// A real run's plan that could not be made counts as a change, so the reaction it
-		// may owe is recorded (and withdrawn if the step then changes nothing).
-		changed := planFailed(st) && !r.req.CheckMode
-		trigger := forecast(st, false)
-		if r.req.CheckMode {
-			out, err = r.apply(ctx, r.d.Files, st, out, step, f.args)
-			c.files[len(c.files)-1] = nil // ran
-			out["item"] = f.item
-			r.res.Files = append(r.res.Files, out)
-			names, trigger = stringsOf(out["plan"]), out
-			changed, _ = out["changed"].(bool)
-			if err != nil {
-				failed = err
-			}
-		} else if st != nil {
-			names = st.Names()
-			changed = changed || st.Changes()
-		}
-		fileTriggers = append(fileTriggers, trigger)
-		fileEntries = append(fileEntries, prefixed(step, names)...)
-		if changed {
-			unitFiles = true
-			if running[f.unit] {
-				a.files[f.unit] = reaction.Stronger(a.files[f.unit], fileReaction(f))
-			}
-		}
-		if failed != nil {
-			break
-		}
 	}
-	records, err := r.plannedRecords(a)
+	o := owes(r.order, c.pkg, files, c.files)
+	c.ahead = &ahead{pkg: o.pkg, files: o.files, running: o.running,
+		earlier: map[string]*durable.Pending{}, wrote: map[string]bool{}, written: map[string]durable.Pending{}}
+	records, err := r.plannedRecords(c.ahead)
 	if err != nil {
 		return nil, err
 	}
 	r.res.Plan = append(r.res.Plan, records[0]...)
-	r.res.Plan = append(r.res.Plan, pkgEntries...)
+	if c.pkg != nil {
+		r.res.Plan = append(r.res.Plan, prefixed("packages", c.pkg.Names())...)
+	}
 	r.res.Plan = append(r.res.Plan, records[1]...)
-	r.res.Plan = append(r.res.Plan, fileEntries...)
-	if failed != nil {
-		return nil, failed
-	}
-	pkgTrigger := forecast(c.pkg, true)
-	if r.req.CheckMode {
-		pkgTrigger, _ = r.res.Packages.(map[string]any)
-		if pkgTrigger == nil {
-			pkgTrigger = forecast(nil, true)
-		}
-	}
-	for _, proc := range r.order {
-		restart, reload := r.triggers(proc, pkgTrigger, files, fileTriggers)
-		args := processArgs(proc)
-		args["restart_on"] = restart
-		if len(reload) > 0 {
-			args["reload_on"] = reload
-		}
-		step := "process " + unitOf(proc.Unit)
-		names, err := r.forecastProcess(ctx, step, args)
-		r.res.Plan = append(r.res.Plan, prefixed(step, names)...)
-		if err != nil {
-			return nil, err
+	for i, f := range files {
+		if st := c.files[i]; st != nil {
+			r.res.Plan = append(r.res.Plan, prefixed("file "+fileLabel(f), st.Names())...)
 		}
 	}
 	// Without a process nothing syncs the manager: the service does, once (present).
-	if len(r.order) == 0 && (unitFiles || r.syncDue()) {
-		c.reload = true
+	c.reload = len(r.order) == 0 && (o.sync || r.syncDue())
+	if r.req.CheckMode {
+		if err := r.checkPresent(ctx, c, files); err != nil {
+			return nil, err
+		}
+	}
+	if c.reload {
 		r.res.Plan = append(r.res.Plan, "daemon-reload")
 	}
 	return c, nil
 }
 
-// forecastProcess is a process's plan as the composed plan lists it. In check mode it is
-// the process's step, run in check mode (its result is the step's; a failure stops the
-// service there). In a real run the plan is only read, and given back with the unit's
-// lock: the plan carried out is made at the process's turn (composed).
-func (r *run) forecastProcess(ctx context.Context, step string, args map[string]any) ([]string, error) {
-	if r.req.CheckMode {
-		out, err := r.call(ctx, r.d.Processes, step, args)
-		r.res.Processes = append(r.res.Processes, out)
-		return stringsOf(out["plan"]), err
+// checkPresent is check mode's run of a composed present plan: the packages' and files'
+// checks (each reports its held plan), then each process's step in check mode, planned
+// from the triggers those checks report, as a real run plans it from its steps' results.
+// A failure stops the service there, as in a real run.
+func (r *run) checkPresent(ctx context.Context, c *composed, files []fileStep) error {
+	if c.pkg != nil {
+		st := c.pkg
+		c.pkg = nil // runs now
+		out, err := r.apply(ctx, r.d.Packages, st, nil, "packages", r.packageArgs(false))
+		r.res.Packages = out
+		if err != nil {
+			return err
+		}
 	}
-	st, _ := r.plan(ctx, r.d.Processes, args)
-	if st == nil {
-		return nil, nil // its arguments are refused at its turn, as the step's failure
+	for i, f := range files {
+		st := c.files[i]
+		c.files[i] = nil // runs now
+		out, err := r.apply(ctx, r.d.Files, st, c.fileOuts[i], "file "+fileLabel(f), f.args)
+		out["item"] = f.item
+		r.res.Files = append(r.res.Files, out)
+		if err != nil {
+			return err
+		}
 	}
-	defer st.Release()
-	return st.Names(), nil
+	pkgRes, _ := r.res.Packages.(map[string]any)
+	return r.processes(ctx, pkgRes, files)
+}
+
+// processes runs each process's step in order, planned at its turn from the triggers the
+// steps before it report (pkgRes, r.res.Files), and puts the plan it carried out (its
+// result's plan; in check mode the plan it reports) at its place in the service's plan.
+func (r *run) processes(ctx context.Context, pkgRes map[string]any, files []fileStep) error {
+	for _, proc := range r.order {
+		restart, reload := r.triggers(proc, pkgRes, files, r.res.Files)
+		args := processArgs(proc)
+		args["restart_on"] = restart
+		if len(reload) > 0 {
+			args["reload_on"] = reload
+		}
+		if err := r.process(ctx, proc, args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// process plans one process's step and carries out that plan at once (in check mode,
+// reports it), under its unit's lock, and lists it in the service's plan.
+func (r *run) process(ctx context.Context, proc Process, args map[string]any) error {
+	step := "process " + unitOf(proc.Unit)
+	out, err := r.call(ctx, r.d.Processes, step, args)
+	r.res.Processes = append(r.res.Processes, out)
+	r.res.Plan = append(r.res.Plan, prefixed(step, stringsOf(out["plan"]))...)
+	return err
 }
 
 // plannedRecords are the record-pending entries of the plan: before the packages step,
@@ -254,70 +248,6 @@ func (r *run) plannedRecords(a *ahead) ([2][]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// composeAbsent composes the plan of a removal: the processes stopped and disabled, the
-// files removed, the packages removed, and the manager reload after them. The packages'
-// plan is held first, so the service takes the transaction lock before any unit's lock,
-// as in a present run. On an error nothing is held.
-func (r *run) composeAbsent(ctx context.Context, dependents []string) (c *composed, err error) {
-	c = &composed{}
-	// Released through held, not c: every error return sets the result c to nil first.
-	held := c
-	defer func() {
-		if err != nil {
-			held.release()
-		}
-	}()
-	if err := r.planPackages(ctx, c, true); err != nil {
-		return nil, err
-	}
-	removes := false
-	for _, proc := range r.order {
-		step := "process " + unitOf(proc.Unit)
-		names, err := r.forecastProcess(ctx, step, absentProcessArgs(proc))
-		r.res.Plan = append(r.res.Plan, prefixed(step, names)...)
-		if err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range r.fileArgs(true) {
-		step := "file " + fileLabel(f)
-		st, out := r.plan(ctx, r.d.Files, f.args)
-		c.files, c.fileOuts = append(c.files, st), append(c.fileOuts, out)
-		names, changed := []string(nil), false
-		if r.req.CheckMode {
-			out, err = r.apply(ctx, r.d.Files, st, out, step, f.args)
-			c.files[len(c.files)-1] = nil // ran
-			out["item"] = f.item
-			r.res.Files = append(r.res.Files, out)
-			names = stringsOf(out["plan"])
-			changed, _ = out["changed"].(bool)
-		} else if st != nil {
-			names, changed = st.Names(), st.Changes()
-		}
-		r.res.Plan = append(r.res.Plan, prefixed(step, names)...)
-		removes = removes || changed
-		if err != nil {
-			return nil, err
-		}
-	}
-	if c.pkg != nil {
-		r.res.Plan = append(r.res.Plan, prefixed("packages", c.pkg.Names())...)
-		removes = removes || c.pkg.Changes()
-		if r.req.CheckMode {
-			err := r.removePackages(ctx, c.pkg, dependents, &removes)
-			c.pkg = nil // ran
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-	if removes || r.syncDue() {
-		c.reload = true
-		r.res.Plan = append(r.res.Plan, "daemon-reload")
-	}
-	return c, nil
 }
 
 // prefixed is a step's plan entries under the step's name.

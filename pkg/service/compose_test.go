@@ -19,26 +19,19 @@ import (
 	"github.com/richt/services/pkg/stamp"
 )
 
-// recorder is a set of strict step modules. Each keeps count of the plans asked of it; a
-// plan in hand, when it runs in a real run, fails the test unless it is the step's only
-// plan (a process: the plan made at its turn, after its forecast), with the arguments the
-// step was planned with, run once and not after it was released. So a step planned again
-// inside the apply (as a handler called for real plans again) fails the test.
+// recorder is a set of strict step modules. Each keeps count of the plans asked of it and
+// every plan and run in order (events); a plan in hand, when it runs in a real run, fails
+// the test unless it is the step's only plan, with the arguments the step was planned
+// with, run once and not after it was released. So a step planned again inside the apply
+// (as a handler called for real plans again) fails the test, and so does a process
+// planned (which contacts systemd) before the packages step ran.
 type recorder struct {
 	t       *testing.T
 	plans   map[string]int // plans asked per step
 	planned []string       // steps, in the order their first plans were asked for
 	args    map[string]map[string]any
 	applied []string
-}
-
-// plansOf is how many plans a real run asks of a step before it runs: one; a process two,
-// its forecast (given back unrun) and its plan at its turn.
-func plansOf(step string) int {
-	if strings.HasPrefix(step, "process ") {
-		return 2
-	}
-	return 1
+	events  []string // "plan STEP" and "run STEP", in order (real runs)
 }
 
 // module is a strict step module: name names the step of a request, plan gives its plan's
@@ -47,6 +40,7 @@ func (rc *recorder) module(spec *ansible.Spec, name func(ansible.Values) string,
 	return Module{Spec: spec, Plan: func(_ context.Context, req *ansible.Request) Step {
 		step := name(req.Params)
 		rc.plans[step]++
+		rc.events = append(rc.events, "plan "+step)
 		if rc.plans[step] == 1 {
 			rc.planned = append(rc.planned, step)
 			rc.args[step] = withoutTriggers(req.Params)
@@ -83,7 +77,8 @@ func (s *strictStep) Run(_ context.Context, req *ansible.Request) (any, error) {
 	if req.CheckMode {
 		return out, nil
 	}
-	if n := rc.plans[s.step]; n != plansOf(s.step) || s.nth != n {
+	rc.events = append(rc.events, "run "+s.step)
+	if n := rc.plans[s.step]; n != 1 || s.nth != n {
 		t.Errorf("%s: planned %d times when it ran (plan %d carried out); a real run carries out the one plan it holds", s.step, n, s.nth)
 	}
 	assert.Equal(t, rc.args[s.step], withoutTriggers(req.Params), "%s applied with the arguments it was planned with", s.step)
@@ -137,29 +132,41 @@ func TestComposedPlanIsTheAppliedPlan(t *testing.T) {
 		files     bool // every file's plan changes it
 		wantSteps []string
 		wantPlan  []any
+		// wantEvents are the real run's plans and runs, in order: a process is planned
+		// at its turn, never before the packages and files steps ran.
+		wantEvents []string
 	}{
 		{name: "a clean host: install, write, start",
 			args: demoArgs(), pkg: true, files: true,
 			wantSteps: []string{"packages", "file demo.service/20.conf", "process demo.service"},
 			wantPlan: []any{"record-pending demo.service restart", "packages: install-nevra demo-0:1.0-1.noarch",
-				"record-pending demo.service restart", "file demo.service/20.conf: write", "process demo.service: start"}},
+				"record-pending demo.service restart", "file demo.service/20.conf: write", "process demo.service: start"},
+			wantEvents: []string{"plan packages", "plan file demo.service/20.conf", "run packages", "run file demo.service/20.conf",
+				"plan process demo.service", "run process demo.service"}},
 		{name: "converged: every step checked, nothing planned",
 			args:      demoArgs(),
 			wantSteps: []string{"packages", "file demo.service/20.conf", "process demo.service"},
-			wantPlan:  []any{}},
+			wantPlan:  []any{},
+			wantEvents: []string{"plan packages", "plan file demo.service/20.conf", "run packages", "run file demo.service/20.conf",
+				"plan process demo.service", "run process demo.service"}},
 		{name: "a drop-in only: its reload recorded ahead of the files",
 			args: demoArgs(), files: true,
 			wantSteps: []string{"packages", "file demo.service/20.conf", "process demo.service"},
-			wantPlan:  []any{"record-pending demo.service reload", "file demo.service/20.conf: write", "process demo.service: start"}},
+			wantPlan:  []any{"record-pending demo.service reload", "file demo.service/20.conf: write", "process demo.service: start"},
+			wantEvents: []string{"plan packages", "plan file demo.service/20.conf", "run packages", "run file demo.service/20.conf",
+				"plan process demo.service", "run process demo.service"}},
 		{name: "files without processes: the service's own manager reload",
 			args: map[string]any{"name": "demo", "dropins": []any{dropin}}, files: true,
-			wantSteps: []string{"file demo.service/20.conf"},
-			wantPlan:  []any{"file demo.service/20.conf: write", "daemon-reload"}},
+			wantSteps:  []string{"file demo.service/20.conf"},
+			wantPlan:   []any{"file demo.service/20.conf: write", "daemon-reload"},
+			wantEvents: []string{"plan file demo.service/20.conf", "run file demo.service/20.conf"}},
 		{name: "a removal: processes, files, packages, then the reload",
 			args: with(demoArgs(), "state", "absent"), pkg: true, files: true,
 			wantSteps: []string{"process demo.service", "file demo.service/20.conf", "packages"},
 			wantPlan: []any{"process demo.service: start", "file demo.service/20.conf: write",
-				"packages: remove demo", "daemon-reload"}},
+				"packages: remove demo", "daemon-reload"},
+			wantEvents: []string{"plan process demo.service", "run process demo.service", "plan file demo.service/20.conf",
+				"run file demo.service/20.conf", "plan packages", "run packages"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -210,7 +217,7 @@ func TestComposedPlanIsTheAppliedPlan(t *testing.T) {
 				if !check {
 					check := ansible.Call(context.Background(), Spec(), c.args, true, false, Handler(d))
 					plan, _ = check["plan"].([]any)
-					rc.planned = nil
+					rc.planned, rc.events = nil, nil
 					clear(rc.args)
 					clear(rc.plans)
 				}
@@ -225,6 +232,7 @@ func TestComposedPlanIsTheAppliedPlan(t *testing.T) {
 			assert.Equal(t, check["plan"], real["plan"], "check mode's plan is the real run's")
 			assert.Equal(t, c.wantSteps, rc.applied, "the real run carries out exactly the planned steps, in order")
 			assert.ElementsMatch(t, rc.planned, rc.applied, "each step planned, then applied once")
+			assert.Equal(t, c.wantEvents, rc.events, "what the real run planned and ran, in order")
 			assert.Equal(t, slices.Contains(c.wantPlan, any("daemon-reload")), reloads == 1)
 		})
 	}

@@ -29,8 +29,8 @@ func (r *run) present(ctx context.Context) (err error) {
 			err = r.reloadManager(ctx, err, "writing the unit files of")
 		}
 	}()
-	// The plan reads only: check mode reports it, a real run records what it owes and
-	// carries it out.
+	// The plan reads only: check mode reports it (with the processes' plans forecast), a
+	// real run records what the processes owe and carries it out.
 	plan, err := r.composePresent(ctx, files)
 	if err != nil {
 		return err
@@ -113,19 +113,6 @@ func (r *run) present(ctx context.Context) (err error) {
 		return failed
 	}
 	// Each process is planned at its turn, under its unit's lock, from the triggers the
-	// steps before it report, and that plan is carried out at once (composed).
-	for _, proc := range r.order {
-		restart, reload := r.triggers(proc, pkgRes, files, r.res.Files)
-		args := processArgs(proc)
-		args["restart_on"] = restart
-		if len(reload) > 0 {
-			args["reload_on"] = reload
-		}
-		out, err := r.call(ctx, r.d.Processes, "process "+unitOf(proc.Unit), args)
-		r.res.Processes = append(r.res.Processes, out)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	// steps before it report, and that plan is carried out at once (package doc).
+	return r.processes(ctx, pkgRes, files)
 }

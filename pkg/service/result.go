@@ -28,12 +28,15 @@ type Result struct {
 	RemovedDependents []string `json:"removed_dependents,omitempty"`
 	// Recorded are the reactions recorded before the first step, per unit.
 	Recorded map[string]string `json:"recorded,omitempty"`
-	// Plan is the whole service's plan, composed before any step runs from the steps' own
-	// plans, in the order it is carried out: each step's entries under the step's name
-	// ("packages: install-nevra demo-0:1.0-1.noarch", "file UNIT/NAME: write", "process
-	// UNIT: start") with the reactions recorded ahead between them. Check mode reports the
-	// same list. A real run adds only what a step's outcome forced beyond it (a record for
-	// a change the step's plan missed, a withdrawal after a failed write).
+	// Plan is the whole service's plan in the order it is carried out: each step's entries
+	// under the step's name ("packages: install-nevra demo-0:1.0-1.noarch", "file
+	// UNIT/NAME: write", "process UNIT: start") with the reactions recorded ahead between
+	// them. The packages' and files' entries are the plans composed before any step runs;
+	// a process's are the plan it carried out at its turn (check mode: forecast from the
+	// earlier steps' checks), so check mode reports the real run's list whenever the
+	// earlier steps do what their plans say. A real run adds only what a step's outcome
+	// forced beyond them (a record for a change the step's plan missed, a withdrawal after
+	// a failed write), before the processes' entries.
 	Plan []string      `json:"plan"`
 	Diff *ansible.Diff `json:"diff,omitempty"`
 }

@@ -9,31 +9,46 @@
 // a manager reload of their own) → processes in order (the first that needs it reloads the
 // manager once; without processes, one manager reload at the end). Absent: the reverse,
 // then one manager reload when anything was removed.
-// First the plan is composed from the steps' own plans, reading only (compose.go); check
-// mode reports it, a real run carries it out. Before any step changes anything, the
-// reaction each process will owe is recorded on the target (durable pending reactions), so
-// a run killed between its steps leaves it for the next run.
 //
-// Each step is asked for its plan once (Module.Plan) and the real run carries out the plan
-// it holds (Step.Run); no step plans again inside it. Where a held plan could go stale,
-// the choice is per step:
+// The plan: the service composes the plans of the packages step and the file steps once,
+// reading only (Module.Plan; compose.go), and derives from those plans and each process's
+// wiring what each process will owe — a restart or reload, and whether the manager must
+// be reloaded (owes: a pure function; it asks no systemd). A real run records that owed
+// reaction on the target (durable pending records, merged by durable.Merge) before any
+// side effect, so a run killed between its steps leaves it for the next run, then carries
+// out exactly the packages and file plans it holds (Step.Run); no step plans again
+// inside it. Where a held plan could go stale, the choice is per step:
 //   - packages (Packages): the plan is made under rpm_exact's transaction lock, after the
 //     wait for a transaction an earlier run left under way, and the lock is held until the
-//     step runs. Holding it is cheap (what comes between is reading and recording, or in
-//     a removal the processes' stops) and exact: no other transaction can move the RPM
-//     database under the plan. The transaction lock is taken before any unit's lock, in a
-//     removal too, so two services cannot wait on each other.
+//     step runs. Holding it is cheap (what comes between is reading and recording) and
+//     exact: no other transaction can move the RPM database under the plan. It is taken
+//     before any unit's lock (a record is written under the unit's lock while it is
+//     held), never while one is held, so two services cannot wait on each other. A
+//     removal makes its packages plan just before the packages step, after the processes
+//     are stopped and the files removed: nothing is owed in a removal, and the lock is
+//     not held across the stops.
 //   - files (Files): the plan is made before the packages step and applied after it;
 //     Apply takes the unit's lock and reads the file again (a cheap lstat and read),
 //     deciding again under the lock only when another run changed it in between. Holding
 //     every unit's lock across the package transaction would block the unit's other runs
 //     for that long.
-//   - processes (Processes): a process's plan depends on what the steps before it leave
-//     (the triggers they report, a restart a package scriptlet already did, the records
-//     this run wrote), so the composed plan holds its forecast from the earlier plans; the
-//     plan carried out is made at the process's turn under the unit's lock and carried
-//     out at once, under that lock. Check mode's plan and the real run's are the same
-//     whenever the earlier steps did what their plans said.
+//   - processes (Processes): a process's plan depends on what the steps before it really
+//     did (the triggers they report, a restart a package scriptlet already did, the
+//     records this run wrote). In a real run a process is therefore not forecast: the
+//     service opens no systemd connection, takes no unit lock and observes no unit before
+//     the packages step; each process is planned at its turn, under its unit's lock, from
+//     the triggers the earlier steps report, and that plan is carried out at once and put
+//     at its place in the reported `plan`. Check mode, where the earlier steps report
+//     what their plans say, forecasts each process the same way from those predicted
+//     triggers (its step run in check mode). So check mode's plan is the real run's
+//     whenever the earlier steps do what their plans say; where they do more (a scriptlet
+//     restarted the unit), the real run's plan says what it carried out.
+//
+// The reported `plan` lists, in order: the records ahead of the packages step, the
+// packages plan, the records ahead of the files, the files' plans, then (at their turns)
+// records a step's unplanned change made due or withdrew, each process's plan, and the
+// service's own daemon-reload. A removal lists each step's plan as it is made: processes,
+// files, packages, daemon-reload.
 package service
 
 import (

@@ -484,6 +484,48 @@ func TestPackageUnitFilesWithoutProcessesPlanTheReloadInBothModes(t *testing.T) 
 	assert.Equal(t, plans[true], plans[false], "check mode's plan is the real run's")
 }
 
+// A real run's plan lists, for each process, the plan the process carried out at its
+// turn, made from what the earlier steps really did: here the package's scriptlet restarted
+// the unit in the transaction, so the process owes nothing more. Check mode forecast a
+// restart from the packages' plan; the real run reports none (and performs none).
+func TestTheRealRunReportsTheProcessPlanItCarriedOut(t *testing.T) {
+	args := map[string]any{"name": "demo", "packages": []any{map[string]any{"name": "demo", "version": "0:2.0-1.noarch"}},
+		"processes": []any{map[string]any{"unit": "demo"}}}
+	plans := map[bool]any{}
+	for _, check := range []bool{true, false} {
+		served := false // the transaction's scriptlet restarted demo.service
+		var calls []map[string]any
+		changed := true
+		pkgs := fakeModule(rpmexact.Spec(), &changed, &calls, map[string]any{"plan": []any{"install-nevra demo-0:2.0-1.noarch"}})
+		d := Deps{
+			Packages: Module{Spec: pkgs.Spec, Plan: func(ctx context.Context, req *ansible.Request) Step {
+				st := pkgs.Plan(ctx, req).(*fakeStep)
+				h := st.h
+				st.h = func(ctx context.Context, req *ansible.Request) (any, error) {
+					served = served || !req.CheckMode
+					return h(ctx, req)
+				}
+				return st
+			}},
+			Processes: moduleOf(lifecycle.Spec(), func(_ context.Context, req *ansible.Request) (any, error) {
+				if served {
+					return map[string]any{"changed": false, "plan": []string{}, "reaction": "served"}, nil
+				}
+				return map[string]any{"changed": true, "plan": []string{"stamp-pending", "restart"}, "reaction": "restart"}, nil
+			}),
+			Pending: &fakePending{records: map[string]*durable.Pending{}},
+			Now:     func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
+		}
+		out := ansible.Call(context.Background(), Spec(), args, check, false, Handler(d))
+		require.Nil(t, out["failed"], out["msg"])
+		plans[check] = out["plan"]
+	}
+	assert.Equal(t, []any{"record-pending demo.service restart", "packages: install-nevra demo-0:2.0-1.noarch",
+		"process demo.service: stamp-pending", "process demo.service: restart"}, plans[true], "check mode forecasts the restart")
+	assert.Equal(t, []any{"record-pending demo.service restart", "packages: install-nevra demo-0:2.0-1.noarch"}, plans[false],
+		"the real run lists the plan the process carried out: none")
+}
+
 // holdingStep is a packages plan in hand that keeps track of whether it was run or given
 // back.
 type holdingStep struct{ ran, released bool }
@@ -507,29 +549,38 @@ func (brokenPending) GetPending(u string) (*durable.Pending, error) {
 
 // Composing a plan that fails after the packages plan was made (here: the pending record
 // cannot be read) gives that plan back: the transaction lock it holds is not kept past
-// the failure.
+// the failure. A removal makes the packages plan only just before its step, so a process
+// step that fails before it leaves no packages plan made at all.
 func TestAFailedCompositionReleasesThePackagesPlan(t *testing.T) {
 	for _, state := range []string{"present", "absent"} {
 		t.Run(state, func(t *testing.T) {
 			st := &holdingStep{}
+			planned := false
 			var calls []map[string]any
 			yes := true
 			d := Deps{
-				Packages:  Module{Spec: rpmexact.Spec(), Plan: func(context.Context, *ansible.Request) Step { return st }},
+				Packages: Module{Spec: rpmexact.Spec(), Plan: func(context.Context, *ansible.Request) Step {
+					planned = true
+					return st
+				}},
 				Files:     fakeModule(override.Spec(), &yes, &calls),
 				Processes: fakeModule(lifecycle.Spec(), &yes, &calls),
 				Pending:   &brokenPending{fakePending{records: map[string]*durable.Pending{}}},
 			}
 			args := with(demoArgs(), "state", state)
-			check := state == "absent" // a removal's composition fails only in check mode (a step's check)
-			if check {
+			absent := state == "absent"
+			if absent {
 				d.Processes = Module{Spec: lifecycle.Spec(), Plan: func(context.Context, *ansible.Request) Step {
 					return failed{errors.New("cannot reach systemd")}
 				}}
 			}
-			out := ansible.Call(context.Background(), Spec(), args, check, false, Handler(d))
-			require.Equal(t, true, out["failed"], "the composition fails")
+			out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(d))
+			require.Equal(t, true, out["failed"], "the run fails")
 			assert.False(t, st.ran, "the packages plan was not carried out")
+			if absent {
+				assert.False(t, planned, "no packages plan made (the transaction lock not taken) before the processes are stopped")
+				return
+			}
 			assert.True(t, st.released, "the packages plan was given back")
 		})
 	}
