@@ -9,7 +9,8 @@
 // changes nothing. It observes (observe.go) the durable records, the unit, systemd's clock
 // when a reaction's timing matters and the reload capability of the unit's files; then
 // [Prepare] (pure) plans what comes before the run state: record-pending (the due
-// reaction, on disk before anything can fail), an enable or disable ahead of a manager sync
+// reaction of a running unit, on disk before anything can fail; a unit that does not run
+// has nothing to restart, and its start is stamped before the job), an enable or disable ahead of a manager sync
 // (so one reload serves both), and daemon-reload with its reasons; then [Decide] (pure)
 // plans the run state: mask, unmask, enable/disable, the run-state action, settle and
 // probe. Decide sees the unit as those steps leave it, predicted the same way in check

@@ -99,11 +99,14 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 	p.Pending = pending
 	p.Due = reaction.Due(trig, pendingKind(pending))
 	// A due reaction is on disk before anything can fail (the daemon-reload, an enable,
-	// the deadline): its trigger will not report a change again. Only for a loaded unit: a
-	// unit that is missing or masked now has nothing to restart, and its first start later
-	// would absorb the reaction anyway. A unit a package change is to install counts as
-	// missing here.
-	if p.Due != reaction.None && w.Running && obs.LoadState == "loaded" && !o.PredictedInstall {
+	// the deadline): its trigger will not report a change again. Only for a unit that
+	// runs: a unit that is missing, masked or stopped now has nothing to restart, and its
+	// start absorbs the reaction (the start's own record, stamped just before the job,
+	// covers a start that fails). So a unit a package change installs plans the same steps
+	// whether the manager, after the transaction, shows it loaded already (it loads a new
+	// unit file it is asked about), not found until the sync, or check mode predicts it
+	// (PredictedInstall): check mode's plan is the real run's whichever it shows.
+	if p.Due != reaction.None && w.Running && obs.LoadState == "loaded" && obs.Running() {
 		p.RecordPending = true
 		p.Steps = append(p.Steps, StepRecordPending)
 	}

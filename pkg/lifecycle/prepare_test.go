@@ -43,3 +43,26 @@ func TestPrepareRestartServedByTheClock(t *testing.T) {
 		})
 	}
 }
+
+// A package change that installs the unit: check mode plans for the unit it predicts
+// (PredictedInstall), and the real run, planned after the transaction, finds the unit
+// either loaded already (systemd loads a new unit file it is asked about) or still
+// not found (it had looked the name up before the install): all three plan the same steps
+// (the restart due is absorbed by the start, and recorded just before it, not ahead of
+// the sync), so the service's check mode lists what its real run does.
+func TestAPredictedInstallPlansAsTheInstalledUnit(t *testing.T) {
+	yes := true
+	want := Want{Unit: "demo.service", Running: true, Enabled: &yes}
+	trig := reaction.Triggers{Restart: []reaction.Trigger{{Ref: "restart_on[0]", Changed: true, PackageChanged: true, UnitFilesChanged: true}}}
+	notFound := systemd.Props{ID: "demo.service", LoadState: "not-found", ActiveState: "inactive", SubState: "dead"}
+	installed := systemd.Props{ID: "demo.service", LoadState: "loaded", ActiveState: "inactive", SubState: "dead", UnitFileState: "disabled"}
+	plan := func(o Observation) []string {
+		o.Enabler = true
+		req := Request{Want: want, Triggers: trig}
+		return decide(req, o, Prepare(want, trig, o), nil).Names()
+	}
+	predicted := plan(Observation{Unit: predictedUnit(notFound), PredictedInstall: true})
+	assert.Equal(t, []string{"enable", "daemon-reload", "stamp-pending", "start", "settle 300ms", "clear-pending"}, predicted)
+	assert.Equal(t, predicted, plan(Observation{Unit: installed, FileState: "disabled"}), "the manager found the new unit")
+	assert.Equal(t, predicted, plan(Observation{Unit: predictedUnit(notFound), PredictedInstall: true, FileState: "disabled"}), "not found until the sync")
+}

@@ -397,8 +397,8 @@ after:
 plan:
   description:
     - Every step the run decided, in order; check mode reports the steps a real run takes.
-    - Before the run state, as they apply, C(record-pending) (the due reaction, recorded on
-      the target before anything can fail), C(enable) or C(disable) ahead of a manager
+    - Before the run state, as they apply, C(record-pending) (the due reaction of a running
+      unit, recorded on the target before anything can fail), C(enable) or C(disable) ahead of a manager
       reload, C(daemon-reload); then the run state's steps (C(stop), C(mask), C(unmask),
       C(enable), C(disable), C(start), C(restart), C(reload)), each run-state step with
       what verifies it (C(stamp-pending) before it when a reaction is owed, stamping the
