@@ -15,8 +15,8 @@ import (
 	"github.com/richt/services/pkg/stamp"
 )
 
-// predictTimeout bounds the prediction before the first step (one rpm query, reading the
-// owned files).
+// predictTimeout bounds the read of a removal's dependents before its first step (one rpm
+// test removal, dependents).
 const predictTimeout = time.Minute
 
 // ahead is what a run predicted before its first step: the reaction each running process

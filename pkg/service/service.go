@@ -58,7 +58,6 @@ import (
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lock"
-	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/stamp"
 )
 
@@ -132,7 +131,7 @@ func Handler(d Deps) ansible.Handler {
 			return nil, err
 		}
 		p := task.Params
-		r := &run{d: d, req: req, p: p, order: task.Order, pkgTask: task.Packages, res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
+		r := &run{d: d, req: req, p: p, order: task.Order, res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
 		if p.State == "absent" {
 			err = r.absent(ctx)
 		} else {
@@ -148,9 +147,7 @@ type run struct {
 	req   *ansible.Request
 	p     Params
 	order []Process
-	// pkgTask is the packages step's typed request (nil without packages).
-	pkgTask *rpmexact.Task
-	res     *Result
+	res   *Result
 }
 
 // plan asks m for its plan of args, which m's Spec validates and parses as for a call of

@@ -98,14 +98,14 @@ func Spec() *ansible.Spec {
 	return s
 }
 
-// Task is the service's request as its Spec parsed it, once: the parameters, the
-// processes in the order a run takes them, and the packages step's own typed request.
+// Task is the service's request as its Spec parsed it, once: the parameters and the
+// processes in the order a run takes them. Each step's arguments are checked here, by the
+// step's own Spec, and parsed again by it when the step is planned (ansible.Call): the
+// step's request is built from the earlier steps' triggers, which exist only then.
 type Task struct {
 	Params Params
 	// Order is the processes in the order the run takes them (reversed for absent).
 	Order []Process
-	// Packages is rpm_exact's request for the service's packages; nil without packages.
-	Packages *rpmexact.Task
 }
 
 // parse checks what no table can express and returns the typed request. Every step's
@@ -128,21 +128,15 @@ func parse(p Params) (Task, error) {
 	if err := duplicateFiles(p); err != nil {
 		return Task{}, err
 	}
-	if _, err := Order(p.Processes, false); err != nil {
+	order, err := Order(p.Processes, absent)
+	if err != nil {
 		return Task{}, err
 	}
-	t := Task{Params: p}
 	r := &run{p: p}
 	if pkgs := r.packageArgs(absent); pkgs != nil {
-		_, parsed, err := rpmexact.Spec().ValidateParse(pkgs)
-		if err != nil {
+		if _, err := rpmexact.Spec().Validate(pkgs); err != nil {
 			return Task{}, fmt.Errorf("packages: %w", err)
 		}
-		pt, ok := parsed.(rpmexact.Task)
-		if !ok {
-			return Task{}, fmt.Errorf("internal error: rpm_exact's Spec parsed %T, not a Task", parsed)
-		}
-		t.Packages = &pt
 	}
 	for _, f := range r.fileArgs(absent) {
 		if _, err := override.Spec().Validate(f.args); err != nil {
@@ -154,12 +148,7 @@ func parse(p Params) (Task, error) {
 			return Task{}, fmt.Errorf("processes[%d] (%s): %w", i, unitOf(proc.Unit), err)
 		}
 	}
-	order, err := Order(p.Processes, absent)
-	if err != nil {
-		return Task{}, err
-	}
-	t.Order = order
-	return t, nil
+	return Task{Params: p, Order: order}, nil
 }
 
 // duplicateFiles refuses a unit file given twice, or a drop-in (unit, name) given twice:
