@@ -123,8 +123,6 @@ func rowState(t *testing.T, root string, c decideRow) (req Request, unit systemd
 	var trig reaction.Triggers
 	changed := reaction.Trigger{Ref: "restart_on[0]", Changed: true}
 	switch {
-	case c.f.SyncPredicted:
-		return req, u, nil, "Plan predicts the unit a sync loads; it never sets SyncPredicted"
 	case c.f.Served:
 		pending = &durable.Pending{Reaction: "restart", At: testRecorded}
 		u.ActiveEnterMono = 2_000

@@ -22,7 +22,9 @@ type Want struct {
 	Health       *health.Probe  // nil: no probe
 }
 
-// Facts are what preparation observed and derived, after the manager sync.
+// Facts are what the run state is decided from: the unit as the steps ahead of the run
+// state leave it (observed, or predicted after a sync or an unmask) and what Prepare
+// derived from the triggers and the pending record.
 type Facts struct {
 	Unit systemd.Props
 	// Due is the reaction triggers and a pending record ask for (reaction.Due).
@@ -36,10 +38,6 @@ type Facts struct {
 	RestartServed bool
 	// Capability is the merged unit's reload capability; set when Want.ReloadOn.
 	Capability *unitfile.Capability
-	// SyncPredicted: the unit is as observed before a daemon-reload that was not
-	// performed, so the files may say more; a refusal of a missing unit says so. The
-	// handler's plans predict the unit a sync loads (Plan) and never set it.
-	SyncPredicted bool
 }
 
 // Step is one change Apply makes, in the order of Decision.Steps. Its name is what results
@@ -237,9 +235,6 @@ func refusal(w Want, f Facts) error {
 		hint := ""
 		if !w.Running && (w.Enabled == nil || !*w.Enabled) {
 			hint = " (set allow_missing: true if a missing unit is fine here)"
-		}
-		if f.SyncPredicted {
-			hint += "; in check mode the daemon-reload that might load it was not performed"
 		}
 		return fmt.Errorf("unit %s not found (LoadState=not-found): expected a unit file for it%s", w.Unit, hint)
 	case "masked":

@@ -89,7 +89,6 @@ func decideRows() []decideRow {
 			check: func(t *testing.T, p Decision) { assert.Nil(t, p.Probe) }},
 		{name: "not found", w: Want{Unit: "demo.service", Running: true}, f: Facts{Unit: unitIn("not-found", "inactive", "")}, err: "unit demo.service not found"},
 		{name: "not found, stopped wanted: hint", w: Want{Unit: "demo.service"}, f: Facts{Unit: unitIn("not-found", "inactive", "")}, err: "set allow_missing: true"},
-		{name: "not found in check mode after a predicted sync", w: Want{Unit: "demo.service", Running: true}, f: Facts{Unit: unitIn("not-found", "inactive", ""), SyncPredicted: true}, err: "the daemon-reload that might load it was not performed"},
 		{name: "not found allowed", w: Want{AllowMissing: true}, f: Facts{Unit: unitIn("not-found", "inactive", ""), Due: reaction.Restart, Pending: true}, reaction: reaction.Ignored,
 			check: func(t *testing.T, p Decision) { assert.True(t, p.ClearPending) }},
 		{name: "not found: masked anyway", w: Want{Masked: &yes}, f: Facts{Unit: unitIn("not-found", "inactive", "")}, steps: []Step{StepMask}},
