@@ -80,7 +80,7 @@ func (r *run) recordWritten(a *ahead, recorded map[string]reaction.Kind, f fileS
 	if r.req.CheckMode || r.d.Pending == nil {
 		return nil
 	}
-	_, err := r.recordOne(a, f.unit, due[f.unit])
+	_, err := r.recordOne(a, f.unit, due[f.unit], nil)
 	return err
 }
 
@@ -91,11 +91,17 @@ func (r *run) recordWritten(a *ahead, recorded map[string]reaction.Kind, f fileS
 // planned; a record it did not plan (missed: a step changed what its plan said it would
 // not) is added to the plan as it is written. Check mode writes nothing.
 func (r *run) record(a *ahead, owed map[string]reaction.Kind, missed bool) error {
+	return r.recordAt(a, owed, missed, nil)
+}
+
+// recordAt is record for a change already made: stamped at, the moment it was complete
+// (an activation after it served it), when at is a moment of this boot; otherwise now.
+func (r *run) recordAt(a *ahead, owed map[string]reaction.Kind, missed bool, at *stamp.Stamp) error {
 	if r.d.Pending == nil || r.req.CheckMode {
 		return nil
 	}
 	for _, unit := range slices.Sorted(maps.Keys(owed)) {
-		due, err := r.recordOne(a, unit, owed[unit])
+		due, err := r.recordOne(a, unit, owed[unit], at)
 		if err != nil {
 			return err
 		}
@@ -107,8 +113,9 @@ func (r *run) record(a *ahead, owed map[string]reaction.Kind, missed bool) error
 }
 
 // recordOne writes the record of unit, merged with the one there is (durable.Merge) and
-// stamped now, under the unit's lock, and returns the reaction recorded.
-func (r *run) recordOne(a *ahead, unit string, due reaction.Kind) (reaction.Kind, error) {
+// stamped now (or at, a moment of this boot that is not later than now), under the unit's
+// lock, and returns the reaction recorded.
+func (r *run) recordOne(a *ahead, unit string, due reaction.Kind, at *stamp.Stamp) (reaction.Kind, error) {
 	now := r.d.Now
 	if now == nil {
 		now = stamp.Now
@@ -121,11 +128,14 @@ func (r *run) recordOne(a *ahead, unit string, due reaction.Kind) (reaction.Kind
 		if _, kept := a.earlier[unit]; !kept && !a.wrote[unit] {
 			a.earlier[unit] = earlier
 		}
-		at, err := now()
+		stampNow, err := now()
 		if err != nil {
 			return err
 		}
-		rec := durable.Merge(earlier, nil, due, []string{"service " + r.p.Name}, at)
+		if at != nil && at.BootID == stampNow.BootID && at.Mono <= stampNow.Mono {
+			stampNow = *at
+		}
+		rec := durable.Merge(earlier, nil, due, []string{"service " + r.p.Name}, stampNow)
 		if err := r.d.Pending.SetPending(unit, rec); err != nil {
 			return err
 		}

@@ -57,7 +57,12 @@ func (r *run) present(ctx context.Context) (err error) {
 		if pkgChanged {
 			// A change the prediction missed (the database moved under it) owes the same
 			// restart: recorded before the next step, also when this one then failed.
-			if rerr := r.record(ahead, missed(ahead.pkg, ahead.every(reaction.Restart)), true); rerr != nil {
+			// Stamped when the package's files were in place, not now: a scriptlet's
+			// restart inside the transaction (an EL %postun) served it, and a stamp taken
+			// after that restart had the process restart a second time (soak seeds
+			// 20261205 and 20261206, kill-supervisor; main 215764c).
+			placed := contract.Read(pkgRes).FilesPlaced
+			if rerr := r.recordAt(ahead, missed(ahead.pkg, ahead.every(reaction.Restart)), true, placed); rerr != nil {
 				return rerr
 			}
 		}
