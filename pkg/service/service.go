@@ -243,9 +243,15 @@ func (r *run) present(ctx context.Context) (err error) {
 		r.res.Packages = pkgRes
 		pkgChanged, _ = pkgRes["changed"].(bool)
 		if pkgChanged {
-			// A change the prediction missed (the database moved under it) owes the same
-			// restart: recorded before the next step, also when this one then failed.
-			if rerr := r.record(ahead, missed(ahead.pkg, ahead.every(reaction.Restart))); rerr != nil {
+			// A change the prediction missed (the database moved under it: an earlier run's
+			// transaction still running when this run predicted) owes the same restart:
+			// recorded before the next step, also when this one then failed. Stamped when
+			// the package's files were in place, not now: a scriptlet's restart inside the
+			// transaction (an EL %postun) served it, and a stamp taken after that restart
+			// had the process restart a second time (soak seeds 20261205 and 20261206,
+			// kill-supervisor).
+			placed := contract.Read(pkgRes).FilesPlaced
+			if rerr := r.recordAt(ahead, missed(ahead.pkg, ahead.every(reaction.Restart)), placed); rerr != nil {
 				return rerr
 			}
 		}
@@ -664,7 +670,7 @@ func (r *run) recordWritten(a *ahead, recorded map[string]reaction.Kind, f fileS
 	if r.req.CheckMode || r.d.Pending == nil {
 		return nil
 	}
-	_, err := r.recordOne(a, f.unit, due[f.unit])
+	_, err := r.recordOne(a, f.unit, due[f.unit], nil)
 	return err
 }
 
@@ -673,6 +679,12 @@ func (r *run) recordWritten(a *ahead, recorded map[string]reaction.Kind, f fileS
 // run, and only an activation after this moment serves it. A stronger reaction already
 // owed stays, stamped now.
 func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
+	return r.recordAt(a, owed, nil)
+}
+
+// recordAt is record for a change already made: stamped at, the moment it was complete
+// (an activation after it served it), when at is a moment of this boot; otherwise now.
+func (r *run) recordAt(a *ahead, owed map[string]reaction.Kind, at *stamp.Stamp) error {
 	if r.d.Pending == nil {
 		return nil
 	}
@@ -693,7 +705,7 @@ func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
 			r.res.Plan = append(r.res.Plan, fmt.Sprintf("record-pending %s %s", unit, due))
 			continue
 		}
-		due, err := r.recordOne(a, unit, due)
+		due, err := r.recordOne(a, unit, due, at)
 		if err != nil {
 			return err
 		}
@@ -703,8 +715,9 @@ func (r *run) record(a *ahead, owed map[string]reaction.Kind) error {
 }
 
 // recordOne writes the record of unit, merged with the one there is (durable.Owed) and
-// stamped now, under the unit's lock, and returns the reaction recorded.
-func (r *run) recordOne(a *ahead, unit string, due reaction.Kind) (reaction.Kind, error) {
+// stamped now (or at, a moment of this boot that is not later than now), under the unit's
+// lock, and returns the reaction recorded.
+func (r *run) recordOne(a *ahead, unit string, due reaction.Kind, at *stamp.Stamp) (reaction.Kind, error) {
 	now := r.d.Now
 	if now == nil {
 		now = stamp.Now
@@ -717,11 +730,14 @@ func (r *run) recordOne(a *ahead, unit string, due reaction.Kind) (reaction.Kind
 		if _, kept := a.earlier[unit]; !kept && !a.wrote[unit] {
 			a.earlier[unit] = earlier
 		}
-		at, err := now()
+		stampNow, err := now()
 		if err != nil {
 			return err
 		}
-		rec := durable.Owed(earlier, due, []string{"service " + r.p.Name}, at)
+		if at != nil && at.BootID == stampNow.BootID && at.Mono <= stampNow.Mono {
+			stampNow = *at
+		}
+		rec := durable.Owed(earlier, due, []string{"service " + r.p.Name}, stampNow)
 		if err := r.d.Pending.SetPending(unit, rec); err != nil {
 			return err
 		}

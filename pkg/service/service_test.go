@@ -252,6 +252,51 @@ func TestUnpredictedChangeIsRecordedBeforeTheNextStep(t *testing.T) {
 	assert.Contains(t, out["plan"], "record-pending demo.service restart")
 }
 
+// The record of a package change the prediction missed (an earlier run's transaction
+// still running while this run predicted) is stamped when the package's files were in
+// place, not after the step: the scriptlet's restart inside the transaction served it, and
+// a later stamp had the process restart a second time (soak seed 20261205, step 8, and
+// 20261206, step 3: kill-supervisor). Without files_placed the step's end is the stamp.
+func TestAMissedPackageChangeIsStampedWhenItsFilesWereInPlace(t *testing.T) {
+	placed := stamp.Stamp{BootID: "b", Mono: 5}
+	for _, tc := range []struct {
+		name   string
+		result map[string]any
+		want   stamp.Stamp
+	}{
+		{"files_placed given", map[string]any{"changed": true, "package_changed": true,
+			"files_placed": map[string]any{"boot_id": "b", "monotonic_us": 5}}, placed},
+		{"files_placed absent: now", map[string]any{"changed": true, "package_changed": true}, stamp.Stamp{BootID: "b", Mono: 9}},
+		{"files_placed of another boot: now", map[string]any{"changed": true, "package_changed": true,
+			"files_placed": map[string]any{"boot_id": "a", "monotonic_us": 5}}, stamp.Stamp{BootID: "b", Mono: 9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pending := &fakePending{records: map[string]*durable.Pending{}}
+			var atFiles *durable.Pending
+			d := Deps{
+				Packages: Module{Spec: rpmexact.Spec(), Handler: func(context.Context, *ansible.Request) (any, error) {
+					return tc.result, nil
+				}},
+				Files: stepModule(override.Spec(), func() {
+					if r := pending.records["demo.service"]; r != nil {
+						c := *r
+						atFiles = &c
+					}
+				}, true),
+				Processes: stepModule(lifecycle.Spec(), func() {}, false),
+				Predict:   fakePredict{},
+				Pending:   pending,
+				Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 9}, nil },
+			}
+			out := ansible.Call(context.Background(), Spec(), demoArgs(), false, false, Handler(d))
+			require.Nil(t, out["failed"], out["msg"])
+			require.NotNil(t, atFiles, "recorded before the files step")
+			assert.Equal(t, "restart", atFiles.Reaction)
+			assert.Equal(t, tc.want, atFiles.At)
+		})
+	}
+}
+
 func demoArgs() map[string]any {
 	return map[string]any{"name": "demo",
 		"packages":  []any{map[string]any{"name": "demo", "version": "0:1.0-1.noarch"}},
