@@ -24,8 +24,9 @@ const (
 	preFile = "/run/demo/pre"
 	// preSleep is how long the 2.0 build's %pre sleeps: the window in which the next run
 	// predicts from an RPM database that the running transaction has not changed yet. Far
-	// longer than a module's start, also on a loaded 2-core machine.
-	preSleep = "5"
+	// longer than a module's start, also on a loaded 2-core machine (a docker exec there
+	// has taken seconds).
+	preSleep = "15"
 )
 
 // scriptletEnv is a target with the demo package built as the soak builds it
