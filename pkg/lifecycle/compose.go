@@ -46,6 +46,11 @@ type Plan struct {
 	// the decision (the due reaction is recorded, the manager synced), so Apply carries
 	// them out and then fails with it, as check mode reports it.
 	Refusal error
+	// Unseen: the manager did not find the unit, the plan takes it as loaded by its sync,
+	// and no file of it is on disk under the system search path (a misspelled name, or a
+	// unit only a generator makes at the reload). A real run syncs and then checks
+	// (Apply); check mode cannot run the generators, so it refuses (Finish).
+	Unseen bool
 }
 
 // Synced: the plan reloads the manager.
@@ -101,6 +106,10 @@ func (d Deps) Plan(ctx context.Context, req Request) (Plan, error) {
 	p := decide(req, o, prep, files)
 	if capErr != nil {
 		p.Refusal = capErr
+	}
+	if p.Synced() && o.Unit.LoadState == "not-found" {
+		frag, _ := unitfile.Files(d.Root, w.Unit)
+		p.Unseen = frag == ""
 	}
 	return p, nil
 }

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/richt/services/pkg/systemd"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +21,7 @@ import (
 	"github.com/richt/services/pkg/override"
 	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/stamp"
+	"github.com/richt/services/pkg/systemd"
 )
 
 // fakeSystemd is a small in-memory systemd: enough state to exercise the decision flow.
@@ -596,4 +597,44 @@ func TestCheckModePlansForTheUnitAPackageInstalls(t *testing.T) {
 	res := runModule(t, &fakeSystemd{p: notFound}, &memStore{pending: map[string]*durable.Pending{}},
 		map[string]any{"unit": "demo", "_ansible_check_mode": true})
 	assert.Contains(t, res["msg"], "unit demo.service not found")
+}
+
+// A unit the manager does not find, with a sync due for another reason: check mode plans
+// for it only when a file of it is on disk, since it cannot run the daemon-reload that
+// would load it; a misspelled name fails there as the real run fails after its sync.
+func TestCheckModeRefusesAUnitWithNoFileWhenOnlyASyncCouldLoadIt(t *testing.T) {
+	notFound := systemd.Props{ID: "demo.service", LoadState: "not-found", ActiveState: "inactive", SubState: "dead"}
+	for _, tc := range []struct {
+		name    string
+		onDisk  bool
+		failed  string
+		actions []string
+	}{
+		{"no file on disk: refused", false, "unit demo.service not found (LoadState=not-found): expected a unit file for it; in check mode the daemon-reload that might load it was not performed, and no file of it is on disk", nil},
+		{"a file on disk: planned", true, "", []string{"daemon-reload", "start"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.onDisk {
+				dir := filepath.Join(root, "etc/systemd/system")
+				require.NoError(t, os.MkdirAll(dir, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "demo.service"), []byte("[Service]\nExecStart=/bin/true\n"), 0o644))
+			}
+			sd := &fakeSystemd{p: notFound}
+			d := testDeps(sd, &memStore{syncDue: true, pending: map[string]*durable.Pending{}})
+			d.Root = root
+			data, _ := json.Marshal(map[string]any{"unit": "demo", "_ansible_check_mode": true})
+			out := ansible.Execute(context.Background(), Spec(), []string{"-"}, strings.NewReader(string(data)), Handler(d))
+			var res map[string]any
+			require.NoError(t, json.Unmarshal(out, &res))
+			assert.Empty(t, nonShow(sd.calls), "check mode changes nothing")
+			if tc.failed != "" {
+				assert.Equal(t, true, res["failed"])
+				assert.Equal(t, tc.failed, res["msg"])
+				return
+			}
+			require.Nil(t, res["failed"], res["msg"])
+			assert.Equal(t, tc.actions, strs(res["actions"]))
+		})
+	}
 }

@@ -85,6 +85,7 @@ func (h *Held) Finish(ctx context.Context, check bool, warn func(format string, 
 	err := h.err
 	if err == nil {
 		if check {
+			p.Refusal = unseen(p)
 			Predict(p, res, warn)
 			err = p.Refusal
 		} else {
@@ -106,6 +107,19 @@ func (h *Held) Finish(ctx context.Context, check bool, warn func(format string, 
 		}
 	}
 	return res, err
+}
+
+// unseen is check mode's refusal of a unit the plan takes as loaded by a sync it cannot
+// perform (Plan.Unseen), in the words a real run fails with after its sync; the plan's
+// own refusal when it has one.
+func unseen(p Plan) error {
+	if p.Refusal != nil || !p.Unseen {
+		return p.Refusal
+	}
+	if err := refusal(p.Want, Facts{Unit: p.Observed.Unit}); err != nil {
+		return fmt.Errorf("%w; in check mode the daemon-reload that might load it was not performed, and no file of it is on disk", err)
+	}
+	return nil
 }
 
 // Release gives the unit's lock back without carrying out the plan; after Finish it does
