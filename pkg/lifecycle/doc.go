@@ -25,6 +25,13 @@
 // a step, carried out even when the unit turns out to be so already. The result's plan and
 // actions are the applied plan's, and check mode reports the same ones
 // (TestPlanEqualsApplied, TestPlanEqualsAppliedAcrossSyncAndUnmask).
+//
+// The run state is decided from the state Plan observed, not again after the steps ahead
+// of it: an enable, a disable, a daemon-reload and an unmask change what the manager knows
+// of the unit, never whether it runs, so that observation is the one immediately before
+// acting. (A start job on a unit something else started meanwhile finds it running.)
+// Check mode cannot perform the sync it plans, so a unit the manager does not find and
+// no file on disk names is refused there (Plan.Unseen) rather than planned for.
 // A reaction is cleared only after it was verified, so a failed run leaves it for the next
 // one.
 package lifecycle
