@@ -27,6 +27,8 @@ type Applied struct {
 // made is remembered, the install transaction runs, then, only once it succeeded, the
 // removal; then the requested state must hold. A converged plan only remembers the rpm
 // answers it read. It decides nothing: a plan made in check mode is the plan applied.
+// With the detached transaction runner (Detached), a module run goes through Hold and
+// Finish instead, which begin the transaction's record before planning.
 func (d Deps) Apply(ctx context.Context, p Plan) (Applied, error) {
 	r := &run{Deps: d, want: p.Want, limit: p.Want.Timeout, res: &Report{Moved: []Move{}}}
 	r.planned(p)

@@ -82,7 +82,9 @@ func (h *Held) Finish(ctx context.Context) (any, error) {
 	if err == nil {
 		err = h.r.finish(ctx, h.earlier)
 		// Reported when this run returns its result, failed or not, and while it still
-		// holds the lock: a run killed before that leaves the report to the next one.
+		// holds the lock: a run killed before that leaves the report to the next one. A
+		// run whose plan failed leaves it too (docs/reliability.md: reported again rather
+		// than lost).
 		if !h.r.check {
 			MarkReported(h.earlier)
 		}
