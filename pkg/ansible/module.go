@@ -95,19 +95,56 @@ func Call(ctx context.Context, spec *Spec, raw map[string]any, check, diff bool,
 	return out
 }
 
+// Args are one call's arguments, validated and parsed once (Spec.Args). A module that
+// composes others checks each step's arguments when it parses its own, and then calls the
+// step with them (CallArgs) as often as its plan and its run need, without validating
+// them again.
+type Args struct {
+	spec   *Spec
+	raw    map[string]any
+	vals   Values
+	parsed any
+}
+
+// Args validates and parses raw for calls of the module (CallArgs).
+func (s *Spec) Args(raw map[string]any) (Args, error) {
+	vals, parsed, err := s.ValidateParse(raw)
+	if err != nil {
+		return Args{}, err
+	}
+	return Args{spec: s, raw: raw, vals: vals, parsed: parsed}, nil
+}
+
+// Raw is the arguments as given.
+func (a Args) Raw() map[string]any { return a.raw }
+
+// CallArgs is Call with arguments validated and parsed already.
+func CallArgs(ctx context.Context, a Args, check, diff bool, h Handler) map[string]any {
+	in := &Input{Raw: a.raw, CheckMode: check, Diff: diff}
+	res, hidden := respond(ctx, a.spec, in, a.vals, a.parsed, h)
+	out, _ := mask(res, hidden).(map[string]any)
+	return out
+}
+
 // execute validates the input, runs the handler and builds the result object, with the
 // secrets to mask in it.
 func execute(ctx context.Context, spec *Spec, in *Input, h Handler) (map[string]any, []string) {
-	// Secrets are known from the raw input, before validation, so that even a failed
-	// validation cannot echo them.
-	hidden := secrets(spec, in.Raw)
 	vals, parsed, err := spec.ValidateParse(in.Raw)
 	if err != nil {
+		// Secrets are known from the raw input, so that even a failed validation cannot
+		// echo them.
 		return map[string]any{
 			"failed": true, "changed": false, "msg": err.Error(),
 			"invocation": map[string]any{"module_args": moduleArgs(spec, in.Raw, nil)},
-		}, hidden
+		}, secrets(spec, in.Raw)
 	}
+	return respond(ctx, spec, in, vals, parsed, h)
+}
+
+// respond runs the handler on validated input and builds the result object, with the
+// secrets to mask in it.
+func respond(ctx context.Context, spec *Spec, in *Input, vals Values, parsed any, h Handler) (map[string]any, []string) {
+	hidden := secrets(spec, in.Raw)
 	req := &Request{Params: vals, CheckMode: in.CheckMode, Diff: in.Diff, Verbosity: in.Verbosity, spec: spec, parsed: parsed}
 	result, herr := run(ctx, h, req)
 	res, err := toMap(result)

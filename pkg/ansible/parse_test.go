@@ -54,3 +54,30 @@ func TestParsedWithoutParse(t *testing.T) {
 	assert.Equal(t, true, res["failed"])
 	assert.Contains(t, res["msg"], "demo_mod")
 }
+
+// Arguments validated once (Spec.Args) are called any number of times (CallArgs) without
+// parsing again, and each call's result is the one Call gives for the same arguments.
+func TestCallArgsParsesOnce(t *testing.T) {
+	parses := 0
+	s := testSpec()
+	s.Parse = func(v Values) (any, error) {
+		parses++
+		return typed{Name: v.String("name")}, nil
+	}
+	h := func(_ context.Context, req *Request) (any, error) {
+		got, err := Parsed[typed](req)
+		return map[string]any{"changed": false, "name": got.Name}, err
+	}
+	raw := map[string]any{"name": "demo"}
+	a, err := s.Args(raw)
+	require.NoError(t, err)
+	first := CallArgs(context.Background(), a, false, false, h)
+	second := CallArgs(context.Background(), a, true, false, h)
+	assert.Equal(t, 1, parses, "parsed once for both calls")
+	assert.Equal(t, "demo", first["name"])
+	assert.Equal(t, first, second)
+	assert.Equal(t, Call(context.Background(), s, raw, false, false, h), first, "the result Call gives")
+
+	_, err = s.Args(map[string]any{"name": 5, "bogus": true})
+	assert.ErrorContains(t, err, "bogus", "invalid arguments are refused when validated, not when called")
+}

@@ -34,9 +34,9 @@ func (r *run) absent(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	for _, f := range r.fileArgs(true) {
+	for _, f := range r.files {
 		step := "file " + fileLabel(f)
-		out, err := r.call(ctx, r.d.Files, step, f.args)
+		out, err := r.callArgs(ctx, r.d.Files, step, f.call)
 		out["item"] = f.item
 		r.res.Files = append(r.res.Files, out)
 		r.res.Plan = append(r.res.Plan, prefixed(step, stringsOf(out["plan"]))...)
@@ -64,15 +64,13 @@ func absentProcessArgs(proc Process) map[string]any {
 // (in check mode, reports it): a change sets removed, and names the dependents it took
 // along.
 func (r *run) removePackages(ctx context.Context, dependents []string, removed *bool) error {
-	args := r.packageArgs(true)
-	if args == nil {
+	if r.pkgs == nil {
 		return nil
 	}
-	st, planned := r.plan(ctx, r.d.Packages, args)
-	if st != nil {
-		r.res.Plan = append(r.res.Plan, prefixed("packages", st.Names())...)
-	}
-	out, err := r.apply(ctx, r.d.Packages, st, planned, "packages", args)
+	args := *r.pkgs
+	st := r.plan(ctx, r.d.Packages, args)
+	r.res.Plan = append(r.res.Plan, prefixed("packages", st.Names())...)
+	out, err := r.apply(ctx, r.d.Packages, st, "packages", args)
 	r.res.Packages = out
 	if c, _ := out["changed"].(bool); c {
 		*removed = true

@@ -1,18 +1,19 @@
 package service
 
 import (
+	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/unitname"
 )
 
 // packageArgs is rpm_exact's arguments for the service's packages as one set, or nil when
 // there are none. Manager and timeout apply to the whole set (Check refused disagreement).
-func (r *run) packageArgs(absent bool) map[string]any {
-	if len(r.p.Packages) == 0 {
+func packageArgs(p Params, absent bool) map[string]any {
+	if len(p.Packages) == 0 {
 		return nil
 	}
 	var entries []any
 	args := map[string]any{}
-	for _, p := range r.p.Packages {
+	for _, p := range p.Packages {
 		e := map[string]any{"name": p.Name}
 		switch {
 		case absent:
@@ -36,7 +37,9 @@ type fileStep struct {
 	unit   string
 	reload bool
 	args   map[string]any
-	item   map[string]any
+	// call is args as unit_override's Spec validated and parsed them (parse).
+	call ansible.Args
+	item map[string]any
 }
 
 func fileLabel(f fileStep) string {
@@ -48,7 +51,7 @@ func fileLabel(f fileStep) string {
 
 // fileArgs is unit_override's arguments for every unit file, then every drop-in: written
 // without a manager reload of their own (the first process that needs one does it).
-func (r *run) fileArgs(absent bool) []fileStep {
+func fileArgs(p Params, absent bool) []fileStep {
 	var out []fileStep
 	add := func(unit, name, content string, mode any, sensitive, reload bool) {
 		args := map[string]any{"unit": unit, "daemon_reload": false}
@@ -69,10 +72,10 @@ func (r *run) fileArgs(absent bool) []fileStep {
 		}
 		out = append(out, fileStep{unit: unitOf(unit), reload: reload, args: args, item: item})
 	}
-	for _, f := range r.p.Units {
+	for _, f := range p.Units {
 		add(f.Unit, "", f.Content, f.Mode, f.Sensitive, false)
 	}
-	for _, f := range r.p.Dropins {
+	for _, f := range p.Dropins {
 		add(f.Unit, f.Name, f.Content, f.Mode, f.Sensitive, f.Reload)
 	}
 	return out

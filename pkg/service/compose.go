@@ -20,14 +20,10 @@ import (
 // (package doc).
 type composed struct {
 	ahead *ahead
-	// pkg is the packages step's plan (nil without packages, or with arguments its Spec
-	// refused: pkgOut is then its failed result).
-	pkg    Step
-	pkgOut map[string]any
-	// files are the files' plans, in files' order (nil where the arguments were refused:
-	// fileOuts holds the failed result).
-	files    []Step
-	fileOuts []map[string]any
+	// pkg is the packages step's plan (nil without packages).
+	pkg Step
+	// files are the files' plans, in files' order.
+	files []Step
 	// reload: the service reloads the manager at its end.
 	reload bool
 }
@@ -47,9 +43,9 @@ func (c *composed) release() {
 	}
 }
 
-// planFailed reports whether a held step fails when it runs: its arguments were refused or
-// its plan could not be made.
-func planFailed(st Step) bool { return st == nil || st.Err() != nil }
+// planFailed reports whether a held step fails when it runs: its plan could not be made
+// (the arguments were checked when the service parsed its own).
+func planFailed(st Step) bool { return st.Err() != nil }
 
 // owed is what the service's processes will owe for the packages and files plans it
 // holds: per unit of a process that is to run, the reaction the packages step owes it
@@ -100,15 +96,14 @@ func owes(order []Process, pkg Step, files []fileStep, plans []Step) owed {
 // has packages. A plan that could not be made is the packages step's failure, reported
 // before anything changes.
 func (r *run) planPackages(ctx context.Context, c *composed, absent bool) error {
-	args := r.packageArgs(absent)
-	if args == nil {
+	if r.pkgs == nil {
 		return nil
 	}
-	c.pkg, c.pkgOut = r.plan(ctx, r.d.Packages, args)
+	c.pkg = r.plan(ctx, r.d.Packages, *r.pkgs)
 	if !planFailed(c.pkg) {
 		return nil
 	}
-	out, err := r.apply(ctx, r.d.Packages, c.pkg, c.pkgOut, "packages", args)
+	out, err := r.apply(ctx, r.d.Packages, c.pkg, "packages", *r.pkgs)
 	r.res.Packages = out
 	c.pkg = nil // ran
 	return err
@@ -133,8 +128,7 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 		return nil, err
 	}
 	for _, f := range files {
-		st, out := r.plan(ctx, r.d.Files, f.args)
-		c.files, c.fileOuts = append(c.files, st), append(c.fileOuts, out)
+		c.files = append(c.files, r.plan(ctx, r.d.Files, f.call))
 	}
 	o := owes(r.order, c.pkg, files, c.files)
 	c.ahead = &ahead{pkg: o.pkg, files: o.files, running: o.running,
@@ -174,7 +168,7 @@ func (r *run) checkPresent(ctx context.Context, c *composed, files []fileStep) e
 	if c.pkg != nil {
 		st := c.pkg
 		c.pkg = nil // runs now
-		out, err := r.apply(ctx, r.d.Packages, st, nil, "packages", r.packageArgs(false))
+		out, err := r.apply(ctx, r.d.Packages, st, "packages", *r.pkgs)
 		r.res.Packages = out
 		if err != nil {
 			return err
@@ -183,7 +177,7 @@ func (r *run) checkPresent(ctx context.Context, c *composed, files []fileStep) e
 	for i, f := range files {
 		st := c.files[i]
 		c.files[i] = nil // runs now
-		out, err := r.apply(ctx, r.d.Files, st, c.fileOuts[i], "file "+fileLabel(f), f.args)
+		out, err := r.apply(ctx, r.d.Files, st, "file "+fileLabel(f), f.call)
 		out["item"] = f.item
 		r.res.Files = append(r.res.Files, out)
 		if err != nil {

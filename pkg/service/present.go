@@ -9,8 +9,7 @@ import (
 )
 
 func (r *run) present(ctx context.Context) (err error) {
-	pkgs := r.packageArgs(false)
-	files := r.fileArgs(false)
+	files := r.files
 	// The files are written without a manager reload of their own, and the packages step
 	// may leave one needed: the first process step reloads. Without a process nothing
 	// would, and the unit files on disk would not be the ones systemd runs
@@ -51,7 +50,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	pkgChanged := false
 	if plan.pkg != nil {
 		var err error
-		pkgRes, err = r.apply(ctx, r.d.Packages, plan.pkg, plan.pkgOut, "packages", pkgs)
+		pkgRes, err = r.apply(ctx, r.d.Packages, plan.pkg, "packages", *r.pkgs)
 		r.res.Packages = pkgRes
 		pkgChanged, _ = pkgRes["changed"].(bool)
 		if pkgChanged {
@@ -86,7 +85,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	filesRecorded := maps.Clone(ahead.files)
 	var failed error
 	for i, f := range files {
-		out, err := r.apply(ctx, r.d.Files, plan.files[i], plan.fileOuts[i], "file "+fileLabel(f), f.args)
+		out, err := r.apply(ctx, r.d.Files, plan.files[i], "file "+fileLabel(f), f.call)
 		plan.files[i] = nil // ran
 		out["item"] = f.item
 		r.res.Files = append(r.res.Files, out)

@@ -1,6 +1,6 @@
 // Package service is the service module: one whole service (packages, owned unit files
 // and drop-ins, processes) in one task and one process on the target. Its steps are the
-// three modules' own runs, called in process (ansible.Call), so each step's result is the
+// three modules' own runs, called in process (ansible.CallArgs), so each step's result is the
 // one that module gives on its own; what one step changed reaches the next as the same
 // triggers the service role wires between tasks (restart beats reload, reloads merge, a
 // start absorbs, a restart the package's scriptlet already did is not repeated).
@@ -131,7 +131,7 @@ func Handler(d Deps) ansible.Handler {
 			return nil, err
 		}
 		p := task.Params
-		r := &run{d: d, req: req, p: p, order: task.Order, res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
+		r := &run{d: d, req: req, p: p, order: task.Order, pkgs: task.Packages, files: task.Files, res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
 		if p.State == "absent" {
 			err = r.absent(ctx)
 		} else {
@@ -147,37 +147,49 @@ type run struct {
 	req   *ansible.Request
 	p     Params
 	order []Process
+	pkgs  *ansible.Args
+	files []fileStep
 	res   *Result
 }
 
-// plan asks m for its plan of args, which m's Spec validates and parses as for a call of
-// the module. The Step is nil only when the arguments are invalid; out is then the step's
-// failed result (call reports it).
-func (r *run) plan(ctx context.Context, m Module, args map[string]any) (Step, map[string]any) {
+// plan asks m for its plan of a, the step's arguments as m's Spec validated and parsed
+// them (once: Spec.Args). A plan that could not be made is a Step too (Err).
+func (r *run) plan(ctx context.Context, m Module, a ansible.Args) Step {
 	var st Step
-	out := ansible.Call(ctx, m.Spec, args, r.req.CheckMode, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
+	out := ansible.CallArgs(ctx, a, r.req.CheckMode, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
 		st = m.Plan(ctx, req)
 		return map[string]any{}, nil
 	})
-	return st, out
+	if st == nil {
+		// The planner panicked: the call's result says so.
+		st = failed{fmt.Errorf("%v", out["msg"])}
+	}
+	return st
 }
 
-// apply runs a step's plan in hand (st; nil: its arguments were invalid, and planned is
-// the failed result) and records its result; a failed step stops the service there.
-func (r *run) apply(ctx context.Context, m Module, st Step, planned map[string]any, step string, args map[string]any) (map[string]any, error) {
-	out := planned
-	if st != nil {
-		out = ansible.Call(ctx, m.Spec, args, r.req.CheckMode, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
-			return st.Run(ctx, req)
-		})
-	}
+// apply runs a step's plan in hand, for the same arguments, and records its result; a
+// failed step stops the service there.
+func (r *run) apply(ctx context.Context, m Module, st Step, step string, a ansible.Args) (map[string]any, error) {
+	out := ansible.CallArgs(ctx, a, r.req.CheckMode, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
+		return st.Run(ctx, req)
+	})
 	return r.result(out, step)
 }
 
-// call plans one step and carries out that plan at once.
+// call validates args for one step (a process's, built from the triggers of the steps
+// before it), plans the step and carries out that plan at once.
 func (r *run) call(ctx context.Context, m Module, step string, args map[string]any) (map[string]any, error) {
-	st, out := r.plan(ctx, m, args)
-	return r.apply(ctx, m, st, out, step, args)
+	a, err := m.Spec.Args(args)
+	if err != nil {
+		// The module's own answer to invalid arguments (it validates, and fails so).
+		return r.result(ansible.Call(ctx, m.Spec, args, r.req.CheckMode, r.req.Diff, nil), step)
+	}
+	return r.callArgs(ctx, m, step, a)
+}
+
+// callArgs plans one step from arguments validated already and carries out the plan.
+func (r *run) callArgs(ctx context.Context, m Module, step string, a ansible.Args) (map[string]any, error) {
+	return r.apply(ctx, m, r.plan(ctx, m, a), step, a)
 }
 
 // result records one step's result in the service's: its change, its warnings, its

@@ -98,14 +98,20 @@ func Spec() *ansible.Spec {
 	return s
 }
 
-// Task is the service's request as its Spec parsed it, once: the parameters and the
-// processes in the order a run takes them. Each step's arguments are checked here, by the
-// step's own Spec, and parsed again by it when the step is planned (ansible.Call): the
-// step's request is built from the earlier steps' triggers, which exist only then.
+// Task is the service's request as its Spec parsed it, once: the parameters, the
+// processes in the order a run takes them, and the packages' and files' steps' arguments
+// as their own Specs validated and parsed them (ansible.Args), which the run plans and
+// applies without validating again. A process's arguments are checked here too, but
+// validated for its call when it runs: they carry the triggers of the steps before it,
+// which exist only then.
 type Task struct {
 	Params Params
 	// Order is the processes in the order the run takes them (reversed for absent).
 	Order []Process
+	// Packages is rpm_exact's arguments for the packages as one set (nil without any).
+	Packages *ansible.Args
+	// Files are unit_override's calls: every unit file, then every drop-in.
+	Files []fileStep
 }
 
 // parse checks what no table can express and returns the typed request. Every step's
@@ -132,23 +138,26 @@ func parse(p Params) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	r := &run{p: p}
-	if pkgs := r.packageArgs(absent); pkgs != nil {
-		if _, err := rpmexact.Spec().Validate(pkgs); err != nil {
+	t := Task{Params: p, Order: order}
+	if pkgs := packageArgs(p, absent); pkgs != nil {
+		a, err := rpmexact.Spec().Args(pkgs)
+		if err != nil {
 			return Task{}, fmt.Errorf("packages: %w", err)
 		}
+		t.Packages = &a
 	}
-	for _, f := range r.fileArgs(absent) {
-		if _, err := override.Spec().Validate(f.args); err != nil {
+	for _, f := range fileArgs(p, absent) {
+		if f.call, err = override.Spec().Args(f.args); err != nil {
 			return Task{}, fmt.Errorf("%s: %w", fileLabel(f), err)
 		}
+		t.Files = append(t.Files, f)
 	}
 	for i, proc := range p.Processes {
 		if _, err := lifecycle.Spec().Validate(processArgs(proc)); err != nil {
 			return Task{}, fmt.Errorf("processes[%d] (%s): %w", i, unitOf(proc.Unit), err)
 		}
 	}
-	return Task{Params: p, Order: order}, nil
+	return t, nil
 }
 
 // duplicateFiles refuses a unit file given twice, or a drop-in (unit, name) given twice:
