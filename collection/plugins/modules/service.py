@@ -298,7 +298,7 @@ plan:
   description:
     - The whole service's plan in the order it is carried out (up to a failed step). The
       packages' and files' plans are made before anything changes; each process's plan is
-      made at its turn from what the earlier steps did (check mode: from what they would
+      made at its turn from what the earlier steps did (in check mode, from what they would
       do), so check mode's list is the real run's whenever the earlier steps do what their
       plans say (a restart a package scriptlet already did is not planned again).
     - "Each step's own plan entries under the step's name and a colon (C(packages: install-nevra demo),
