@@ -282,3 +282,15 @@ func PlainlyFalse(v any) bool {
 	}
 	return false
 }
+
+// ParseInto sets s.Parse to decode the values into a P (Decode) and hand them to parse,
+// which checks what no table can express and returns the module's typed request.
+func ParseInto[P, T any](s *Spec, parse func(P) (T, error)) {
+	s.Parse = func(v Values) (any, error) {
+		var p P
+		if err := s.Decode(v, &p); err != nil {
+			return nil, err
+		}
+		return parse(p)
+	}
+}

@@ -183,13 +183,7 @@ func Spec() *ansible.Spec {
 		},
 	}
 	// Parsed once, where it is validated: the handler reads the Task (ansible.Parsed).
-	s.Parse = func(v ansible.Values) (any, error) {
-		var p Params
-		if err := s.Decode(v, &p); err != nil {
-			return nil, err
-		}
-		return parse(p)
-	}
+	ansible.ParseInto(s, parse)
 	return s
 }
 

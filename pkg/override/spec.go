@@ -141,28 +141,28 @@ func Spec() *ansible.Spec {
 			return nil
 		},
 	}
-	s.Parse = func(v ansible.Values) (any, error) {
-		var p Params
-		if err := s.Decode(v, &p); err != nil {
-			return nil, err
-		}
-		unit, file, err := target(p)
-		if err != nil {
-			return nil, err
-		}
-		if err := secureMode(p.Mode, describeFile(p)); err != nil {
-			return nil, err
-		}
-		if p.State == "present" {
-			if _, err := unitfile.Parse([]byte(p.content())); err != nil {
-				return nil, fmt.Errorf("content is not a valid unit file: %w; nothing was written", err)
-			}
-		} else if p.Content != nil {
-			return nil, fmt.Errorf("content: not allowed with state=absent")
-		}
-		return Task{Params: p, Unit: unit, Path: file}, nil
-	}
+	ansible.ParseInto(s, parse)
 	return s
+}
+
+// parse checks what no table can express (the file's place, its mode, the content as a
+// unit file) and returns the typed request.
+func parse(p Params) (Task, error) {
+	unit, file, err := target(p)
+	if err != nil {
+		return Task{}, err
+	}
+	if err := secureMode(p.Mode, describeFile(p)); err != nil {
+		return Task{}, err
+	}
+	if p.State == "present" {
+		if _, err := unitfile.Parse([]byte(p.content())); err != nil {
+			return Task{}, fmt.Errorf("content is not a valid unit file: %w; nothing was written", err)
+		}
+	} else if p.Content != nil {
+		return Task{}, fmt.Errorf("content: not allowed with state=absent")
+	}
+	return Task{Params: p, Unit: unit, Path: file}, nil
 }
 
 // target returns the normalised unit and the file's path.

@@ -88,13 +88,7 @@ func Spec() *ansible.Spec {
 			return out
 		},
 	}
-	s.Parse = func(v ansible.Values) (any, error) {
-		var p Params
-		if err := s.Decode(v, &p); err != nil {
-			return nil, err
-		}
-		return parse(p)
-	}
+	ansible.ParseInto(s, parse)
 	return s
 }
 
