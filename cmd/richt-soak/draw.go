@@ -1,0 +1,186 @@
+package main
+
+// The seeded draw of each step: the operation, the version and level it asks for, the fault.
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+)
+
+// ops are the steps the soak draws from, with their weights.
+var ops = []struct {
+	name   string
+	weight int
+}{
+	{"service", 4}, {"pin", 3}, {"set", 1}, {"dropin", 3}, {"lifecycle", 2},
+}
+
+// faultKinds are the faults the soak injects, drawn for about a third of the steps.
+var faultKinds = []string{"kill-module", "kill-supervisor", "stop-caller", "concurrent", "corrupt-record", "daemon-reexec", "full-disk", "reboot", "power-loss"}
+
+// transactionFaults meet a package transaction: their step moves the version.
+var transactionFaults = []string{"kill-module", "kill-supervisor", "stop-caller", "concurrent", "daemon-reexec", "reboot", "power-loss"}
+
+// killingFaults can end a run between a reaction and the removal of its record: the
+// next run serves it again (at least once, by design), which is counted, not a violation.
+var killingFaults = []string{"kill-module", "stop-caller", "reboot", "power-loss"}
+
+// pickFaults parses -faults: known kinds only, in faultKinds' order.
+func pickFaults(list string) ([]string, error) {
+	want := map[string]bool{}
+	for _, k := range strings.Split(list, ",") {
+		want[strings.TrimSpace(k)] = true
+	}
+	var kinds []string
+	for _, k := range faultKinds {
+		if want[k] {
+			kinds = append(kinds, k)
+			delete(want, k)
+		}
+	}
+	for k := range want {
+		return nil, fmt.Errorf("unknown fault kind %q (known: %s)", k, strings.Join(faultKinds, ", "))
+	}
+	return kinds, nil
+}
+
+// Step is one drawn step: the operation, the fault (or none), check mode, and the version
+// and level it asks for.
+type Step struct {
+	Op, Fault      string
+	Check          bool
+	Version, Level string
+}
+
+// other is a value of list other than cur, drawn from r.
+func other(r *rand.Rand, list []string, cur string) string {
+	var rest []string
+	for _, v := range list {
+		if v != cur {
+			rest = append(rest, v)
+		}
+	}
+	return rest[r.Intn(len(rest))]
+}
+
+// Draw picks the next step from r given the version and level the service was last asked
+// for (what the target holds before the step): the whole sequence is a function of the
+// seed. A fault draws a step it can hit: a transaction fault one that moves the version
+// (pin, set or service; not in check mode), a full disk one that writes a drop-in, a
+// corrupt record one that reads it (service or lifecycle).
+func Draw(r *rand.Rand, version, level string) Step {
+	total := 0
+	for _, o := range ops {
+		total += o.weight
+	}
+	var st Step
+	n := r.Intn(total)
+	for _, o := range ops {
+		if n < o.weight {
+			st.Op = o.name
+			break
+		}
+		n -= o.weight
+	}
+	if r.Intn(3) == 0 {
+		st.Fault = faultKinds[r.Intn(len(faultKinds))]
+	}
+	st.Check = r.Intn(5) == 0
+	st.Version, st.Level = versions[r.Intn(len(versions))], levels[r.Intn(len(levels))]
+	switch {
+	case slices.Contains(transactionFaults, st.Fault):
+		if !slices.Contains([]string{"service", "pin", "set"}, st.Op) {
+			st.Op = []string{"service", "pin", "set"}[r.Intn(3)]
+		}
+		st.Check = false
+		if st.Version == version {
+			st.Version = other(r, versions, version)
+		}
+	case st.Fault == "full-disk":
+		if st.Op != "service" && st.Op != "dropin" {
+			st.Op = "dropin"
+		}
+		st.Check = false
+		if st.Level == level {
+			st.Level = other(r, levels, level)
+		}
+	case st.Fault == "corrupt-record":
+		if st.Op != "service" && st.Op != "lifecycle" {
+			st.Op = []string{"service", "lifecycle"}[r.Intn(2)]
+		}
+		st.Check = false
+	}
+	return st
+}
+
+func (s *soak) step(ctx context.Context) {
+	s.steps++
+	st := Draw(s.rnd, s.version, s.level)
+	module, args := s.args(st.Op, st.Version, st.Level)
+	if st.Check {
+		args["_ansible_check_mode"] = true
+	}
+	label := fmt.Sprintf("step %d: %s %s/%s%s", s.steps, st.Op, st.Version, st.Level, map[bool]string{true: " (check mode)"}[st.Check])
+	versionBefore, levelBefore := s.led.installed, s.levelNow
+	succeeded := false
+	if st.Fault != "" {
+		s.drawn[st.Fault]++
+		label += ", fault " + st.Fault
+		landed, note := s.inject(ctx, st.Fault, module, st.Op, args)
+		if landed {
+			s.landed[st.Fault]++
+		}
+		if note != "" {
+			s.violations = append(s.violations, label+": "+note)
+		}
+	} else {
+		s.accounted(ctx, module, st.Check, func() bool {
+			r, err := s.run(ctx, module, args)
+			if err != nil {
+				s.violations = append(s.violations, label+": "+err.Error())
+				return true
+			}
+			succeeded = r["failed"] != true
+			return !succeeded
+		})
+		if succeeded && !st.Check && st.Op == "service" {
+			s.version, s.level = st.Version, st.Level
+		}
+		if st.Check && (s.led.installed != versionBefore || s.levelNow != levelBefore) {
+			s.violations = append(s.violations, fmt.Sprintf("%s: check mode changed the target: version %s -> %s, level %s -> %s",
+				label, versionBefore, s.led.installed, levelBefore, s.levelNow))
+		}
+	}
+	// After every step: the service converges to what was last asked, and holds.
+	first, err := s.converge(ctx, label)
+	if err != nil {
+		s.violations = append(s.violations, err.Error())
+		return
+	}
+	if succeeded && !st.Check && st.Op == "service" && first["changed"] == true {
+		s.violations = append(s.violations, label+": the run after a successful run of the same service changed something: "+fmt.Sprint(first["plan"]))
+	}
+	for _, v := range s.invariants(ctx, st.Fault) {
+		s.violations = append(s.violations, label+": "+v)
+	}
+}
+
+// args is a step's module and arguments.
+func (s *soak) args(op, version, level string) (string, map[string]any) {
+	switch op {
+	case "pin":
+		return "rpm_exact", map[string]any{"name": "demo", "version": version}
+	case "set":
+		return "rpm_exact", map[string]any{"packages": []any{map[string]any{"name": "demo", "version": version}}}
+	case "dropin":
+		return "unit_override", map[string]any{"unit": "demo.service", "name": "20-level.conf", "daemon_reload": false,
+			"content": "[Service]\nEnvironment=DEMO_LEVEL=" + level + "\n"}
+	case "lifecycle":
+		return "systemd_lifecycle", map[string]any{"unit": "demo.service", "enabled": true,
+			"restart_on": []any{map[string]any{"changed": true, "package_changed": true}}}
+	}
+	return "service", service(version, level)
+}

@@ -1,0 +1,196 @@
+package main
+
+// The faults, injected during a step's module run, and whether each landed.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Shell helpers for the fault scripts: alive (a process that runs, not a zombie) and
+// waitscope (until a transaction's scope runs, while the condition holds, at most ~6 s).
+const shellHelpers = `alive() { [ -e /proc/$1 ] && ! grep -q '^State:[[:space:]]*Z' /proc/$1/status 2>/dev/null; }
+scope() { systemctl list-units --no-legend --plain 'richt-rpm-transaction-*' | grep -q .; }
+waitscope() { i=0; while [ $i -lt 300 ] && eval "$1" && ! scope; do i=$((i+1)); sleep 0.02; done; }
+`
+
+// inject runs the step's module under one fault and reports whether the fault landed, and
+// a violation it saw, if any.
+func (s *soak) inject(ctx context.Context, fault, module, op string, args map[string]any) (landed bool, violation string) {
+	bin, err := s.t.InstallModule(ctx, s.bins[module])
+	if err != nil {
+		return false, "install module: " + err.Error()
+	}
+	args["_ansible_diff"] = true
+	data, _ := json.Marshal(args)
+	_ = s.t.WriteFile(ctx, "/var/tmp/soak-args.json", data, 0o600)
+	s.runs++
+	// sh runs a fault script whose last line is "soak-hit=0|1"; it returns the rest.
+	sh := func(script string) (out string, hit bool) {
+		res, err := s.t.Exec(ctx, "/bin/sh", "-c", shellHelpers+script)
+		if err != nil {
+			violation = "fault script: " + err.Error()
+			return "", false
+		}
+		out = res.Stdout + res.Stderr
+		s.outputs = append(s.outputs, out)
+		body, last, _ := cutLast(res.Stdout)
+		return body, last == "soak-hit=1"
+	}
+	// one checks that a run that was not killed answered with one JSON object.
+	one := func(out string) map[string]any {
+		r, err := s.result(module, strings.TrimSpace(out))
+		if err != nil && violation == "" {
+			violation = err.Error()
+		}
+		return r
+	}
+	after := fmt.Sprintf("%.2f", s.rnd.Float64()*2.5) // after the scope appeared: in DNF or in the module's reactions
+	failed := false
+	s.accounted(ctx, module, false, func() bool {
+		switch fault {
+		case "kill-module":
+			_, landed = sh(fmt.Sprintf(`%s /var/tmp/soak-args.json >/var/tmp/soak-out 2>&1 & p=$!
+waitscope "alive $p"; sleep %s; kill -9 $p 2>/dev/null; wait $p; rc=$?; cat /var/tmp/soak-out; echo; [ $rc = 137 ] && echo soak-hit=1 || echo soak-hit=0`, bin, after))
+			failed = true
+		case "kill-supervisor":
+			// The supervisor is the process in the transaction's scope that runs the module's
+			// own executable (DNF runs beside it); found by that, not by its arguments.
+			var out string
+			out, landed = sh(fmt.Sprintf(`%[1]s /var/tmp/soak-args.json >/var/tmp/soak-out 2>&1 & p=$!
+waitscope "alive $p"; sleep %[2]s; hit=0; exe=$(readlink -f %[1]s)
+for u in $(systemctl list-units --no-legend --plain 'richt-rpm-transaction-*' | awk '{print $1}'); do
+  cg=$(systemctl show -p ControlGroup --value "$u")
+  for q in $(cat /sys/fs/cgroup$cg/cgroup.procs 2>/dev/null); do
+    [ "$(readlink /proc/$q/exe)" = "$exe" ] && kill -9 $q 2>/dev/null && hit=1
+  done
+done
+wait $p; cat /var/tmp/soak-out; echo; echo soak-hit=$hit`, bin, fmt.Sprintf("%.2f", s.rnd.Float64()*0.8)))
+			r := one(out)
+			failed = r == nil || r["failed"] == true
+		case "stop-caller":
+			// The caller is a oneshot unit running the module through a shell that writes the
+			// exit status when the module ended by itself: no status file, the stop cut it short.
+			_, landed = sh(fmt.Sprintf(`rm -f /var/tmp/soak-rc /var/tmp/soak-out
+systemd-run --quiet --unit=soak-caller-%[1]d --service-type=oneshot --no-block /bin/sh -c '%[2]s /var/tmp/soak-args.json >/var/tmp/soak-out 2>&1; echo $? >/var/tmp/soak-rc'
+waitscope "[ ! -e /var/tmp/soak-rc ]"; sleep %[3]s; systemctl stop soak-caller-%[1]d.service
+cat /var/tmp/soak-out 2>/dev/null; echo; [ -e /var/tmp/soak-rc ] && echo soak-hit=0 || echo soak-hit=1`, s.steps, bin, after))
+			failed = true
+		case "concurrent":
+			var out string
+			out, landed = sh(fmt.Sprintf(`%[1]s /var/tmp/soak-args.json >/var/tmp/soak-out1 2>&1 & p1=$!; %[1]s /var/tmp/soak-args.json >/var/tmp/soak-out2 2>&1 & p2=$!
+waitscope "alive $p1 || alive $p2"; alive $p1 && alive $p2 && hit=1 || hit=0; wait
+cat /var/tmp/soak-out1; echo; echo soak-between; cat /var/tmp/soak-out2; echo; echo soak-hit=$hit`, bin))
+			a, b, _ := strings.Cut(out, "soak-between\n")
+			ra, rb := one(a), one(b)
+			failed = ra == nil || rb == nil || ra["failed"] == true || rb["failed"] == true
+			s.runs++
+		case "corrupt-record":
+			failed, landed = s.corruptRecord(ctx, bin, module, sh, one, &violation)
+		case "daemon-reexec":
+			var out string
+			out, landed = sh(fmt.Sprintf(`%s /var/tmp/soak-args.json >/var/tmp/soak-out 2>&1 & p=$!
+waitscope "alive $p"; sleep %s; systemctl daemon-reexec; alive $p && hit=1 || hit=0; wait $p
+cat /var/tmp/soak-out; echo; echo soak-hit=$hit`, bin, after))
+			r := one(out)
+			failed = r == nil || r["failed"] == true
+		case "full-disk":
+			var out string
+			out, _ = sh(fmt.Sprintf(`d=/etc/systemd/system/demo.service.d; mkdir -p /var/tmp/soak-keep && cp -a $d/. /var/tmp/soak-keep/ &&
+mount -t tmpfs -o size=64k soak-full $d && cp -a /var/tmp/soak-keep/. $d/ && dd if=/dev/zero of=$d/.fill bs=4k 2>/dev/null
+%s /var/tmp/soak-args.json; echo; rm -f $d/.fill; cp -a $d/. /var/tmp/soak-keep/; umount $d; cp -a /var/tmp/soak-keep/. $d/; rm -rf /var/tmp/soak-keep; echo soak-hit=0`, bin))
+			r := one(out)
+			failed = r == nil || r["failed"] == true
+			// The write met the full disk: the run failed saying so.
+			landed = failed && strings.Contains(out, "no space left on device")
+		case "reboot", "power-loss":
+			failed = true
+			landed = s.restart(ctx, fault, bin, &violation)
+		}
+		return failed
+	})
+	return landed, violation
+}
+
+// corruptRecord writes a half record the module reads (the manager-sync record or the
+// unit's pending reaction), runs the module and judges its result; the record is left to
+// the module. A corrupt manager-sync record is replaced after the daemon-reload it stands
+// for; a corrupt pending reaction fails the run naming the file and what to do, and the
+// soak does that, as an operator would.
+func (s *soak) corruptRecord(ctx context.Context, bin, module string, sh func(string) (string, bool), one func(string) map[string]any, violation *string) (failed, landed bool) {
+	pending := s.rnd.Intn(2) == 1
+	target := "/var/lib/richt/manager-sync-due"
+	if pending {
+		target = "/var/lib/richt/pending/demo.service.json"
+	}
+	out, _ := sh(fmt.Sprintf(`mkdir -p $(dirname %[1]s) && printf '{"half' > %[1]s; %[2]s /var/tmp/soak-args.json; echo; echo soak-hit=0`, target, bin))
+	r := one(out)
+	if r == nil {
+		return true, false
+	}
+	failed = r["failed"] == true
+	msg := fmt.Sprint(r["msg"])
+	left, _ := s.t.Exec(ctx, "/bin/sh", "-c", "cat "+target+" 2>/dev/null")
+	switch {
+	case pending && !failed:
+		*violation = module + " ignored a corrupt pending reaction record and succeeded"
+	case pending && !strings.Contains(msg, target):
+		*violation = module + "'s refusal of a corrupt pending record does not name it: " + msg
+	case pending && left.Stdout != `{"half`:
+		*violation = module + " changed the corrupt pending record it refused: " + left.Stdout
+	case pending:
+		landed = true
+		// What the message says: restart by hand, remove the file.
+		s.accounted(ctx, "operator", false, func() bool {
+			res, err := s.t.Exec(ctx, "/bin/sh", "-c", "systemctl restart demo.service && rm -f "+target)
+			return err != nil || res.ExitCode != 0
+		})
+	case failed:
+		*violation = module + " failed over a corrupt manager-sync record: " + msg
+	case left.Stdout == `{"half`:
+		*violation = module + " succeeded and left the corrupt manager-sync record in place"
+	default:
+		landed = true
+	}
+	return failed, landed
+}
+
+// restart runs the step's module as a unit of its own (a process left behind by an exec
+// does not outlive the exec), then restarts the target under it: cleanly (systemd stops
+// its units, the transaction's scope among them) or as a power loss (everything killed at
+// once). The restart comes a random moment within 0.4 s after the transaction's scope
+// appeared, inside the one-second %pre. It reports whether the restart caught DNF at work:
+// a new transaction record without a finished outcome, or with the stop its supervisor saw.
+func (s *soak) restart(ctx context.Context, fault, bin string, violation *string) bool {
+	delay := fmt.Sprintf("%.2f", s.rnd.Float64()*0.4)
+	res, _ := s.t.Exec(ctx, "/bin/sh", "-c", fmt.Sprintf(`rm -f /var/tmp/soak-out; ls -d /var/lib/richt/transactions/*/ > /var/tmp/soak-records 2>/dev/null
+systemd-run --quiet --unit=soak-run-%d --service-type=oneshot --no-block -p StandardOutput=file:/var/tmp/soak-out %s /var/tmp/soak-args.json
+for i in $(seq 150); do systemctl list-units --no-legend 'richt-rpm-transaction-*' | grep -q . && break; sleep 0.02; done; sleep %s`, s.steps, bin, delay))
+	s.outputs = append(s.outputs, res.Stdout+res.Stderr)
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := s.t.Reboot(rctx, fault == "power-loss", 20*time.Second); err != nil {
+		*violation = err.Error()
+		return false
+	}
+	// /run, the timeline with it, is empty again; the journal may be too.
+	s.lines = 0
+	inst, _ := s.t.Exec(ctx, "/bin/sh", "-c", `cat /usr/share/demo/version`)
+	s.led.reboot(strings.TrimSpace(inst.Stdout))
+	res, _ = s.t.Exec(ctx, "/bin/sh", "-c", `cat /var/tmp/soak-out 2>/dev/null; for d in /var/lib/richt/transactions/*/; do grep -qxF "$d" /var/tmp/soak-records && continue; [ -f "$d/request.json" ] && { ! grep -qs '"done": *true' "$d/outcome.json" || grep -qs '"stopped"' "$d/outcome.json"; } && echo "soak-caught $d"; done`)
+	s.outputs = append(s.outputs, res.Stdout)
+	return strings.Contains(res.Stdout, "soak-caught ")
+}
+
+// cutLast splits off the last non-empty line.
+func cutLast(out string) (body, last string, ok bool) {
+	t := strings.TrimRight(out, "\n")
+	i := strings.LastIndex(t, "\n")
+	if i < 0 {
+		return "", t, t != ""
+	}
+	return t[:i], t[i+1:], true
+}
