@@ -28,16 +28,33 @@ var ErrNotReplaced = errors.New("not replaced (unchanged)")
 // chowned and chmodded to the final attributes while still empty), written, synced,
 // renamed over path, and the directory synced so the rename itself is durable. An error
 // before the rename says that path is unchanged, and names path first.
-func Write(path string, data []byte, o Options) (err error) {
+func Write(path string, data []byte, o Options) error {
+	t, err := Create(path, data, o)
+	if err != nil {
+		return err
+	}
+	return t.Replace()
+}
+
+// Temp is the new content of a path, written and synced beside it with its final
+// attributes but not yet in its place: what a caller checks (a validator) before it
+// replaces the old content, or discards.
+type Temp struct {
+	path, name string
+}
+
+// Create is Write up to the rename: the temporary file, complete, under Write's name
+// pattern (so a killed run's leftover is Stale). An error names path and wraps
+// ErrNotReplaced; nothing is left behind.
+func Create(path string, data []byte, o Options) (_ *Temp, err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
-		return fmt.Errorf("%s %w: create temporary file in %s: %w", path, ErrNotReplaced, dir, err)
+		return nil, fmt.Errorf("%s %w: create temporary file in %s: %w", path, ErrNotReplaced, dir, err)
 	}
 	tmpName := tmp.Name()
-	renamed := false
 	defer func() {
-		if err != nil && !renamed {
+		if err != nil {
 			_ = tmp.Close()
 			_ = os.Remove(tmpName)
 			err = fmt.Errorf("%s %w: %w", path, ErrNotReplaced, err)
@@ -47,29 +64,46 @@ func Write(path string, data []byte, o Options) (err error) {
 	// ("write /etc/.x.richt-1: no space left on device"); the deferred wrap names path.
 	if o.UID >= 0 || o.GID >= 0 {
 		if err := tmp.Chown(o.UID, o.GID); err != nil {
-			return fmt.Errorf("set owner: %w", err)
+			return nil, fmt.Errorf("set owner: %w", err)
 		}
 	}
 	// Chmod after chown: chown may clear set-id bits.
 	if err := tmp.Chmod(o.Mode); err != nil {
-		return fmt.Errorf("set mode: %w", err)
+		return nil, fmt.Errorf("set mode: %w", err)
 	}
 	if _, err := tmp.Write(data); err != nil {
-		return err
+		return nil, err
 	}
 	if err := tmp.Sync(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := tmp.Close(); err != nil {
-		return err
+		return nil, err
 	}
-	if err := os.Rename(tmpName, path); err != nil {
-		return err
+	return &Temp{path: path, name: tmpName}, nil
+}
+
+// Name is the temporary file's path.
+func (t *Temp) Name() string { return t.name }
+
+// Replace renames the temporary file over its path and syncs the directory. An error
+// before the rename removes the temporary file and wraps ErrNotReplaced.
+func (t *Temp) Replace() error {
+	if err := os.Rename(t.name, t.path); err != nil {
+		_ = os.Remove(t.name)
+		return fmt.Errorf("%s %w: %w", t.path, ErrNotReplaced, err)
 	}
-	renamed = true
-	if err := SyncDir(dir); err != nil {
+	if err := SyncDir(filepath.Dir(t.path)); err != nil {
 		// Replaced, but the rename may not survive a crash: not "unchanged".
-		return fmt.Errorf("%s replaced, but %w", path, err)
+		return fmt.Errorf("%s replaced, but %w", t.path, err)
+	}
+	return nil
+}
+
+// Discard removes the temporary file: path keeps its old content.
+func (t *Temp) Discard() error {
+	if err := os.Remove(t.name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove temporary file %s: %w", t.name, err)
 	}
 	return nil
 }

@@ -138,3 +138,33 @@ func TestWriteSaysWhetherItReplaced(t *testing.T) {
 
 	require.NoError(t, Write(filepath.Join(dir, "demo.conf"), []byte("x"), Options{Mode: 0o644, UID: -1, GID: -1}))
 }
+
+// Create leaves path as it was until Replace; Discard leaves nothing behind.
+func TestCreateReplacesOnlyOnReplace(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "site.conf")
+	require.NoError(t, os.WriteFile(p, []byte("old"), 0o644))
+	tmp, err := Create(p, []byte("new"), Options{Mode: 0o600, UID: -1, GID: -1})
+	require.NoError(t, err)
+	got, _ := os.ReadFile(p)
+	require.Equal(t, "old", string(got), "not replaced before Replace")
+	got, _ = os.ReadFile(tmp.Name())
+	require.Equal(t, "new", string(got))
+	stale, err := Stale(p)
+	require.NoError(t, err)
+	require.Equal(t, []string{filepath.Base(tmp.Name())}, stale, "named as Write's temporary files are")
+	require.NoError(t, tmp.Discard())
+	entries, _ := os.ReadDir(dir)
+	require.Len(t, entries, 1, "discarded")
+
+	tmp, err = Create(p, []byte("new"), Options{Mode: 0o600, UID: -1, GID: -1})
+	require.NoError(t, err)
+	require.NoError(t, tmp.Replace())
+	got, _ = os.ReadFile(p)
+	require.Equal(t, "new", string(got))
+	fi, err := os.Stat(p)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	entries, _ = os.ReadDir(dir)
+	require.Len(t, entries, 1)
+}
