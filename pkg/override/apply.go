@@ -14,6 +14,7 @@ import (
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/lock"
+	"github.com/richt/services/pkg/safefile"
 	"github.com/richt/services/pkg/systemd"
 	"github.com/richt/services/pkg/timeout"
 )
@@ -161,16 +162,10 @@ func secureDir(dir string) error {
 // setAttributes tightens the mode before changing the owner, so no moment is looser than
 // both, then sets the final mode.
 func setAttributes(full string, w Want, f File) error {
-	if err := os.Chmod(full, w.Mode&f.Mode); err != nil {
-		return fmt.Errorf("set mode of %s: %w", full, err)
+	if err := safefile.Chown(full, w.Mode&f.Mode, w.UID, w.GID); err != nil {
+		return err
 	}
-	if err := os.Lchown(full, w.UID, w.GID); err != nil {
-		return fmt.Errorf("set owner of %s: %w", full, err)
-	}
-	if err := os.Chmod(full, w.Mode); err != nil {
-		return fmt.Errorf("set mode of %s: %w", full, err)
-	}
-	return nil
+	return safefile.Chmod(full, w.Mode)
 }
 
 // reloadManager reloads systemd's manager through systemctl. The reload this change owes

@@ -7,10 +7,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/rootpath"
+	"github.com/richt/services/pkg/safefile"
 )
 
 // Observe reads the owned file p (a path under UnitDir) below root ("" or "/" for the
@@ -33,26 +33,11 @@ func Observe(root, p string) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	fi, err := os.Lstat(full)
-	if errors.Is(err, os.ErrNotExist) {
-		return File{Stale: stale, Dirs: dirs}, nil
-	}
+	sf, err := safefile.ReadFile(full)
 	if err != nil {
-		return File{}, fmt.Errorf("inspect %s: %w", full, err)
+		return File{}, err
 	}
-	if !fi.Mode().IsRegular() {
-		return File{}, fmt.Errorf("%s exists and is not a regular file (%s); remove it or choose another name", full, fi.Mode().Type())
-	}
-	data, err := os.ReadFile(full)
-	if err != nil {
-		return File{}, fmt.Errorf("read %s: %w", full, err)
-	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	f := File{Exists: true, Content: data, Mode: fi.Mode().Perm() | fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky), Stale: stale, Dirs: dirs}
-	if st != nil {
-		f.UID, f.GID = int(st.Uid), int(st.Gid)
-	}
-	return f, nil
+	return File{Exists: sf.Exists, Content: sf.Content, Mode: sf.Mode, UID: sf.UID, GID: sf.GID, Stale: stale, Dirs: dirs}, nil
 }
 
 // observeDirs reads the unit directory and, for a drop-in, its UNIT.d: whether each exists,
@@ -71,15 +56,20 @@ func observeDirs(under func(string) string, p string) ([]Dir, error) {
 	for i, dp := range paths {
 		d := Dir{Path: dp, DropIn: i > 0}
 		full := under(dp)
-		li, err := os.Lstat(full)
-		if errors.Is(err, os.ErrNotExist) {
+		// The unit directory is followed; a drop-in directory's link is judged first.
+		observe := safefile.Stat
+		if d.DropIn {
+			observe = safefile.Lstat
+		}
+		sd, err := observe(full, dp)
+		if err != nil {
+			return nil, err
+		}
+		if !sd.Exists && !sd.Link {
 			dirs = append(dirs, d)
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("inspect %s: %w", dp, err)
-		}
-		if li.Mode()&os.ModeSymlink != 0 && d.DropIn {
+		if sd.Link && d.DropIn {
 			target, err := filepath.EvalSymlinks(full)
 			if err != nil {
 				return nil, fmt.Errorf("resolve the link %s: %w", dp, err)
@@ -89,18 +79,12 @@ func observeDirs(under func(string) string, p string) ([]Dir, error) {
 				dirs = append(dirs, d)
 				continue
 			}
+			// A drop-in directory linked inside the unit directory: what it leads to.
+			if sd, err = safefile.Stat(full, dp); err != nil {
+				return nil, err
+			}
 		}
-		fi, err := os.Stat(full)
-		if err != nil {
-			return nil, fmt.Errorf("inspect %s: %w", dp, err)
-		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("%s exists and is not a directory (%s); remove it", dp, fi.Mode().Type())
-		}
-		d.Exists, d.Mode = true, fi.Mode().Perm()|fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky)
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			d.UID = int(st.Uid)
-		}
+		d.Exists, d.Mode, d.UID = sd.Exists, sd.Mode, sd.UID
 		dirs = append(dirs, d)
 	}
 	return dirs, nil

@@ -4,33 +4,19 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 
 	"github.com/richt/services/pkg/ansible"
-	"github.com/richt/services/pkg/nss"
+	"github.com/richt/services/pkg/safefile"
 )
 
-// lookupUID and lookupGID resolve owner and group on the target, through NSS (package
-// nss: the files, then getent). A numeric id must exist as well as a name: chown accepts
-// any number, and a file owned by an id nobody has today belongs to whoever is given that
-// id tomorrow.
+// lookupUID and lookupGID resolve owner and group on the target (safefile's rule: through
+// NSS, and a numeric id must exist as well as a name).
 func (d Deps) lookupUID(ctx context.Context, v string) (int, error) {
-	return lookupID("owner", "user", v, func() (int, error) { return nss.Resolver{Runner: d.Runner}.User(ctx, v) })
+	return safefile.UID(ctx, d.Runner, "owner", v)
 }
 
 func (d Deps) lookupGID(ctx context.Context, v string) (int, error) {
-	return lookupID("group", "group", v, func() (int, error) { return nss.Resolver{Runner: d.Runner}.Group(ctx, v) })
-}
-
-func lookupID(param, kind, v string, resolve func() (int, error)) (int, error) {
-	id, err := resolve()
-	if err == nil {
-		return id, nil
-	}
-	if _, numErr := strconv.ParseUint(v, 10, 32); numErr == nil {
-		return 0, fmt.Errorf("%s: %q is a numeric id no %s on the target has (%v); create the %s first or use an existing one", param, v, kind, err, kind)
-	}
-	return 0, fmt.Errorf("%s: %q is not a known name or a numeric id on the target (%v); create the %s first or use an existing one", param, v, err, kind)
+	return safefile.GID(ctx, d.Runner, "group", v)
 }
 
 // ownerWriteWarning is the decision on a non-root owner with the owner-write bit: it is

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/safefile"
 )
 
 // Want is what a task asks for, resolved: the path the module manages and the owner and
@@ -52,17 +52,9 @@ type Dir struct {
 	DropIn bool
 }
 
-// insecure says why a directory lets someone other than root change what it holds, or "".
-func (d Dir) insecure() string {
-	var why []string
-	if d.UID != 0 {
-		why = append(why, fmt.Sprintf("owned by uid %d", d.UID))
-	}
-	if d.Mode&0o022 != 0 {
-		why = append(why, fmt.Sprintf("writable by group or others (mode %04o)", ansible.UnixMode(d.Mode)))
-	}
-	return strings.Join(why, " and ")
-}
+// insecure says why a directory lets someone other than root change what it holds, or ""
+// (safefile's rule).
+func (d Dir) insecure() string { return safefile.Dir{Mode: d.Mode, UID: d.UID}.Insecure() }
 
 // Step is one side effect of a plan. Apply carries the steps out in the plan's order;
 // check mode reports them and carries out none.
@@ -176,27 +168,7 @@ func Decide(w Want, f File) (Plan, error) {
 // diff shows the file before and after, with its attributes; a sensitive file's content is
 // never shown, not even a hash of it.
 func diff(w Want, f File) *ansible.Diff {
-	attrs := func(m os.FileMode, u, g int) string {
-		return fmt.Sprintf("# mode %04o, owner %d, group %d\n", ansible.UnixMode(m), u, g)
-	}
-	before, after := "", ""
-	if f.Exists {
-		before = attrs(f.Mode, f.UID, f.GID) + string(f.Content)
-	}
-	if w.Present {
-		after = attrs(w.Mode, w.UID, w.GID) + string(w.Content)
-	}
-	if w.Sensitive {
-		hidden := "# content hidden: sensitive\n"
-		if f.Exists {
-			before = attrs(f.Mode, f.UID, f.GID) + hidden
-		}
-		if w.Present {
-			after = attrs(w.Mode, w.UID, w.GID) + hidden
-			if f.Exists && !bytes.Equal(f.Content, w.Content) {
-				after += "# (content changed)\n"
-			}
-		}
-	}
-	return &ansible.Diff{Before: before, After: after, BeforeHeader: w.Path + " (before)", AfterHeader: w.Path + " (after)"}
+	return safefile.Diff(w.Path,
+		safefile.File{Exists: f.Exists, Content: f.Content, Mode: f.Mode, UID: f.UID, GID: f.GID},
+		safefile.File{Exists: w.Present, Content: w.Content, Mode: w.Mode, UID: w.UID, GID: w.GID}, w.Sensitive)
 }

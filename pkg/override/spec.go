@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/safefile"
 	"github.com/richt/services/pkg/unitfile"
 	"github.com/richt/services/pkg/unitname"
 )
@@ -152,7 +153,7 @@ func parse(p Params) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	if err := secureMode(p.Mode, describeFile(p)); err != nil {
+	if err := safefile.CheckMode("mode", p.Mode, describeFile(p)); err != nil {
 		return Task{}, err
 	}
 	if p.State == "present" {
@@ -196,31 +197,6 @@ func describeFile(v Params) string {
 		return "drop-in"
 	}
 	return "unit file"
-}
-
-// secureMode refuses a mode that lets anyone but the owner change what root runs, and
-// the set-id and sticky bits, which mean nothing on a unit file but a mistake.
-func secureMode(m os.FileMode, what string) error {
-	var why []string
-	if m&0o022 != 0 {
-		why = append(why, fmt.Sprintf("lets group or others write the %s; a %s writable by a non-root user is a root escalation", what, what))
-	}
-	if special := m & (os.ModeSetuid | os.ModeSetgid | os.ModeSticky); special != 0 {
-		var bits []string
-		for _, b := range []struct {
-			bit  os.FileMode
-			name string
-		}{{os.ModeSetuid, "setuid"}, {os.ModeSetgid, "setgid"}, {os.ModeSticky, "sticky"}} {
-			if special&b.bit != 0 {
-				bits = append(bits, b.name)
-			}
-		}
-		why = append(why, fmt.Sprintf("sets the %s bit, which a %s must never carry", strings.Join(bits, " and "), what))
-	}
-	if len(why) == 0 {
-		return nil
-	}
-	return fmt.Errorf("mode: %04o %s; use 0644 or stricter (0600 to keep it from being read too); nothing was written", ansible.UnixMode(m), strings.Join(why, "; it "))
 }
 
 func validDropInName(n string) error {

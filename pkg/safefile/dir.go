@@ -1,0 +1,78 @@
+package safefile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/richt/services/pkg/ansible"
+)
+
+// Dir is one directory a file lives in, as Lstat or Stat found it.
+type Dir struct {
+	// Path is the directory as the caller names it (on the target, not below a test root).
+	Path   string
+	Exists bool
+	// Link: Path is a symbolic link. Lstat reads nothing more; Stat reads what it leads to.
+	Link bool
+	// Mode and UID are those of the directory (of what a link leads to, for Stat).
+	Mode os.FileMode
+	UID  int
+}
+
+// Insecure says why the directory lets someone other than root change what it holds
+// (replace, rename or remove its files), or "".
+func (d Dir) Insecure() string {
+	var why []string
+	if d.UID != 0 {
+		why = append(why, fmt.Sprintf("owned by uid %d", d.UID))
+	}
+	if d.Mode&0o022 != 0 {
+		why = append(why, fmt.Sprintf("writable by group or others (mode %04o)", ansible.UnixMode(d.Mode)))
+	}
+	return strings.Join(why, " and ")
+}
+
+// Lstat observes the directory full (named name in messages) without following a link:
+// missing is no error (Exists false), a link is reported as one (Link) and not read.
+func Lstat(full, name string) (Dir, error) { return observeDir(full, name, false) }
+
+// Stat is Lstat that follows a link and reads the directory it leads to.
+func Stat(full, name string) (Dir, error) { return observeDir(full, name, true) }
+
+func observeDir(full, name string, follow bool) (Dir, error) {
+	d := Dir{Path: name}
+	li, err := os.Lstat(full)
+	if errors.Is(err, os.ErrNotExist) {
+		return d, nil
+	}
+	if err != nil {
+		return d, fmt.Errorf("inspect %s: %w", name, err)
+	}
+	if li.Mode()&os.ModeSymlink != 0 {
+		d.Link = true
+		if !follow {
+			return d, nil
+		}
+	}
+	fi, err := os.Stat(full)
+	if err != nil {
+		return d, fmt.Errorf("inspect %s: %w", name, err)
+	}
+	if !fi.IsDir() {
+		return d, fmt.Errorf("%s exists and is not a directory (%s); remove it", name, fi.Mode().Type())
+	}
+	d.Exists, d.Mode = true, Perm(fi)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		d.UID = int(st.Uid)
+	}
+	return d, nil
+}
+
+// Perm is a file's permission bits with the setuid, setgid and sticky bits, as a mode
+// parameter states them.
+func Perm(fi os.FileInfo) os.FileMode {
+	return fi.Mode().Perm() | fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky)
+}

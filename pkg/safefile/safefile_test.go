@@ -1,0 +1,77 @@
+package safefile
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLstatAndStat(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "conf.d")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	require.NoError(t, os.Chmod(dir, 0o775))
+	link := filepath.Join(root, "link")
+	require.NoError(t, os.Symlink(dir, link))
+	file := filepath.Join(root, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+
+	d, err := Lstat(filepath.Join(root, "missing"), "/missing")
+	require.NoError(t, err)
+	assert.Equal(t, Dir{Path: "/missing"}, d)
+
+	d, err = Lstat(dir, "/conf.d")
+	require.NoError(t, err)
+	assert.True(t, d.Exists)
+	assert.False(t, d.Link)
+	assert.Equal(t, os.FileMode(0o775), d.Mode)
+	assert.Equal(t, os.Geteuid(), d.UID)
+	assert.Contains(t, d.Insecure(), "writable by group or others (mode 0775)")
+
+	d, err = Lstat(link, "/link")
+	require.NoError(t, err)
+	assert.Equal(t, Dir{Path: "/link", Link: true}, d, "a link is not read through")
+	d, err = Stat(link, "/link")
+	require.NoError(t, err)
+	assert.True(t, d.Link && d.Exists)
+	assert.Equal(t, os.FileMode(0o775), d.Mode, "what the link leads to")
+
+	_, err = Lstat(file, "/file")
+	assert.ErrorContains(t, err, "/file exists and is not a directory")
+}
+
+func TestInsecure(t *testing.T) {
+	assert.Empty(t, Dir{Mode: 0o755}.Insecure())
+	assert.Empty(t, Dir{Mode: 0o1755}.Insecure())
+	assert.Equal(t, "owned by uid 1000", Dir{Mode: 0o755, UID: 1000}.Insecure())
+	assert.Equal(t, "owned by uid 7 and writable by group or others (mode 0757)", Dir{Mode: 0o757, UID: 7}.Insecure())
+	assert.Equal(t, "writable by group or others (mode 1777)", Dir{Mode: 0o777 | os.ModeSticky}.Insecure())
+}
+
+func TestReadFileRefusesALink(t *testing.T) {
+	root := t.TempDir()
+	target := filepath.Join(root, "target")
+	require.NoError(t, os.WriteFile(target, []byte("x"), 0o600))
+	link := filepath.Join(root, "link")
+	require.NoError(t, os.Symlink(target, link))
+	_, err := ReadFile(link)
+	assert.ErrorContains(t, err, "is not a regular file")
+	f, err := ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, File{Exists: true, Content: []byte("x"), Mode: 0o600, UID: os.Geteuid(), GID: os.Getegid()}, f)
+	f, err = ReadFile(filepath.Join(root, "none"))
+	require.NoError(t, err)
+	assert.False(t, f.Exists)
+}
+
+func TestDiffHidesSensitiveContent(t *testing.T) {
+	d := Diff("/p", File{Exists: true, Content: []byte("old-secret")}, File{Exists: true, Content: []byte("new-secret"), Mode: 0o600}, true)
+	assert.NotContains(t, d.Before+d.After, "secret")
+	assert.Contains(t, d.After, "# mode 0600, owner 0, group 0\n# content hidden: sensitive\n# (content changed)\n")
+	d = Diff("/p", File{}, File{Exists: true, Content: []byte("a\n"), Mode: 0o644}, false)
+	assert.Equal(t, "", d.Before)
+	assert.Equal(t, "# mode 0644, owner 0, group 0\na\n", d.After)
+}
