@@ -1,0 +1,177 @@
+package configfile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/rootpath"
+	"github.com/richt/services/pkg/safefile"
+)
+
+// ErrValidation is in the chain of the error of a write whose validator refused the new
+// content (or could not run): the path was not replaced.
+var ErrValidation = errors.New("validation failed")
+
+// LockName is the name of the lock (package lock) runs writing the config at p share: a
+// hash, since a path is no file name.
+func LockName(p string) string {
+	sum := sha256.Sum256([]byte(p))
+	return "config-" + hex.EncodeToString(sum[:8])
+}
+
+// Apply carries out a plan made by Plan (in this run, or earlier: the service plans every
+// step before it applies any) and returns what it did.
+//
+// Like unit_override's Apply, it reads the path again first (under Deps.Lock when given):
+// when another run changed it since the plan, it decides again from the file as it is and
+// carries that plan out, which the result reports. When nothing moved, the plan carried out
+// is exactly the one given. An error leaves Changed saying whether the file moved; an
+// error wrapping atomicfile.ErrNotReplaced says it did not.
+func (d Deps) Apply(ctx context.Context, p Plan) (*Result, error) {
+	w := p.Want
+	if d.Lock != nil {
+		release, err := d.Lock(ctx, LockName(w.Path))
+		if err != nil {
+			res := p.Result()
+			res.Changed, res.Plan = false, nil
+			return res, fmt.Errorf("%s: another run writing it did not finish in time: %w", label(w.Name, w.Path), err)
+		}
+		defer release()
+	}
+	now, err := Observe(d.Root, w.Path)
+	if err != nil {
+		res := p.Result()
+		res.Changed = false
+		return res, err
+	}
+	if !reflect.DeepEqual(now, p.File) {
+		if p, err = Decide(w, now); err != nil {
+			return p.Result(), err
+		}
+	}
+	res := p.Result()
+	res.Changed = false
+	full := rootpath.Join(d.Root, w.Path)
+	for _, s := range p.Steps {
+		if err := d.carry(ctx, p, s, full); err != nil {
+			if moved(s, err, full) {
+				res.Changed = true // replaced or removed, not yet durable
+			}
+			return res, fmt.Errorf("%s: %w", label(w.Name, w.Path), err)
+		}
+		if s != StepRemoveStale {
+			res.Changed = true
+		}
+	}
+	return res, nil
+}
+
+// moved reports whether step s, which failed with err, moved the file's content all the
+// same: a write that renamed but could not sync the directory, a removal likewise.
+func moved(s Step, err error, full string) bool {
+	switch s {
+	case StepWrite:
+		return !errors.Is(err, atomicfile.ErrNotReplaced)
+	case StepRemove:
+		if errors.Is(err, atomicfile.ErrNotReplaced) {
+			return false
+		}
+		_, serr := os.Lstat(full)
+		return errors.Is(serr, os.ErrNotExist)
+	}
+	return false
+}
+
+// carry carries out one step of plan p on full, the path below Deps.Root.
+func (d Deps) carry(ctx context.Context, p Plan, s Step, full string) error {
+	w := p.Want
+	switch s {
+	case StepRemoveStale:
+		_, err := atomicfile.RemoveStale(full)
+		return err
+	case StepWrite:
+		return d.write(ctx, w, full)
+	case StepChown:
+		return safefile.Chown(full, w.Mode&p.File.Mode, w.UID, w.GID)
+	case StepChmod:
+		return safefile.Chmod(full, w.Mode)
+	case StepRemove:
+		if err := d.beforeReplace(full); err != nil {
+			return err
+		}
+		return atomicfile.Remove(full)
+	}
+	return fmt.Errorf("unknown step %q", s)
+}
+
+// write puts the content beside full with its final attributes, has the validator check
+// it there, and only then renames it into place. Whatever fails before the rename removes
+// the temporary file and leaves full as it was.
+func (d Deps) write(ctx context.Context, w Want, full string) (err error) {
+	tmp, err := atomicfile.Create(full, w.Content, atomicfile.Options{Mode: w.Mode, UID: w.UID, GID: w.GID})
+	if err != nil {
+		return err
+	}
+	replacing := false
+	defer func() {
+		if !replacing {
+			if derr := tmp.Discard(); derr != nil {
+				err = fmt.Errorf("%w (and %w)", err, derr)
+			}
+		}
+	}()
+	if len(w.Validate) > 0 {
+		if err := d.validate(ctx, w, tmp.Name()); err != nil {
+			return fmt.Errorf("%s %w: %w", full, atomicfile.ErrNotReplaced, err)
+		}
+	}
+	if err := d.beforeReplace(full); err != nil {
+		return err
+	}
+	// Replace removes the temporary file itself when the rename fails.
+	replacing = true
+	return tmp.Replace()
+}
+
+// validate runs the validator on the new content at tmp, under ctx (the step's deadline).
+// Its output is the user's best hint, but a validator may quote the content it refused:
+// for a sensitive config the output is withheld.
+func (d Deps) validate(ctx context.Context, w Want, tmp string) error {
+	argv := make([]string, len(w.Validate))
+	for i, a := range w.Validate {
+		argv[i] = strings.ReplaceAll(a, Placeholder, tmp)
+	}
+	res, err := d.Runner.Run(ctx, argv...)
+	if err != nil {
+		return fmt.Errorf("%w: %q did not finish: %w", ErrValidation, argv, err)
+	}
+	if res.ExitCode == 0 {
+		return nil
+	}
+	out := res.Output()
+	switch {
+	case w.Sensitive:
+		out = "output hidden: sensitive"
+	case out == "":
+		out = "no output"
+	}
+	return fmt.Errorf("%w: %q exited %d: %s", ErrValidation, argv, res.ExitCode, out)
+}
+
+// beforeReplace runs Deps.BeforeReplace; its failure leaves full as it was.
+func (d Deps) beforeReplace(full string) error {
+	if d.BeforeReplace == nil {
+		return nil
+	}
+	if err := d.BeforeReplace(); err != nil {
+		return fmt.Errorf("%s %w: %w", full, atomicfile.ErrNotReplaced, err)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package configfile
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/richt/services/pkg/safefile"
+)
+
+// DefaultMode is a config's mode when the task gives none (the caller's spec default).
+const DefaultMode os.FileMode = 0o644
+
+// Placeholder is what a validator's command has where the new content's path goes.
+const Placeholder = "%s"
+
+// Config is one entry of the service's configs as its spec decoded it: names, not ids.
+type Config struct {
+	// Index is the entry's place in configs, for messages naming the parameter
+	// (configs[2].path).
+	Index int
+	// Name is what reactions refer to (config:NAME); messages name the config by it.
+	Name    string
+	Path    string
+	Content string
+	// Mode is the file's mode; the caller's spec supplies DefaultMode when none is given.
+	Mode os.FileMode
+	// Owner and Group are names or numeric ids; "" is root.
+	Owner, Group string
+	Sensitive    bool
+	// Validate is a command with Placeholder for the new content's path, or "".
+	Validate string
+	// Absent: the file must not exist (state absent).
+	Absent bool
+}
+
+// param names one of the entry's parameters.
+func (c Config) param(field string) string { return fmt.Sprintf("configs[%d].%s", c.Index, field) }
+
+// Check refuses what no observation is needed for: a path that is not absolute and
+// clean, a mode that others could write through, a validator without Placeholder or with
+// unbalanced quotes. It returns the validator's argv (nil without one).
+func (c Config) Check() ([]string, error) {
+	if err := checkPath(c.Path); err != nil {
+		return nil, fmt.Errorf("%s: %w; nothing was written", c.param("path"), err)
+	}
+	if err := safefile.CheckMode(c.param("mode"), c.Mode, "config file"); err != nil {
+		return nil, err
+	}
+	if c.Validate == "" {
+		return nil, nil
+	}
+	argv, err := SplitArgs(c.Validate)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q %w; nothing was written", c.param("validate"), c.Validate, err)
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("%s: %q has no command; give one or omit validate", c.param("validate"), c.Validate)
+	}
+	for _, a := range argv {
+		if strings.Contains(a, Placeholder) {
+			return argv, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: %q has no %s for the new content's path (for example %q); the validator would not check the new file", c.param("validate"), c.Validate, Placeholder, argv[0]+" "+Placeholder)
+}
+
+// checkPath says why p is not an absolute, clean path to a file, or nil.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("required")
+	case strings.ContainsRune(p, 0):
+		return fmt.Errorf("%q contains a NUL byte", p)
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("%q is relative; give the absolute path", p)
+	case p == "/" || strings.HasSuffix(p, "/"):
+		return fmt.Errorf("%q ends in a slash; give the path of the file", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return fmt.Errorf("%q has a \"..\" component; give the path without it", p)
+		}
+	}
+	if clean := path.Clean(p); clean != p {
+		return fmt.Errorf("%q is not clean; write %q", p, clean)
+	}
+	return nil
+}
+
+// label names the config in messages: its name and path.
+func label(name, p string) string {
+	if name == "" {
+		return "config " + p
+	}
+	return fmt.Sprintf("config %q (%s)", name, p)
+}

@@ -1,0 +1,58 @@
+package configfile
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCheckRefusesBeforeAnything(t *testing.T) {
+	ok := Config{Index: 2, Name: "site", Path: "/etc/nginx/conf.d/site.conf", Mode: DefaultMode}
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		err  string
+	}{
+		{"no path", func(c *Config) { c.Path = "" }, "configs[2].path: required"},
+		{"relative", func(c *Config) { c.Path = "etc/x.conf" }, `configs[2].path: "etc/x.conf" is relative`},
+		{"dot-dot", func(c *Config) { c.Path = "/etc/nginx/../shadow" }, `configs[2].path: "/etc/nginx/../shadow" has a ".." component`},
+		{"trailing slash", func(c *Config) { c.Path = "/etc/nginx/" }, `configs[2].path: "/etc/nginx/" ends in a slash`},
+		{"root", func(c *Config) { c.Path = "/" }, `ends in a slash`},
+		{"not clean", func(c *Config) { c.Path = "/etc//nginx/./x.conf" }, `configs[2].path: "/etc//nginx/./x.conf" is not clean; write "/etc/nginx/x.conf"`},
+		{"NUL", func(c *Config) { c.Path = "/etc/x\x00y" }, "NUL"},
+		{"group-writable mode", func(c *Config) { c.Mode = 0o664 }, "configs[2].mode: 0664 lets group or others write the config file"},
+		{"setuid", func(c *Config) { c.Mode = 0o644 | os.ModeSetuid }, "configs[2].mode: 4644 sets the setuid bit"},
+		{"validate without %s", func(c *Config) { c.Validate = "nginx -t" }, `configs[2].validate: "nginx -t" has no %s for the new content's path`},
+		{"validate unbalanced", func(c *Config) { c.Validate = "sh -c 'x %s" }, `configs[2].validate: "sh -c 'x %s" the single quote at position 7 is never closed`},
+		{"validate blank", func(c *Config) { c.Validate = "  " }, `configs[2].validate: "  " has no command`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := ok
+			c.edit(&cfg)
+			_, err := cfg.Check()
+			assert.ErrorContains(t, err, c.err)
+		})
+	}
+	for _, v := range []struct {
+		validate string
+		argv     []string
+	}{
+		{"", nil},
+		{"nginx -t -c %s", []string{"nginx", "-t", "-c", "%s"}},
+		{`sh -c 'grep -q "^ok" "$1"' check --file=%s`, []string{"sh", "-c", `grep -q "^ok" "$1"`, "check", "--file=%s"}},
+	} {
+		cfg := ok
+		cfg.Validate = v.validate
+		argv, err := cfg.Check()
+		require.NoError(t, err, v.validate)
+		assert.Equal(t, v.argv, argv)
+	}
+	for _, m := range []os.FileMode{0o644, 0o640, 0o600, 0o444, 0o400, 0o755, 0} {
+		cfg := ok
+		cfg.Mode = m
+		_, err := cfg.Check()
+		assert.NoError(t, err, "%o", m)
+	}
+}

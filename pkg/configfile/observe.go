@@ -1,0 +1,90 @@
+package configfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/rootpath"
+	"github.com/richt/services/pkg/safefile"
+)
+
+// File is the config's path as Observe found it; it reads, and changes nothing.
+type File struct {
+	safefile.File
+	// Link: the path itself is a symbolic link (not read).
+	Link bool
+	// Stale are temporary files of this path that a killed run left behind.
+	Stale []string
+	// Dirs are the directories above the path, outermost first ("/" first), up to the
+	// first that is a link or missing: nothing below one of those is looked at.
+	Dirs []safefile.Dir
+}
+
+// Observe reads the config at p (absolute, clean) below root ("" or "/" for the real
+// one), every directory above it (links not followed), and the temporary files a killed
+// run left beside it; it changes nothing.
+func Observe(root, p string) (File, error) {
+	under := func(q string) string { return rootpath.Join(root, q) }
+	var f File
+	for _, dp := range ancestors(p) {
+		d, err := safefile.Lstat(under(dp), dp)
+		if err != nil {
+			return f, err
+		}
+		f.Dirs = append(f.Dirs, d)
+		if d.Link || !d.Exists {
+			return f, nil
+		}
+	}
+	full := under(p)
+	li, err := os.Lstat(full)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return f, fmt.Errorf("inspect %s: %w", p, err)
+	}
+	if err == nil && li.Mode()&os.ModeSymlink != 0 {
+		f.Link = true
+		return f, nil
+	}
+	if f.Stale, err = atomicfile.Stale(full); err != nil {
+		return f, err
+	}
+	if f.File, err = safefile.ReadFile(full); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// ancestors are the directories above p, outermost first: /etc/a/b.conf → /, /etc, /etc/a.
+func ancestors(p string) []string {
+	out := []string{"/"}
+	for i := 1; i < len(p); i++ {
+		if p[i] == '/' {
+			out = append(out, p[:i])
+		}
+	}
+	return out
+}
+
+// refusal says why a plan for w cannot be carried out in the place f describes, or nil.
+func refusal(w Want, f File) error {
+	for _, d := range f.Dirs {
+		switch {
+		case d.Link:
+			return fmt.Errorf("%s: %s is a symbolic link: a config is never written or removed through a link; give the path it leads to, or replace the link with a directory; nothing was written", label(w.Name, w.Path), d.Path)
+		case !d.Exists:
+			if !w.Present {
+				return nil // nothing below it to remove
+			}
+			return fmt.Errorf("%s: the directory %s does not exist; directories are not created for a config: install the package that owns it first, or create it in an earlier task; nothing was written", label(w.Name, w.Path), d.Path)
+		}
+		if why := d.Insecure(); why != "" {
+			return fmt.Errorf("%s: %s is %s: anyone who can write it can replace the config root's daemon reads; make it root's and not writable by group or others (chown root:root %s; chmod go-w %s); nothing was written", label(w.Name, w.Path), d.Path, why, d.Path, d.Path)
+		}
+	}
+	if f.Link {
+		return fmt.Errorf("%s: %s is a symbolic link: a config is never written or removed through a link; give the path it leads to, or remove the link; nothing was written", label(w.Name, w.Path), w.Path)
+	}
+	return nil
+}
