@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/lock"
@@ -39,24 +40,6 @@ type Want struct {
 	Validate []string
 }
 
-// Step is one side effect of a plan, carried out in the plan's order.
-type Step string
-
-// The steps, in the order a plan holds them.
-const (
-	// StepRemoveStale removes temporary files a killed run left (no change of the file).
-	StepRemoveStale Step = "remove-stale"
-	// StepWrite writes the content to a temporary file beside the path with its final
-	// mode and owner, runs the validator on it, and renames it over the path.
-	StepWrite Step = "write"
-	// StepChown gives a file whose content is right its owner and group.
-	StepChown Step = "chown"
-	// StepChmod gives a file whose content is right its mode.
-	StepChmod Step = "chmod"
-	// StepRemove removes the path, and nothing else.
-	StepRemove Step = "remove"
-)
-
 // Plan is what Decide makes of a Want and a File: the steps and the diff. It keeps both,
 // so Apply carries it out from the plan alone and can tell whether the file is still the
 // one the plan saw.
@@ -68,14 +51,7 @@ type Plan struct {
 }
 
 // Has reports whether the plan holds step s.
-func (p Plan) Has(s Step) bool {
-	for _, x := range p.Steps {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+func (p Plan) Has(s Step) bool { return slices.Contains(p.Steps, s) }
 
 // Changed is whether the plan changes the file (removing a stale temporary file is not a
 // change).
@@ -87,6 +63,23 @@ func (p Plan) Changed() bool {
 	}
 	return false
 }
+
+// Step is one side effect of a plan, carried out in the plan's order.
+type Step string
+
+// The steps, in the order a plan holds them:
+//   - remove-stale removes temporary files a killed run left (no change of the file);
+//   - write writes the content to a temporary file beside the path with its final mode
+//     and owner, runs the validator on it, and renames it over the path;
+//   - chown and chmod give a file whose content is right its owner and group, its mode;
+//   - remove removes the path, and nothing else.
+const (
+	StepRemoveStale Step = "remove-stale"
+	StepWrite       Step = "write"
+	StepChown       Step = "chown"
+	StepChmod       Step = "chmod"
+	StepRemove      Step = "remove"
+)
 
 // Plan checks the config's parameters, resolves its owner and group on the target,
 // observes the path and decides; it changes nothing. With an error, the plan is as far as

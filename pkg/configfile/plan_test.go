@@ -158,8 +158,10 @@ func TestCheckModePlanIsTheAppliedPlan(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, checkRes.Plan, res.Plan, "the plan carried out is the one check mode reported")
 			assert.Equal(t, checkRes.Changed, res.Changed)
-			assert.Equal(t, btoi(plan.Has(StepWrite) && len(plan.Want.Validate) > 0), r.calls, "validator runs")
-			assert.Equal(t, btoi(plan.Has(StepWrite) || plan.Has(StepRemove)), hooked, "BeforeReplace calls")
+			assert.Equal(t, plan.Has(StepWrite) && len(plan.Want.Validate) > 0, r.calls == 1, "the validator ran once (%d)", r.calls)
+			assert.LessOrEqual(t, r.calls, 1)
+			assert.Equal(t, plan.Has(StepWrite) || plan.Has(StepRemove), hooked == 1, "BeforeReplace ran once (%d)", hooked)
+			assert.LessOrEqual(t, hooked, 1)
 
 			after, err := Observe(root, confPath)
 			require.NoError(t, err)
@@ -175,13 +177,6 @@ func TestCheckModePlanIsTheAppliedPlan(t *testing.T) {
 			assert.Empty(t, again.Steps, "converged after the plan's steps")
 		})
 	}
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // Decide is pure: the same answer twice, and a sensitive config's diff has no bytes of it.
