@@ -25,8 +25,13 @@ func Main() {
 		Packages:  service.Packages(rpm_exact.Deps(store)),
 		Files:     service.Files(unit_override.Deps()),
 		Processes: service.Processes(systemd_lifecycle.Deps),
-		Predict:   service.Predictor{Runner: runner.Exec{}},
-		Pending:   store,
+		Configs:   service.ConfigFiles{Runner: runner.Exec{}, Lock: lock.In(lock.Dir())},
+		MarkSync: func(ctx context.Context, reason string) error {
+			_, err := store.MarkManagerSyncDue(ctx, reason)
+			return err
+		},
+		Predict: service.Predictor{Runner: runner.Exec{}},
+		Pending: store,
 		SyncDue: func() bool {
 			seen, err := store.ManagerSync()
 			return err == nil && seen.Due()

@@ -47,6 +47,20 @@ func (r *run) absent(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// The configs after the unit files, so no process is left reading a config that is
+	// gone; exactly the declared paths, nothing beside them.
+	for _, cfg := range r.configs {
+		cp := r.planConfig(ctx, cfg)
+		r.res.Plan = append(r.res.Plan, prefixed(configStepName(cfg), cp.names())...)
+		out, err := r.applyConfig(ctx, cp, nil)
+		r.res.Configs = append(r.res.Configs, out)
+		if u, _ := out["unit_files_changed"].(bool); u {
+			removed = true
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return r.removePackages(ctx, dependents, &removed)
 }
 

@@ -104,49 +104,6 @@ func processArgs(p Process) map[string]any {
 	return args
 }
 
-// triggers are a process's restart_on and reload_on, named and wired as the role wired
-// them: the packages step restarts every process; the unit files and drop-ins of the
-// process's unit restart it, or reload it when the drop-in says reload.
-//
-// outs are the file steps' results (their plans' while composing), in files' order.
-func (r *run) triggers(p Process, pkgRes map[string]any, files []fileStep, outs []map[string]any) (restart, reload []any) {
-	unit := unitOf(p.Unit)
-	packages := any(map[string]any{"changed": false})
-	if pkgRes != nil {
-		packages = pkgRes
-	}
-	var units, dropins, reloads []any
-	for i, f := range files {
-		if f.unit != unit || i >= len(outs) {
-			continue
-		}
-		_, dropIn := f.args["name"]
-		switch {
-		case f.reload:
-			reloads = append(reloads, outs[i])
-		case dropIn:
-			dropins = append(dropins, outs[i])
-		default:
-			units = append(units, outs[i])
-		}
-	}
-	loop := func(items []any) map[string]any {
-		if items == nil {
-			items = []any{}
-		}
-		return map[string]any{"changed": false, "results": items}
-	}
-	restart = []any{
-		map[string]any{"packages": packages},
-		map[string]any{"unit files": loop(units)},
-		map[string]any{"drop-ins": loop(dropins)},
-	}
-	if len(reloads) > 0 {
-		reload = []any{map[string]any{"reload drop-ins": loop(reloads)}}
-	}
-	return restart, reload
-}
-
 // unitOf normalises a unit name as the modules do (no suffix: .service).
 func unitOf(u string) string {
 	n, err := unitname.Normalize(u)

@@ -9,6 +9,7 @@ import (
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
+	"github.com/richt/services/pkg/wiring"
 )
 
 // composed is the service's plan, made before any step changes anything from its steps'
@@ -22,6 +23,8 @@ type composed struct {
 	ahead *ahead
 	// pkg is the packages step's plan (nil without packages).
 	pkg Step
+	// configs are the configs' plans, in configs' order.
+	configs []configPlan
 	// files are the files' plans, in files' order.
 	files []Step
 	// reload: the service reloads the manager at its end.
@@ -47,49 +50,69 @@ func (c *composed) release() {
 // (the arguments were checked when the service parsed its own).
 func planFailed(st Step) bool { return st.Err() != nil }
 
-// owed is what the service's processes will owe for the packages and files plans it
-// holds: per unit of a process that is to run, the reaction the packages step owes it
-// and the one the files step owes it; and whether the manager must be reloaded (a plan
-// changes unit files). The steps record the manager reload due themselves
-// (record-reload-due in their plans); the reactions the service records (ahead).
+// owed is what the service's processes will owe for the plans it holds: per unit of a
+// process that is to run, the reaction the packages step owes it, the one the configs
+// owe it and the one the unit files and drop-ins owe it. The steps record the manager
+// reload due themselves (record-reload-due in their plans); the reactions the service
+// records (ahead).
 type owed struct {
-	pkg, files map[string]reaction.Kind
-	running    map[string]bool
-	sync       bool
+	pkg, configs, files map[string]reaction.Kind
+	running             map[string]bool
 }
 
-// owes derives what each process will owe from the held plans and the processes' wiring
-// (the default wiring: a package change restarts every process, a unit's own file or
-// drop-in restarts it, or reloads it for reload: true): pure, it reads no host and asks no
-// systemd. A file plan that could not be made counts as a change, so a real run records
-// the reaction it may owe before anything (and withdraws it if the step then changes
-// nothing); check mode lists the same record and then fails at that file.
-func owes(order []Process, pkg Step, files []fileStep, plans []Step) owed {
-	o := owed{pkg: map[string]reaction.Kind{}, files: map[string]reaction.Kind{}, running: map[string]bool{}}
+// owes derives what each process will owe from the outcomes the held plans predict, per
+// step, through the processes' wiring (package wiring: by name, or the default wiring),
+// the same rule that builds their triggers at their turns: pure, it reads no host and asks
+// no systemd. A plan that could not be made counts as a change (planned), so a real run
+// records the reaction it may owe before anything (and withdraws it if the step then
+// changes nothing); check mode lists the same record and then fails at that step.
+func owes(order []Process, parts wiring.Parts, pkg, configs, files outcomes) owed {
+	o := owed{pkg: dueFrom(order, parts, pkg), configs: dueFrom(order, parts, configs),
+		files: dueFrom(order, parts, files), running: map[string]bool{}}
 	for _, p := range order {
-		if p.State == nil || *p.State == "running" {
+		if p.running() {
 			o.running[unitOf(p.Unit)] = true
 		}
 	}
-	if pkg != nil && !planFailed(pkg) {
-		o.sync = pkg.UnitFiles()
-		if pkg.Changes() {
-			for u := range o.running {
-				o.pkg[u] = reaction.Restart
-			}
-		}
-	}
-	for i, f := range files {
-		st := plans[i]
-		if !planFailed(st) && !st.Changes() {
-			continue
-		}
-		o.sync = true
-		if o.running[f.unit] {
-			o.files[f.unit] = reaction.Stronger(o.files[f.unit], fileReaction(f))
-		}
-	}
 	return o
+}
+
+// unitFilesChange reports whether the held plans change unit files (or could not be
+// made, and may): the manager must then be reloaded.
+func unitFilesChange(pkg Step, configs []configPlan, files []Step) bool {
+	if pkg != nil && !planFailed(pkg) && pkg.UnitFiles() {
+		return true
+	}
+	if configUnitFiles(configs) {
+		return true
+	}
+	for _, st := range files {
+		if planFailed(st) || st.Changes() {
+			return true
+		}
+	}
+	return false
+}
+
+// filesPlanned are the unit files' and drop-ins' outcomes as their plans predict them.
+func filesPlanned(files []fileStep, plans []Step) outcomes {
+	out := outcomes{}
+	for i, f := range files {
+		out[fileRef(f)] = planned(plans[i].Changes(), planFailed(plans[i]))
+	}
+	return out
+}
+
+// fileOutcomes are the unit files' and drop-ins' outcomes from their results, in files'
+// order.
+func fileOutcomes(files []fileStep, results []map[string]any) outcomes {
+	out := outcomes{}
+	for i, f := range files {
+		if i < len(results) {
+			out[fileRef(f)] = results[i]
+		}
+	}
+	return out
 }
 
 // planPackages holds the packages step's plan (absent: the removal's), when the service
@@ -127,11 +150,19 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 	if err := r.planPackages(ctx, c, false); err != nil {
 		return nil, err
 	}
+	pkgChanges := c.pkg != nil && !planFailed(c.pkg) && c.pkg.Changes()
+	for _, cfg := range r.configs {
+		cp := r.planConfig(ctx, cfg)
+		// A package's own directory (/etc/nginx/conf.d) exists once the packages step
+		// installed it: the config is planned at its turn, and written until then.
+		cp.deferred = pkgChanges && cp.missingDir()
+		c.configs = append(c.configs, cp)
+	}
 	for _, f := range files {
 		c.files = append(c.files, r.plan(ctx, r.d.Files, f.call))
 	}
-	o := owes(r.order, c.pkg, files, c.files)
-	c.ahead = &ahead{pkg: o.pkg, files: o.files, running: o.running,
+	o := owes(r.order, r.parts, plannedPackages(r.parts.Packages, c.pkg), configsPlanned(c.configs), filesPlanned(files, c.files))
+	c.ahead = &ahead{pkg: o.pkg, configs: o.configs, files: o.files, running: o.running,
 		earlier: map[string]*durable.Pending{}, wrote: map[string]bool{}, written: map[string]durable.Pending{}}
 	records, err := r.plannedRecords(c.ahead)
 	if err != nil {
@@ -142,13 +173,17 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 		r.res.Plan = append(r.res.Plan, prefixed("packages", c.pkg.Names())...)
 	}
 	r.res.Plan = append(r.res.Plan, records[1]...)
+	for _, cp := range c.configs {
+		r.res.Plan = append(r.res.Plan, prefixed(configStepName(cp.cfg), cp.names())...)
+	}
+	r.res.Plan = append(r.res.Plan, records[2]...)
 	for i, f := range files {
 		if st := c.files[i]; st != nil {
 			r.res.Plan = append(r.res.Plan, prefixed("file "+fileLabel(f), st.Names())...)
 		}
 	}
 	// Without a process nothing syncs the manager: the service does, once (present).
-	c.reload = len(r.order) == 0 && (o.sync || r.syncDue())
+	c.reload = len(r.order) == 0 && (unitFilesChange(c.pkg, c.configs, c.files) || r.syncDue())
 	if r.req.CheckMode {
 		if err := r.checkPresent(ctx, c, files); err != nil {
 			return nil, err
@@ -160,8 +195,8 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 	return c, nil
 }
 
-// checkPresent is check mode's run of a composed present plan: the packages' and files'
-// checks (each reports its held plan), then each process's step in check mode, planned
+// checkPresent is check mode's run of a composed present plan: the packages', configs'
+// and files' checks (each reports its held plan), then each process's step in check mode, planned
 // from the triggers those checks report, as a real run plans it from its steps' results.
 // A failure stops the service there, as in a real run.
 func (r *run) checkPresent(ctx context.Context, c *composed, files []fileStep) error {
@@ -170,6 +205,13 @@ func (r *run) checkPresent(ctx context.Context, c *composed, files []fileStep) e
 		c.pkg = nil // runs now
 		out, err := r.apply(ctx, r.d.Packages, st, "packages", *r.pkgs)
 		r.res.Packages = out
+		if err != nil {
+			return err
+		}
+	}
+	for _, cp := range c.configs {
+		out, err := r.applyConfig(ctx, cp, nil)
+		r.res.Configs = append(r.res.Configs, out)
 		if err != nil {
 			return err
 		}
@@ -189,13 +231,17 @@ func (r *run) checkPresent(ctx context.Context, c *composed, files []fileStep) e
 }
 
 // processes runs each process's step in order, planned at its turn from the triggers the
-// steps before it report (pkgRes, r.res.Files), and puts the plan it carried out (its
-// result's plan; in check mode the plan it reports) at its place in the service's plan.
+// steps before it report (pkgRes, r.res.Configs, r.res.Files), wired by name or by the
+// default wiring, and puts the plan it carried out (its result's plan; in check mode the
+// plan it reports) at its place in the service's plan.
 func (r *run) processes(ctx context.Context, pkgRes map[string]any, files []fileStep) error {
+	out := merged(packageOutcomes(r.parts.Packages, pkgRes), configOutcomes(r.configs, r.res.Configs), fileOutcomes(files, r.res.Files))
 	for _, proc := range r.order {
-		restart, reload := r.triggers(proc, pkgRes, files, r.res.Files)
+		restart, reload := r.triggers(proc, out)
 		args := processArgs(proc)
-		args["restart_on"] = restart
+		if len(restart) > 0 {
+			args["restart_on"] = restart
+		}
 		if len(reload) > 0 {
 			args["reload_on"] = reload
 		}
@@ -217,16 +263,16 @@ func (r *run) process(ctx context.Context, proc Process, args map[string]any) er
 }
 
 // plannedRecords are the record-pending entries of the plan: before the packages step,
-// what a package change owes; before the files step, what the files owe. Each is the
-// record a real run writes, merged (durable.Merge) with the record there is and with the
-// one written before it.
-func (r *run) plannedRecords(a *ahead) ([2][]string, error) {
-	var out [2][]string
+// what a package change owes; before the configs, what the configs owe; before the unit
+// files and drop-ins, what they owe. Each is the record a real run writes, merged
+// (durable.Merge) with the record there is and with the one written before it.
+func (r *run) plannedRecords(a *ahead) ([3][]string, error) {
+	var out [3][]string
 	if r.d.Pending == nil {
 		return out, nil
 	}
 	recorded := map[string]*durable.Pending{}
-	for i, owed := range []map[string]reaction.Kind{a.pkg, a.files} {
+	for i, owed := range []map[string]reaction.Kind{a.pkg, a.configs, a.files} {
 		for _, unit := range slices.Sorted(maps.Keys(owed)) {
 			earlier, ok := recorded[unit]
 			if !ok {

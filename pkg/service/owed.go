@@ -22,7 +22,7 @@ const predictTimeout = time.Minute
 // ahead is what a run predicted before its first step: the reaction each running process
 // will owe for the packages step and for the files step, and the records it replaced.
 type ahead struct {
-	pkg, files map[string]reaction.Kind
+	pkg, configs, files map[string]reaction.Kind
 	// earlier are the records there were before this run wrote its own (nil: none).
 	earlier map[string]*durable.Pending
 	wrote   map[string]bool
@@ -54,34 +54,35 @@ func missed(recorded, due map[string]reaction.Kind) map[string]reaction.Kind {
 	return out
 }
 
-// fileReaction is what a changed unit file or drop-in owes its unit's process.
-func fileReaction(f fileStep) reaction.Kind {
-	if f.reload {
-		return reaction.Reload
-	}
-	return reaction.Restart
-}
-
-// recordWritten keeps the record of f's unit true after f was written: a change the
-// prediction missed is recorded (and listed in the plan, as for the records ahead); one it
-// predicted is stamped again (durable.Owed's rule), so an activation between the record
-// written ahead and this write (a package scriptlet's restart landing late, a restart by
-// hand) does not serve what the write owes. Check mode writes nothing, and lists only
-// the missed.
-func (r *run) recordWritten(a *ahead, recorded map[string]reaction.Kind, f fileStep) error {
-	due := map[string]reaction.Kind{f.unit: fileReaction(f)}
-	if owed := missed(recorded, due); len(owed) > 0 {
+// recordWritten keeps the records true after a part was written (or right before its
+// content moves): due is what the part's change owes per unit (wiring). A change the
+// prediction missed is recorded (and listed in the plan, as for the records ahead); one
+// it predicted is stamped again (durable.Owed's rule), so an activation between the
+// record written ahead and this write (a package scriptlet's restart landing late, a
+// restart by hand) does not serve what the write owes. Check mode writes nothing, and
+// lists only the missed.
+func (r *run) recordWritten(a *ahead, recorded, due map[string]reaction.Kind) error {
+	owed := missed(recorded, due)
+	if len(owed) > 0 {
 		if err := r.record(a, owed, true); err != nil {
 			return err
 		}
-		recorded[f.unit] = reaction.Stronger(recorded[f.unit], owed[f.unit])
-		return nil
+		for u, k := range owed {
+			recorded[u] = reaction.Stronger(recorded[u], k)
+		}
 	}
 	if r.req.CheckMode || r.d.Pending == nil {
 		return nil
 	}
-	_, err := r.recordOne(a, f.unit, due[f.unit], nil)
-	return err
+	for _, u := range slices.Sorted(maps.Keys(due)) {
+		if _, done := owed[u]; done {
+			continue
+		}
+		if _, err := r.recordOne(a, u, due[u], nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // record writes, for each unit, the reaction it will owe as a pending reaction stamped

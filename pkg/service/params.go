@@ -1,6 +1,6 @@
 package service
 
-import ()
+import "os"
 
 // Params are the service module's parameters.
 type Params struct {
@@ -9,6 +9,7 @@ type Params struct {
 	Packages  []Package `ansible:"packages"`
 	Units     []Unit    `ansible:"units"`
 	Dropins   []DropIn  `ansible:"dropins"`
+	Configs   []Config  `ansible:"configs"`
 	Processes []Process `ansible:"processes"`
 	// RemoveDependents lets a removal take installed packages outside Packages that
 	// require them.
@@ -51,4 +52,23 @@ type Process struct {
 	Settle  any            `ansible:"settle"` // passed as given ("2s", or a number of seconds)
 	Health  map[string]any `ansible:"health"`
 	After   []any          `ansible:"after"`
+	// RestartOn and ReloadOn are the process's reactions as given: references to the
+	// service's own parts (package:NAME, ...) and outside triggers (package wiring).
+	RestartOn []any `ansible:"restart_on"`
+	ReloadOn  []any `ansible:"reload_on"`
+	// param is the process's parameter path (processes[1]), set by parse, for messages.
+	param string
+}
+
+// Config is one item of configs: a file the service's daemons read (package configfile).
+type Config struct {
+	Name string `ansible:"name"`
+	Path string `ansible:"path"`
+	// Content is required when the service is present; nil when not given.
+	Content   *string     `ansible:"content"`
+	Mode      os.FileMode `ansible:"mode"`
+	Owner     string      `ansible:"owner"`
+	Group     string      `ansible:"group"`
+	Sensitive bool        `ansible:"sensitive"`
+	Validate  string      `ansible:"validate"`
 }

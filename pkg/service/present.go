@@ -47,13 +47,14 @@ func (r *run) present(ctx context.Context) (err error) {
 		return err
 	}
 	var pkgRes map[string]any
-	pkgChanged := false
+	// What the packages step's outcome owes per unit (wiring: by name or by default).
+	pkgDue := map[string]reaction.Kind{}
 	if plan.pkg != nil {
 		var err error
 		pkgRes, err = r.apply(ctx, r.d.Packages, plan.pkg, "packages", *r.pkgs)
 		r.res.Packages = pkgRes
-		pkgChanged, _ = pkgRes["changed"].(bool)
-		if pkgChanged {
+		pkgDue = dueFrom(r.order, r.parts, packageOutcomes(r.parts.Packages, pkgRes))
+		if c, _ := pkgRes["changed"].(bool); c {
 			// A change the prediction missed (the database moved under it) owes the same
 			// restart: recorded before the next step, also when this one then failed.
 			// Stamped when the package's files were in place, not now: a scriptlet's
@@ -61,39 +62,41 @@ func (r *run) present(ctx context.Context) (err error) {
 			// after that restart had the process restart a second time (soak seeds
 			// 20261205 and 20261206, kill-supervisor; main 215764c).
 			placed := contract.Read(pkgRes).FilesPlaced
-			if rerr := r.recordAt(ahead, missed(ahead.pkg, ahead.every(reaction.Restart)), true, placed); rerr != nil {
+			if rerr := r.recordAt(ahead, missed(ahead.pkg, pkgDue), true, placed); rerr != nil {
 				return rerr
 			}
 		}
-		if !pkgChanged {
-			// Predicted, but nothing changed (DNF refused, the step failed early): no
-			// reaction is owed on its account; the files step's own is recorded next.
-			r.withdraw(ahead, ahead.pkg, func(string) reaction.Kind { return reaction.None })
-		}
+		// Predicted, but nothing changed (DNF refused, the step failed early), or not the
+		// package a process names: no reaction is owed on its account; the next steps'
+		// own are recorded next.
+		r.withdraw(ahead, ahead.pkg, func(u string) reaction.Kind { return reaction.Stronger(pkgDue[u]) }) // None when none
 		if err != nil {
 			return err
 		}
 	}
-	// Before the files step, stamped now: a restart the package's scriptlet did a moment
-	// ago does not serve what the files about to be written owe.
-	if err := r.record(ahead, ahead.files, false); err != nil {
+	// Before the configs, stamped now: a restart the package's scriptlet did a moment ago
+	// does not serve what the configs about to be written owe. Each config's write stamps
+	// its record again right before its content moves (BeforeReplace).
+	if err := r.record(ahead, ahead.configs, false); err != nil {
 		return err
 	}
-	// What the written files owe per unit.
-	changedUnits := map[string]reaction.Kind{}
-	// What the files step has recorded per unit: ahead, then for changes it missed.
-	filesRecorded := maps.Clone(ahead.files)
+	cfgRecorded := maps.Clone(ahead.configs)
 	var failed error
-	for i, f := range files {
-		out, err := r.apply(ctx, r.d.Files, plan.files[i], "file "+fileLabel(f), f.call)
-		plan.files[i] = nil // ran
-		out["item"] = f.item
-		r.res.Files = append(r.res.Files, out)
+	for _, cp := range plan.configs {
+		due := dueFrom(r.order, r.parts, outcomes{configRef(cp.cfg.Name): {"changed": true}})
+		hooked := false
+		out, err := r.applyConfig(ctx, cp, func() error {
+			hooked = true
+			return r.recordWritten(ahead, cfgRecorded, due)
+		})
+		r.res.Configs = append(r.res.Configs, out)
 		if c, _ := out["changed"].(bool); c {
-			changedUnits[f.unit] = reaction.Stronger(changedUnits[f.unit], fileReaction(f))
-			changedFiles = true
-			if ahead.running[f.unit] {
-				if rerr := r.recordWritten(ahead, filesRecorded, f); rerr != nil {
+			if u, _ := out["unit_files_changed"].(bool); u {
+				changedFiles = true
+			}
+			// A change of owner or mode moves no content: recorded after it.
+			if !hooked {
+				if rerr := r.recordWritten(ahead, cfgRecorded, due); rerr != nil {
 					return rerr
 				}
 			}
@@ -103,15 +106,44 @@ func (r *run) present(ctx context.Context) (err error) {
 			break
 		}
 	}
+	// A config that was not written (its validator refused it, or a config before it
+	// failed) owes nothing: what was recorded ahead for it is withdrawn, down to what the
+	// packages and the written configs owe; and nothing after it is done.
+	cfgDue := dueFrom(r.order, r.parts, configOutcomes(r.configs, r.res.Configs))
+	r.withdraw(ahead, ahead.configs, func(u string) reaction.Kind { return reaction.Stronger(pkgDue[u], cfgDue[u]) })
+	if failed != nil {
+		return failed
+	}
+	// Before the files step, stamped now, for the same reason.
+	if err := r.record(ahead, ahead.files, false); err != nil {
+		return err
+	}
+	// What the files step has recorded per unit: ahead, then for changes it missed.
+	filesRecorded := maps.Clone(ahead.files)
+	for i, f := range files {
+		out, err := r.apply(ctx, r.d.Files, plan.files[i], "file "+fileLabel(f), f.call)
+		plan.files[i] = nil // ran
+		out["item"] = f.item
+		r.res.Files = append(r.res.Files, out)
+		if c, _ := out["changed"].(bool); c {
+			changedFiles = true
+			due := dueFrom(r.order, r.parts, outcomes{fileRef(f): {"changed": true}})
+			if rerr := r.recordWritten(ahead, filesRecorded, due); rerr != nil {
+				return rerr
+			}
+		}
+		if err != nil {
+			failed = err
+			break
+		}
+	}
 	// A file that was not written (its write failed and left the old file in place, or a
 	// failed step before it stopped the run) owes nothing: what was recorded ahead for it
-	// is withdrawn, also when the run fails, down to what the unit's written files owe.
-	// A package change owes every process to run a restart, predicted or not.
+	// is withdrawn, also when the run fails, down to what the packages, the configs and
+	// the written files owe.
+	fileDue := dueFrom(r.order, r.parts, fileOutcomes(files, r.res.Files))
 	r.withdraw(ahead, ahead.files, func(u string) reaction.Kind {
-		if pkgChanged {
-			return reaction.Restart
-		}
-		return reaction.Stronger(changedUnits[u]) // None when none changed
+		return reaction.Stronger(pkgDue[u], cfgDue[u], fileDue[u])
 	})
 	if failed != nil {
 		return failed

@@ -15,13 +15,15 @@ type Result struct {
 	Packages any    `json:"packages"`
 	// Files are the unit files' and drop-ins' results, unit files first.
 	Files []map[string]any `json:"files"`
+	// Configs are the configs' results, in configs' order.
+	Configs []map[string]any `json:"configs"`
 	// Processes are the processes' results, in the order they ran.
 	Processes []map[string]any `json:"processes"`
 	// ManagerReload is "performed" when the service reloaded the manager at its end: after a
 	// removal, or after writing unit files when no process step would.
 	ManagerReload string `json:"manager_reload,omitempty"`
-	// FailedStep names the step that failed ("packages", "file UNIT/NAME", "process
-	// UNIT"); the results of the steps before it say what they did.
+	// FailedStep names the step that failed ("packages", "config NAME", "file
+	// UNIT/NAME", "process UNIT"); the results of the steps before it say what they did.
 	FailedStep string `json:"failed_step,omitempty"`
 	// RemovedDependents are the packages outside the service's that its removal took along
 	// (remove_dependents), as NAME-VERSION-RELEASE.ARCH.
@@ -59,6 +61,9 @@ func (r *run) diff() *ansible.Diff {
 	}
 	if m, ok := r.res.Packages.(map[string]any); ok {
 		add("packages", m)
+	}
+	for _, c := range r.res.Configs {
+		add(fmt.Sprintf("config %v", c["name"]), c)
 	}
 	for _, f := range r.res.Files {
 		add(fmt.Sprintf("file %v", f["path"]), f)

@@ -56,9 +56,11 @@ import (
 	"fmt"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/configfile"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/stamp"
+	"github.com/richt/services/pkg/wiring"
 )
 
 // Module is one module the service composes: its parameter contract, and its run split
@@ -93,6 +95,28 @@ type Step interface {
 	Release()
 }
 
+// Configs plans and applies one config (configfile.Deps; tests give a fake).
+type Configs interface {
+	Plan(ctx context.Context, c configfile.Config) (configfile.Plan, error)
+	Apply(ctx context.Context, p configfile.Plan, beforeReplace func() error) (*configfile.Result, error)
+}
+
+// ConfigFiles is Configs on the target: configfile's Deps, with the service's own
+// BeforeReplace for each write.
+type ConfigFiles configfile.Deps
+
+// Plan implements Configs.
+func (c ConfigFiles) Plan(ctx context.Context, cfg configfile.Config) (configfile.Plan, error) {
+	return configfile.Deps(c).Plan(ctx, cfg)
+}
+
+// Apply implements Configs.
+func (c ConfigFiles) Apply(ctx context.Context, p configfile.Plan, beforeReplace func() error) (*configfile.Result, error) {
+	d := configfile.Deps(c)
+	d.BeforeReplace = beforeReplace
+	return d.Apply(ctx, p)
+}
+
 // Prediction reads, before anything is changed: which installed packages outside a
 // removal's names it would take along.
 type Prediction interface {
@@ -109,8 +133,13 @@ type Pending interface {
 // Deps are the service module's parts.
 type Deps struct {
 	Packages, Files, Processes Module
-	Predict                    Prediction
-	Pending                    Pending
+	// Configs plans and writes the configs (its BeforeReplace is the service's own).
+	Configs Configs
+	Predict Prediction
+	Pending Pending
+	// MarkSync records durably that the manager must be reloaded, before a config under
+	// a unit directory moves (durable.Store.MarkManagerSyncDue); nil: not recorded.
+	MarkSync func(ctx context.Context, reason string) error
 	// Reload reloads systemd's manager and settles the sync records (after a removal).
 	Reload func(ctx context.Context) error
 	// SyncDue reports whether a manager reload is recorded as due (a removal that a failed
@@ -131,7 +160,8 @@ func Handler(d Deps) ansible.Handler {
 			return nil, err
 		}
 		p := task.Params
-		r := &run{d: d, req: req, p: p, order: task.Order, pkgs: task.Packages, files: task.Files, res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
+		r := &run{d: d, req: req, p: p, order: task.Order, pkgs: task.Packages, files: task.Files, configs: task.Configs, parts: task.Parts,
+			res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Configs: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
 		if p.State == "absent" {
 			err = r.absent(ctx)
 		} else {
@@ -149,6 +179,10 @@ type run struct {
 	order []Process
 	pkgs  *ansible.Args
 	files []fileStep
+	// configs are the configs as configfile takes them, in configs' order.
+	configs []configfile.Config
+	// parts are what the processes' reactions can name (package wiring).
+	parts wiring.Parts
 	res   *Result
 }
 

@@ -182,14 +182,14 @@ func TestReactionsRecordedAhead(t *testing.T) {
 				require.NotNil(t, rec)
 				assert.Equal(t, c.wantRecord, rec.Reaction)
 			}
-			// The process step got the role's named triggers.
+			// The process step got the default wiring's triggers, one per part, named by
+			// its reference (until issue 31: "packages", "unit files", "drop-ins", "reload
+			// drop-ins").
 			require.Len(t, procCalls, 1)
 			data, _ := json.Marshal(procCalls[0]["restart_on"])
-			assert.Contains(t, string(data), `"packages"`)
-			assert.Contains(t, string(data), `"unit files"`)
-			assert.Contains(t, string(data), `"drop-ins"`)
+			assert.Contains(t, string(data), `"package:demo"`)
 			data, _ = json.Marshal(procCalls[0]["reload_on"])
-			assert.Contains(t, string(data), `"reload drop-ins"`)
+			assert.Contains(t, string(data), `"dropin:demo.service/20.conf"`)
 		})
 	}
 }

@@ -2,11 +2,15 @@ package service
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/configfile"
 	"github.com/richt/services/pkg/lifecycle"
 	"github.com/richt/services/pkg/override"
+	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/rpmexact"
+	"github.com/richt/services/pkg/wiring"
 )
 
 // Spec is the service module's parameter contract.
@@ -31,12 +35,12 @@ func Spec() *ansible.Spec {
 		Params: []ansible.Param{
 			{Name: "name", Kind: ansible.Str, Required: true, Description: []string{`The service's name, for messages and the diff.`}},
 			{Name: "state", Kind: ansible.Str, Default: "present", Choices: []string{"present", "absent"}, Description: []string{
-				`C(present): packages, then unit files and drop-ins, then processes in order (the
-				first that needs it reloads the manager); without processes, one manager reload
-				at the end when unit files changed.`,
+				`C(present): packages, then configs, then unit files and drop-ins, then processes
+				in order (the first that needs it reloads the manager); without processes, one
+				manager reload at the end when unit files changed.`,
 				`C(absent): the processes stopped and disabled (reverse order, a missing unit is
-				fine), the unit files and drop-ins removed, the packages removed, then one manager
-				reload when anything was removed.`}},
+				fine), the unit files and drop-ins removed, the configs removed (exactly their
+				paths), the packages removed, then one manager reload when anything was removed.`}},
 			{Name: "packages", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
 				`The service's packages, moved in one DNF transaction (richt.services.rpm_exact with
 				I(packages)). I(manager) and I(timeout) apply to the whole set: entries that give
@@ -58,10 +62,43 @@ func Spec() *ansible.Spec {
 				C(foo.service) are one unit).`}, Suboptions: fileOptions(false)},
 			{Name: "dropins", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
 				`Owned drop-ins (richt.services.unit_override), each I(unit) and I(name) once.`}, Suboptions: fileOptions(true)},
+			{Name: "configs", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
+				`Files the service's daemons read, each I(name) and I(path) once, written after the
+				packages (so a package's own directory exists) and before the unit files:
+				atomically, with the final mode and owner from creation, never through a
+				symbolic link, never into a directory that anyone but root can write, and never
+				into a missing directory (the task fails naming it; none is created).`,
+				`With C(state=absent) exactly the declared paths are removed, nothing beside them.`,
+				`A config under systemd's unit directories (such as C(/etc/systemd/system)) counts
+				as a unit file change: the manager is reloaded for it.`,
+				`Each config's result is in C(configs); its plan entries are in C(plan) as
+				C(config NAME: STEP).`},
+				Suboptions: []ansible.Param{
+					{Name: "name", Kind: ansible.Str, Required: true, Description: []string{`What reactions refer to (C(config:NAME)) and messages name.`}},
+					{Name: "path", Kind: ansible.Str, Required: true, Description: []string{`Absolute, clean path of the file.`}},
+					{Name: "content", Kind: ansible.Str, Description: []string{`The file's content; required with C(state=present).`}},
+					{Name: "mode", Kind: ansible.Mode, Default: "0644", Description: []string{
+						`File mode, as an octal string such as C("0644") or C("0640"). A mode that lets
+						group or others write, or sets the setuid, setgid or sticky bit, is refused.`}},
+					{Name: "owner", Kind: ansible.Str, Description: []string{`Owner, a name or a numeric id, resolved through NSS on the target; default C(root).`}},
+					{Name: "group", Kind: ansible.Str, Description: []string{`Group, a name or a numeric id, resolved through NSS on the target; default C(root).`}},
+					{Name: "sensitive", Kind: ansible.Bool, Default: false, Description: []string{`Keep the content out of every output: the diff and the validator's output are withheld.`}},
+					{Name: "validate", Kind: ansible.Str, Description: []string{
+						`A command run on the target to check the new content before it replaces the old,
+						with C(%s) for the path of the new content (as ansible.builtin.template's),
+						split into words as a shell would but run without one (no variables, pipes or
+						redirections).`,
+						`When it fails, the task fails naming the config and the validator's output
+						(withheld when sensitive), and nothing changes: not that file, not any step
+						after it, no reaction. Check mode does not run it.`}},
+				}},
 			{Name: "processes", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
 				`Processes (richt.services.systemd_lifecycle), in declared order unless I(after) says
-				otherwise. A package change restarts every process; a changed unit file or drop-in
-				of a process's unit restarts it, or reloads it when the drop-in says I(reload).`},
+				otherwise.`,
+				`A process that gives neither I(restart_on) nor I(reload_on) keeps the default
+				wiring: a package change or a config change restarts it; a changed unit file or
+				drop-in of its unit restarts it, or reloads it when the drop-in says I(reload).`,
+				`A process that gives either reacts to what they name and to nothing else.`},
 				Suboptions: []ansible.Param{
 					{Name: "unit", Kind: ansible.Str, Required: true, Description: []string{`Unit name.`}},
 					{Name: "state", Kind: ansible.Str, Choices: []string{"running", "stopped"}, Description: []string{`Run state; default C(running).`}},
@@ -71,12 +108,25 @@ func Spec() *ansible.Spec {
 					{Name: "settle", Kind: ansible.Raw, Description: []string{`How long the unit must stay up after a start or restart, as richt.services.systemd_lifecycle takes it.`}},
 					{Name: "health", Kind: ansible.Dict, Description: []string{`A health probe (see richt.services.systemd_lifecycle).`}},
 					{Name: "after", Kind: ansible.List, Elements: ansible.Str, Description: []string{`Units of this service's processes this one comes after.`}},
+					{Name: "restart_on", Kind: ansible.List, Elements: ansible.Raw, Summarize: reaction.Summarize("restart_on"), Description: []string{
+						`What restarts this process: references to the service's own parts,
+						C(package:NAME), C(config:NAME), C(unit:UNIT) or C(dropin:UNIT/NAME), and
+						registered results, booleans or mappings of names to those, as
+						richt.services.systemd_lifecycle takes them (changes made by tasks outside
+						the service).`,
+						`A reference must name a part the service declares, and one part may not be in
+						both lists: either is refused before anything is done. An empty list counts as
+						not given; C([false]) reacts to nothing.`}},
+					{Name: "reload_on", Kind: ansible.List, Elements: ansible.Raw, Summarize: reaction.Summarize("reload_on"), Description: []string{
+						`What reloads this process; the same forms as I(restart_on). Restart beats
+						reload, reloads merge, a process that had to be started gets nothing more.`,
+						`The unit must be reload-capable (see richt.services.systemd_lifecycle).`}},
 				}},
 		},
 		NoLogValues: func(raw map[string]any) []string {
 			// Which files are sensitive is per item: their contents are the secrets.
 			var out []string
-			for _, key := range []string{"units", "dropins"} {
+			for _, key := range []string{"units", "dropins", "configs"} {
 				items, _ := raw[key].([]any)
 				for _, it := range items {
 					m, _ := it.(map[string]any)
@@ -106,6 +156,10 @@ type Task struct {
 	Packages *ansible.Args
 	// Files are unit_override's calls: every unit file, then every drop-in.
 	Files []fileStep
+	// Configs are the configs as configfile takes them (Absent for state=absent), checked.
+	Configs []configfile.Config
+	// Parts are the service's parts as the processes' reactions name them (package wiring).
+	Parts wiring.Parts
 }
 
 // parse checks what no table can express and returns the typed request. Every step's
@@ -128,11 +182,25 @@ func parse(p Params) (Task, error) {
 	if err := duplicateFiles(p); err != nil {
 		return Task{}, err
 	}
+	configs, err := configsOf(p, absent)
+	if err != nil {
+		return Task{}, err
+	}
+	parts := partsOf(p)
+	p.Processes = slices.Clone(p.Processes)
+	for i := range p.Processes {
+		p.Processes[i].param = fmt.Sprintf("processes[%d]", i)
+		// Before anything is done: a reference that names no part of the service, or one
+		// part in both lists, could only fail once the steps before the process acted.
+		if err := parts.Check(p.Processes[i].wiring()); err != nil {
+			return Task{}, err
+		}
+	}
 	order, err := Order(p.Processes, absent)
 	if err != nil {
 		return Task{}, err
 	}
-	t := Task{Params: p, Order: order}
+	t := Task{Params: p, Order: order, Configs: configs, Parts: parts}
 	if pkgs := packageArgs(p, absent); pkgs != nil {
 		a, err := rpmexact.Spec().Args(pkgs)
 		if err != nil {
@@ -176,4 +244,38 @@ func duplicateFiles(p Params) error {
 		seen[key] = i
 	}
 	return nil
+}
+
+// configsOf checks each config as configfile does (its path, mode and validator, each
+// error naming configs[i].FIELD) and refuses a name or a path given twice: reactions name
+// a config by its name, and two configs of one path would undo each other every run.
+func configsOf(p Params, absent bool) ([]configfile.Config, error) {
+	var out []configfile.Config
+	names, paths := map[string]int{}, map[string]int{}
+	for i, c := range p.Configs {
+		if c.Name == "" {
+			return nil, fmt.Errorf("configs[%d].name: required; reactions name a config by it (config:NAME)", i)
+		}
+		if j, dup := names[c.Name]; dup {
+			return nil, fmt.Errorf("configs[%d].name: %q is already given by configs[%d]; give each config its own name", i, c.Name, j)
+		}
+		names[c.Name] = i
+		if j, dup := paths[c.Path]; dup && c.Path != "" {
+			return nil, fmt.Errorf("configs[%d].path: %s is already given by configs[%d]; give each file once", i, c.Path, j)
+		}
+		paths[c.Path] = i
+		if c.Content == nil && !absent {
+			return nil, fmt.Errorf("configs[%d].content: required when the service is present", i)
+		}
+		cfg := configfile.Config{Index: i, Name: c.Name, Path: c.Path, Mode: c.Mode, Owner: c.Owner,
+			Group: c.Group, Sensitive: c.Sensitive, Validate: c.Validate, Absent: absent}
+		if c.Content != nil {
+			cfg.Content = *c.Content
+		}
+		if _, err := cfg.Check(); err != nil {
+			return nil, err
+		}
+		out = append(out, cfg)
+	}
+	return out, nil
 }

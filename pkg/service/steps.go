@@ -64,6 +64,18 @@ func (s packagesStep) UnitFiles() bool { return s.held.Plan().UnitFilesChange() 
 func (s packagesStep) Err() error      { return s.held.Err() }
 func (s packagesStep) Release()        { s.held.Release() }
 
+// Moves are the packages the plan moves (its entries' operations), for the wiring of
+// processes that name them (mover).
+func (s packagesStep) Moves() []string {
+	var out []string
+	for _, e := range s.held.Plan().Entries {
+		if e.Operation != rpmexact.OpNone {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
 func (s packagesStep) Run(ctx context.Context, _ *ansible.Request) (any, error) {
 	ctx, cancel := s.budget.run(ctx)
 	defer cancel()

@@ -1,0 +1,196 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/richt/services/pkg/configfile"
+	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/unitfile"
+)
+
+// configTimeout is a config step's deadline: its plan (owner and group resolved through
+// NSS) and its write, the validator included. configs has no timeout of its own: a
+// validator that needs longer than this is not checking a file.
+const configTimeout = time.Minute
+
+// configPlan is one config's plan in hand, made before the packages step (present) or at
+// its turn (absent), and carried out by applyConfig.
+type configPlan struct {
+	cfg  configfile.Config
+	plan configfile.Plan
+	err  error
+	// spent is what the plan took of configTimeout.
+	spent time.Duration
+	// deferred: a directory above the path is missing and the packages step, which may
+	// install it, changes something: the config is planned again at its turn, and until
+	// then predicted written (check mode reports that prediction).
+	deferred bool
+}
+
+// missingDir reports whether the plan stopped at a directory above the path that does
+// not exist.
+func (c configPlan) missingDir() bool {
+	d := c.plan.File.Dirs
+	return c.err != nil && len(d) > 0 && !d[len(d)-1].Exists
+}
+
+// predicted is the plan of a deferred config until its turn: written.
+func (c configPlan) predicted() []configfile.Step { return []configfile.Step{configfile.StepWrite} }
+
+// unitDir reports whether the config lies under one of systemd's unit directories: a
+// change of it is a unit file change, which the manager must be reloaded for.
+func (c configPlan) unitDir() bool {
+	for _, d := range unitfile.SearchPath {
+		if strings.HasPrefix(c.cfg.Path, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// movesContent reports whether steps replace or remove the file's content (not only its
+// owner or mode): what a manager reload is for.
+func movesContent(steps []configfile.Step) bool {
+	return slices.Contains(steps, configfile.StepWrite) || slices.Contains(steps, configfile.StepRemove)
+}
+
+// changes reports whether the plan changes the file, or could not be made (owes counts
+// it as a change, as a file step's).
+func (c configPlan) changes() bool { return c.deferred || c.err != nil || c.plan.Changed() }
+
+// steps are the plan's steps, or a deferred config's prediction.
+func (c configPlan) steps() []configfile.Step {
+	if c.deferred {
+		return c.predicted()
+	}
+	return c.plan.Steps
+}
+
+// names are the plan's entries in the service's plan: the configfile steps, and ahead of
+// them, for a config under a unit directory, the manager reload recorded due (as
+// unit_override records it before a unit file moves).
+func (c configPlan) names() []string {
+	var out []string
+	if c.unitDir() && movesContent(c.steps()) {
+		out = append(out, "record-reload-due")
+	}
+	for _, s := range c.steps() {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+func configStepName(c configfile.Config) string { return "config " + c.Name }
+
+// planConfig plans one config, reading only.
+func (r *run) planConfig(ctx context.Context, c configfile.Config) configPlan {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, configTimeout)
+	defer cancel()
+	if r.d.Configs == nil {
+		return configPlan{cfg: c, plan: configfile.Plan{Want: configfile.Want{Name: c.Name, Path: c.Path, Present: !c.Absent}},
+			err: fmt.Errorf("%s: configs cannot be written here (no Configs)", configStepName(c))}
+	}
+	p, err := r.d.Configs.Plan(ctx, c)
+	return configPlan{cfg: c, plan: p, err: err, spent: time.Since(start)}
+}
+
+// applyConfig carries out a config's plan (check mode: reports it, running no validator)
+// and records its result in the service's. before runs right before the file's content
+// moves (configfile.Deps.BeforeReplace): the records of what the change owes. A config
+// under a unit directory has the manager reload recorded due there too.
+func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error) (map[string]any, error) {
+	step := configStepName(c.cfg)
+	if c.deferred && !r.req.CheckMode {
+		// The packages step ran: the directory is there now, or the plan says why not.
+		c = r.planConfig(ctx, c.cfg)
+	}
+	var res *configfile.Result
+	err := c.err
+	switch {
+	case c.deferred && r.req.CheckMode:
+		res = c.plan.Result()
+		res.Changed, res.Plan, err = true, c.predicted(), nil
+	case err != nil:
+		res = c.plan.Result()
+		res.Changed, res.Plan = false, nil
+	case r.req.CheckMode:
+		res = c.plan.Result()
+	default:
+		ctx, cancel := context.WithTimeout(ctx, configTimeout-c.spent)
+		defer cancel()
+		hook := func() error {
+			if c.unitDir() && r.d.MarkSync != nil {
+				if err := r.d.MarkSync(ctx, "service "+r.p.Name+" "+step+" ("+c.cfg.Path+") changed"); err != nil {
+					return fmt.Errorf("record the manager reload due: %w", err)
+				}
+			}
+			if before != nil {
+				return before()
+			}
+			return nil
+		}
+		res, err = r.d.Configs.Apply(ctx, c.plan, hook)
+		if res == nil {
+			res = c.plan.Result()
+			res.Changed, res.Plan = false, nil
+		}
+	}
+	out := map[string]any{}
+	if data, merr := json.Marshal(res); merr == nil {
+		_ = json.Unmarshal(data, &out)
+	}
+	moved := res.Changed && movesContent(res.Plan)
+	names := []string{}
+	if c.unitDir() && moved {
+		out["unit_files_changed"] = true
+		out["daemon_reload"] = string(contract.ReloadNeeded)
+		names = append(names, "record-reload-due")
+	}
+	for _, s := range res.Plan {
+		names = append(names, string(s))
+	}
+	out["plan"] = names
+	if res.Changed {
+		r.res.Changed = true
+	}
+	if err != nil {
+		r.res.FailedStep = step
+		out["failed"] = true
+		out["msg"] = err.Error()
+		return out, fmt.Errorf("%s: %w", step, err)
+	}
+	return out, nil
+}
+
+// configsPlanned are the configs' outcomes as their plans predict them.
+func configsPlanned(plans []configPlan) outcomes {
+	out := outcomes{}
+	for _, c := range plans {
+		out[configRef(c.cfg.Name)] = planned(c.changes(), false)
+	}
+	return out
+}
+
+// configOutcomes are the configs' outcomes from their results, in configs' order.
+func configOutcomes(cfgs []configfile.Config, results []map[string]any) outcomes {
+	out := outcomes{}
+	for i, c := range cfgs {
+		if i < len(results) {
+			out[configRef(c.Name)] = results[i]
+		}
+	}
+	return out
+}
+
+// configUnitFiles reports whether a config plan changes a file under a unit directory.
+func configUnitFiles(plans []configPlan) bool {
+	return slices.ContainsFunc(plans, func(c configPlan) bool {
+		return c.unitDir() && (c.err != nil || movesContent(c.steps()))
+	})
+}

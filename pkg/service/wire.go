@@ -1,0 +1,194 @@
+package service
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/richt/services/pkg/reaction"
+	"github.com/richt/services/pkg/rpmexact"
+	"github.com/richt/services/pkg/wiring"
+)
+
+// The one rule of which change reaches which process is package wiring's (wiring.Wire,
+// by name or the default wiring). The service calls it twice, with the same parts and
+// processes: before any step, with the outcomes the steps' plans predict, to derive what
+// each process will owe (owes, the records ahead); and at each process's turn, with the
+// outcomes the steps reported, to build the process's triggers.
+
+// partsOf is the service's parts as the reactions name them.
+func partsOf(p Params) wiring.Parts {
+	var parts wiring.Parts
+	for _, pk := range p.Packages {
+		parts.Packages = append(parts.Packages, pk.Name)
+	}
+	for _, c := range p.Configs {
+		parts.Configs = append(parts.Configs, c.Name)
+	}
+	for _, u := range p.Units {
+		parts.Units = append(parts.Units, u.Unit)
+	}
+	for _, d := range p.Dropins {
+		parts.Dropins = append(parts.Dropins, wiring.DropinPart{Unit: d.Unit, Name: d.Name, Reload: d.Reload})
+	}
+	return parts
+}
+
+// wiring is the process as package wiring takes it.
+func (p Process) wiring() wiring.Process {
+	return wiring.Process{Param: p.param, Unit: p.Unit, RestartOn: p.RestartOn, ReloadOn: p.ReloadOn}
+}
+
+// running reports whether the process is to run: only a running process owes a reaction.
+func (p Process) running() bool { return p.State == nil || *p.State == "running" }
+
+// outcomes are the parts' outcomes as wiring.Wire takes them: per part, a result in
+// systemd_lifecycle's sense (changed, and the contract keys).
+type outcomes map[wiring.Ref]map[string]any
+
+// merged is every part's outcome of os, one map.
+func merged(os ...outcomes) outcomes {
+	out := outcomes{}
+	for _, o := range os {
+		maps.Copy(out, o)
+	}
+	return out
+}
+
+// dueFrom is the reaction each process that is to run owes for the parts' outcomes out
+// (every part not in out unchanged), per unit: a restart when a restart trigger of its
+// wiring changed, else a reload when a reload trigger did. Only the service's own parts
+// count: the outside triggers of a process's lists are its step's business, not a change
+// of this run that the service records. Pure.
+func dueFrom(order []Process, parts wiring.Parts, out outcomes) map[string]reaction.Kind {
+	due := map[string]reaction.Kind{}
+	for _, p := range order {
+		if !p.running() {
+			continue
+		}
+		// Checked when the service parsed its arguments: Wire cannot refuse it here.
+		restart, reload, _ := wiring.Wire(p.wiring(), parts, out)
+		k := reaction.None
+		switch {
+		case partChanged(restart):
+			k = reaction.Restart
+		case partChanged(reload):
+			k = reaction.Reload
+		}
+		if k != reaction.None {
+			u := unitOf(p.Unit)
+			due[u] = reaction.Stronger(due[u], k)
+		}
+	}
+	return due
+}
+
+// partChanged reports whether a trigger of list that names one of the service's parts
+// (Wire names each by its reference, {REF: RESULT}) reports a change.
+func partChanged(list []any) bool {
+	for _, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok || len(m) != 1 {
+			continue
+		}
+		for name, v := range m {
+			if _, err := wiring.ParseRef(name); err != nil {
+				continue // an outside trigger (wiring refuses one named as a reference)
+			}
+			if res, _ := v.(map[string]any); res != nil {
+				if c, _ := res["changed"].(bool); c {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// contractKeys are the keys of a step's result that tell systemd_lifecycle about its
+// change (package contract): a package's own outcome carries the set's.
+var contractKeys = []string{"package_changed", "unit_files_changed", "daemon_reload", "changed_at", "files_placed"}
+
+// packageOutcomes are the packages' own outcomes from the packages step's result res
+// (check mode's or the real run's): rpm_exact reports one change for the set, so each
+// package that moved gets {changed: true} with the set's contract keys, and the others
+// {changed: false}. A package moved when its entry's operation is not none or its
+// builds before and after differ; a result that lists no entries (it failed before
+// them) moved every package when it reports a change.
+func packageOutcomes(names []string, res map[string]any) outcomes {
+	out := outcomes{}
+	changed, _ := res["changed"].(bool)
+	entries, listed := res["packages"].([]any)
+	moved := map[string]bool{}
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		name, _ := m["name"].(string)
+		op, _ := m["operation"].(string)
+		if (op != "" && op != rpmexact.OpNone) || !slices.Equal(stringsOf(m["before"]), stringsOf(m["after"])) {
+			moved[name] = true
+		}
+	}
+	for _, n := range names {
+		ref := wiring.Ref{Kind: wiring.Package, Name: n}
+		if !changed || listed && !moved[n] {
+			out[ref] = map[string]any{"changed": false}
+			continue
+		}
+		o := map[string]any{"changed": true}
+		for _, k := range contractKeys {
+			if v, ok := res[k]; ok {
+				o[k] = v
+			}
+		}
+		out[ref] = o
+	}
+	return out
+}
+
+// mover is a packages plan that says which of its packages it moves (the packages step's
+// does). A plan that cannot say counts as moving every package when it changes anything.
+type mover interface {
+	Moves() []string
+}
+
+// plannedPackages are the packages' outcomes as their plan predicts them; a plan that
+// could not be made predicts nothing (the step fails before any change).
+func plannedPackages(names []string, st Step) outcomes {
+	out := outcomes{}
+	if st == nil || planFailed(st) {
+		return out
+	}
+	moving := names
+	if m, ok := st.(mover); ok {
+		moving = m.Moves()
+	}
+	for _, n := range names {
+		out[wiring.Ref{Kind: wiring.Package, Name: n}] = map[string]any{"changed": st.Changes() && slices.Contains(moving, n)}
+	}
+	return out
+}
+
+// planned is a step's outcome as its plan predicts it: a plan that could not be made
+// counts as a change, so that a real run records the reaction it may owe before anything
+// (and withdraws it when the step then changes nothing).
+func planned(changes, failed bool) map[string]any {
+	return map[string]any{"changed": changes || failed}
+}
+
+// fileRef is the part a file step writes: its unit file, or its drop-in.
+func fileRef(f fileStep) wiring.Ref {
+	if n, ok := f.args["name"].(string); ok {
+		return wiring.Ref{Kind: wiring.Dropin, Unit: f.unit, Name: n}
+	}
+	return wiring.Ref{Kind: wiring.Unit, Unit: f.unit}
+}
+
+// configRef is the part a config is.
+func configRef(name string) wiring.Ref { return wiring.Ref{Kind: wiring.Config, Name: name} }
+
+// triggers are a process's restart_on and reload_on for its step, from the outcomes the
+// steps before it reported (package wiring).
+func (r *run) triggers(p Process, out outcomes) (restart, reload []any) {
+	// Checked when the service parsed its arguments: Wire cannot refuse it here.
+	restart, reload, _ = wiring.Wire(p.wiring(), r.parts, out)
+	return restart, reload
+}
