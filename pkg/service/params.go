@@ -65,10 +65,12 @@ type Config struct {
 	Name string `ansible:"name"`
 	Path string `ansible:"path"`
 	// Content is required when the service is present; nil when not given.
-	Content   *string     `ansible:"content"`
-	Mode      os.FileMode `ansible:"mode"`
-	Owner     string      `ansible:"owner"`
-	Group     string      `ansible:"group"`
-	Sensitive bool        `ansible:"sensitive"`
-	Validate  string      `ansible:"validate"`
+	Content *string `ansible:"content"`
+	// Mode is nil when not given: configfile.DefaultMode. (Not the Spec's default: the
+	// default of a suboption is not converted as a given value is.)
+	Mode      *os.FileMode `ansible:"mode"`
+	Owner     string       `ansible:"owner"`
+	Group     string       `ansible:"group"`
+	Sensitive bool         `ansible:"sensitive"`
+	Validate  string       `ansible:"validate"`
 }

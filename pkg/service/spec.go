@@ -77,9 +77,10 @@ func Spec() *ansible.Spec {
 					{Name: "name", Kind: ansible.Str, Required: true, Description: []string{`What reactions refer to (C(config:NAME)) and messages name.`}},
 					{Name: "path", Kind: ansible.Str, Required: true, Description: []string{`Absolute, clean path of the file.`}},
 					{Name: "content", Kind: ansible.Str, Description: []string{`The file's content; required with C(state=present).`}},
-					{Name: "mode", Kind: ansible.Mode, Default: "0644", Description: []string{
-						`File mode, as an octal string such as C("0644") or C("0640"). A mode that lets
-						group or others write, or sets the setuid, setgid or sticky bit, is refused.`}},
+					{Name: "mode", Kind: ansible.Mode, Description: []string{
+						`File mode, as an octal string such as C("0644") or C("0640"); default C(0644). A
+						mode that lets group or others write, or sets the setuid, setgid or sticky bit, is
+						refused.`}},
 					{Name: "owner", Kind: ansible.Str, Description: []string{`Owner, a name or a numeric id, resolved through NSS on the target; default C(root).`}},
 					{Name: "group", Kind: ansible.Str, Description: []string{`Group, a name or a numeric id, resolved through NSS on the target; default C(root).`}},
 					{Name: "sensitive", Kind: ansible.Bool, Default: false, Description: []string{`Keep the content out of every output: the diff and the validator's output are withheld.`}},
@@ -267,8 +268,11 @@ func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 		if c.Content == nil && !absent {
 			return nil, fmt.Errorf("configs[%d].content: required when the service is present", i)
 		}
-		cfg := configfile.Config{Index: i, Name: c.Name, Path: c.Path, Mode: c.Mode, Owner: c.Owner,
+		cfg := configfile.Config{Index: i, Name: c.Name, Path: c.Path, Mode: configfile.DefaultMode, Owner: c.Owner,
 			Group: c.Group, Sensitive: c.Sensitive, Validate: c.Validate, Absent: absent}
+		if c.Mode != nil {
+			cfg.Mode = *c.Mode
+		}
 		if c.Content != nil {
 			cfg.Content = *c.Content
 		}

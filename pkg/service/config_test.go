@@ -1,0 +1,277 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/configfile"
+	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/lifecycle"
+	"github.com/richt/services/pkg/override"
+	"github.com/richt/services/pkg/rpmexact"
+	"github.com/richt/services/pkg/stamp"
+)
+
+// siteConfig is a config of the demo service named name.
+func siteConfig(name string) map[string]any {
+	return map[string]any{"name": name, "path": "/etc/demo/" + name + ".conf", "content": "listen 80\n"}
+}
+
+// fakeConfigs plans a write of every config (when write) and applies it: the config
+// named refuse is refused by its validator (nothing replaced, the hook not run), every
+// other write runs the hook before its content moves.
+type fakeConfigs struct {
+	write   bool
+	refuse  string
+	applied []string
+	hooked  []string
+}
+
+func (f *fakeConfigs) Plan(_ context.Context, c configfile.Config) (configfile.Plan, error) {
+	p := configfile.Plan{Want: configfile.Want{Name: c.Name, Path: c.Path, Present: !c.Absent}}
+	switch {
+	case f.write && c.Absent:
+		p.Steps = []configfile.Step{configfile.StepRemove}
+	case f.write:
+		p.Steps = []configfile.Step{configfile.StepWrite}
+	}
+	return p, nil
+}
+
+func (f *fakeConfigs) Apply(_ context.Context, p configfile.Plan, before func() error) (*configfile.Result, error) {
+	res := p.Result()
+	if p.Want.Name == f.refuse {
+		res.Changed = false
+		return res, fmt.Errorf("config %q (%s): %s not replaced: %w: [\"check\"] exited 1: bad directive", p.Want.Name, p.Want.Path, p.Want.Path, configfile.ErrValidation)
+	}
+	if p.Changed() && before != nil {
+		f.hooked = append(f.hooked, p.Want.Name)
+		if err := before(); err != nil {
+			res.Changed = false
+			return res, err
+		}
+	}
+	f.applied = append(f.applied, p.Want.Name)
+	return res, nil
+}
+
+// Bad configs and reactions are refused when the arguments are parsed, before any step,
+// naming the parameter.
+func TestConfigsAndReactionsAreRefusedBeforeAnything(t *testing.T) {
+	proc := func(list string, refs ...any) map[string]any {
+		return map[string]any{"unit": "demo", list: refs}
+	}
+	cases := []struct {
+		name    string
+		args    map[string]any
+		wantErr string
+	}{
+		{"an unknown reference", map[string]any{"configs": []any{siteConfig("site")},
+			"processes": []any{proc("reload_on", "config:other")}},
+			`processes[0].reload_on[0]: config:other is not one of the service's configs (declared: site)`},
+		{"an unknown package", map[string]any{"processes": []any{proc("restart_on", "package:nginx")}},
+			`processes[0].restart_on[0]: package:nginx is not one of the service's packages (it declares none)`},
+		{"one part in both lists", map[string]any{"configs": []any{siteConfig("site")},
+			"processes": []any{map[string]any{"unit": "demo", "restart_on": []any{"config:site"}, "reload_on": []any{"config:site"}}}},
+			`processes[0].reload_on[0]: config:site is in both restart_on and reload_on`},
+		{"one config name twice", map[string]any{"configs": []any{siteConfig("site"),
+			map[string]any{"name": "site", "path": "/etc/demo/other.conf", "content": ""}}},
+			`configs[1].name: "site" is already given by configs[0]`},
+		{"one path twice", map[string]any{"configs": []any{siteConfig("site"),
+			map[string]any{"name": "other", "path": "/etc/demo/site.conf", "content": ""}}},
+			`configs[1].path: /etc/demo/site.conf is already given by configs[0]`},
+		{"a relative path", map[string]any{"configs": []any{map[string]any{"name": "site", "path": "etc/site.conf", "content": ""}}},
+			`configs[0].path: "etc/site.conf" is relative`},
+		{"a mode others can write", map[string]any{"configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf", "content": "", "mode": "0666"}}},
+			`configs[0].mode: 0666`},
+		{"a validator without %s", map[string]any{"configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf", "content": "", "validate": "nginx -t"}}},
+			`configs[0].validate: "nginx -t" has no %s`},
+		{"no content", map[string]any{"configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf"}}},
+			`configs[0].content: required when the service is present`},
+		{"no content, absent: fine", map[string]any{"state": "absent", "configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf"}}}, ""},
+		{"references to every kind of part: fine", map[string]any{
+			"packages":  []any{map[string]any{"name": "demo"}},
+			"configs":   []any{siteConfig("site")},
+			"units":     []any{map[string]any{"unit": "web", "content": "[Service]\n"}},
+			"dropins":   []any{map[string]any{"unit": "demo", "name": "10.conf", "content": "[Service]\n"}},
+			"processes": []any{proc("restart_on", "package:demo", "unit:web.service", "dropin:demo/10.conf", true), proc("reload_on", "config:site")}[0:1]}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := map[string]any{"name": "demo"}
+			for k, v := range c.args {
+				args[k] = v
+			}
+			_, err := Spec().Validate(args)
+			if c.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, c.wantErr)
+		})
+	}
+}
+
+// byNameArgs is a service with one package, two configs and two processes that name
+// their reactions: demo reloads for config:site, web restarts for package:demo; config
+// other is named by nobody.
+func byNameArgs() map[string]any {
+	return map[string]any{"name": "demo",
+		"packages": []any{map[string]any{"name": "demo", "version": "0:1.0-1.noarch"}},
+		"configs":  []any{siteConfig("site"), siteConfig("other")},
+		"processes": []any{
+			map[string]any{"unit": "demo", "reload_on": []any{"config:site"}},
+			map[string]any{"unit": "web", "restart_on": []any{"package:demo"}},
+		}}
+}
+
+// A process that names its reactions reacts to what it names and to nothing else: a
+// config change reloads only the process naming it, a change nobody names reacts nowhere,
+// a package change restarts only the process naming the package. What is recorded ahead
+// (before the run's process steps, which here do nothing, as if the run were killed
+// before them) is exactly what the triggers then carry.
+func TestReactionsByName(t *testing.T) {
+	cases := []struct {
+		name     string
+		pkg      bool
+		configs  string // the config whose plan writes it ("": none)
+		want     map[string]string
+		triggers map[string][2]bool // per unit: a restart trigger changed, a reload trigger changed
+	}{
+		{name: "the named config changed: demo reloads, web nothing", configs: "site",
+			want:     map[string]string{"demo.service": "reload"},
+			triggers: map[string][2]bool{"demo.service": {false, true}, "web.service": {false, false}}},
+		{name: "a config nobody names changed: no reaction anywhere", configs: "other",
+			want:     map[string]string{},
+			triggers: map[string][2]bool{"demo.service": {false, false}, "web.service": {false, false}}},
+		{name: "the package moved: web restarts, demo nothing", pkg: true,
+			want:     map[string]string{"web.service": "restart"},
+			triggers: map[string][2]bool{"demo.service": {false, false}, "web.service": {true, false}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pending := &fakePending{records: map[string]*durable.Pending{}}
+			var pkgCalls, procCalls []map[string]any
+			unchanged := false
+			cfgs := &onlyConfig{name: c.configs}
+			d := Deps{
+				Packages:  predicted(fakePredict{pkg: c.pkg}, fakeModule(rpmexact.Spec(), &c.pkg, &pkgCalls)),
+				Configs:   cfgs,
+				Processes: fakeModule(lifecycle.Spec(), &unchanged, &procCalls),
+				Predict:   fakePredict{pkg: c.pkg},
+				Pending:   pending,
+				Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
+			}
+			out := ansible.Call(context.Background(), Spec(), byNameArgs(), false, false, Handler(d))
+			require.Nil(t, out["failed"], out["msg"])
+			got := map[string]string{}
+			for u, rec := range pending.records {
+				got[u] = rec.Reaction
+			}
+			assert.Equal(t, c.want, got, "the records ahead")
+			require.Len(t, procCalls, 2)
+			for _, call := range procCalls {
+				unit := unitOf(call["unit"].(string))
+				restart, _ := call["restart_on"].([]any)
+				reload, _ := call["reload_on"].([]any)
+				assert.Equal(t, c.triggers[unit], [2]bool{partChanged(restart), partChanged(reload)}, "%s's triggers", unit)
+			}
+		})
+	}
+}
+
+// onlyConfig writes only the config named name.
+type onlyConfig struct {
+	fakeConfigs
+	name string
+}
+
+func (o *onlyConfig) Plan(ctx context.Context, c configfile.Config) (configfile.Plan, error) {
+	o.write = c.Name == o.name
+	return o.fakeConfigs.Plan(ctx, c)
+}
+
+// A process that names no reaction keeps the default wiring, which configs join as
+// packages do: a changed config restarts it.
+func TestTheDefaultWiringRestartsForAConfig(t *testing.T) {
+	pending := &fakePending{records: map[string]*durable.Pending{}}
+	var procCalls []map[string]any
+	unchanged := false
+	d := Deps{
+		Configs:   &fakeConfigs{write: true},
+		Processes: fakeModule(lifecycle.Spec(), &unchanged, &procCalls),
+		Pending:   pending,
+		Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
+	}
+	args := map[string]any{"name": "demo", "configs": []any{siteConfig("site")}, "processes": []any{map[string]any{"unit": "demo"}}}
+	out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(d))
+	require.Nil(t, out["failed"], out["msg"])
+	require.NotNil(t, pending.records["demo.service"])
+	assert.Equal(t, "restart", pending.records["demo.service"].Reaction)
+	require.Len(t, procCalls, 1)
+	restart, _ := procCalls[0]["restart_on"].([]any)
+	assert.True(t, partChanged(restart))
+	assert.Equal(t, []any{"record-pending demo.service restart", "config site: write"}, out["plan"])
+	configs, _ := out["configs"].([]any)
+	require.Len(t, configs, 1)
+	assert.Equal(t, true, configs[0].(map[string]any)["changed"])
+}
+
+// A config whose validator refuses the new content fails the task naming it and changes
+// nothing after it: no later config, no unit file, no process step; the reaction recorded
+// ahead for it is withdrawn (the record there was before the run comes back), so the next
+// run does not react to a change that never happened.
+func TestAFailingValidateWithdrawsAndStops(t *testing.T) {
+	pending := &fakePending{records: map[string]*durable.Pending{}}
+	var fileCalls, procCalls []map[string]any
+	yes := true
+	cfgs := &fakeConfigs{write: true, refuse: "other"}
+	d := Deps{
+		Configs:   cfgs,
+		Files:     fakeModule(override.Spec(), &yes, &fileCalls),
+		Processes: fakeModule(lifecycle.Spec(), &yes, &procCalls),
+		Pending:   pending,
+		Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
+	}
+	args := map[string]any{"name": "demo",
+		"configs": []any{siteConfig("other"), siteConfig("site")},
+		"dropins": []any{map[string]any{"unit": "demo", "name": "20.conf", "content": "[Service]\n"}},
+		"processes": []any{map[string]any{"unit": "demo", "reload_on": []any{"config:other", "config:site"},
+			"restart_on": []any{"dropin:demo/20.conf"}}}}
+	out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(d))
+	require.Equal(t, true, out["failed"])
+	assert.Equal(t, "config other", out["failed_step"])
+	assert.Contains(t, out["msg"], `config "other" (/etc/demo/other.conf)`)
+	assert.Contains(t, out["msg"], "validation failed")
+	assert.Empty(t, cfgs.applied, "no config after it")
+	assert.Empty(t, fileCalls, "no unit file after it")
+	assert.Empty(t, procCalls, "no reaction")
+	assert.Nil(t, pending.records["demo.service"], "the reload recorded ahead is withdrawn")
+	assert.Equal(t, []any{"record-pending demo.service reload", "config other: write", "config site: write",
+		"record-pending demo.service restart", // planned ahead of the drop-in, never reached
+		"withdraw-pending demo.service"}, out["plan"])
+	assert.Nil(t, out["recorded"])
+	assert.Equal(t, false, out["changed"])
+}
+
+// Check mode plans the configs and runs no validator: the plan names each config's
+// steps, and no config is applied.
+func TestCheckModePlansConfigsOnly(t *testing.T) {
+	cfgs := &fakeConfigs{write: true, refuse: "site"}
+	var procCalls []map[string]any
+	no := false
+	d := Deps{Configs: cfgs, Processes: fakeModule(lifecycle.Spec(), &no, &procCalls),
+		Pending: &fakePending{records: map[string]*durable.Pending{}}}
+	args := map[string]any{"name": "demo", "configs": []any{siteConfig("site")},
+		"processes": []any{map[string]any{"unit": "demo", "reload_on": []any{"config:site"}}}}
+	out := ansible.Call(context.Background(), Spec(), args, true, false, Handler(d))
+	require.Nil(t, out["failed"], out["msg"])
+	assert.Empty(t, cfgs.applied)
+	assert.Equal(t, []any{"record-pending demo.service reload", "config site: write"}, out["plan"])
+	assert.Equal(t, true, out["changed"])
+}
