@@ -42,12 +42,12 @@ options:
     required: true
   state:
     description:
-      - "C(present): packages, then unit files and drop-ins, then processes in order (the first
-        that needs it reloads the manager); without processes, one manager reload at the end
-        when unit files changed."
+      - "C(present): packages, then configs, then unit files and drop-ins, then processes in
+        order (the first that needs it reloads the manager); without processes, one manager
+        reload at the end when unit files changed."
       - "C(absent): the processes stopped and disabled (reverse order, a missing unit is fine),
-        the unit files and drop-ins removed, the packages removed, then one manager reload when
-        anything was removed."
+        the unit files and drop-ins removed, the configs removed (exactly their paths), the
+        packages removed, then one manager reload when anything was removed."
     type: str
     choices: [present, absent]
     default: present
@@ -150,11 +150,73 @@ options:
             reload-capable).
         type: bool
         default: false
+  configs:
+    description:
+      - "Files the service's daemons read, each I(name) and I(path) once, written after the
+        packages (so a package's own directory exists) and before the unit files: atomically,
+        with the final mode and owner from creation, never through a symbolic link, never into a
+        directory that anyone but root can write, and never into a missing directory (the task
+        fails naming it; none is created)."
+      - With C(state=absent) exactly the declared paths are removed, nothing beside them.
+      - "A config under systemd's unit directories (such as C(/etc/systemd/system)) counts as a
+        unit file change: the manager is reloaded for it."
+      - "Each config's result is in C(configs); its plan entries are in C(plan) as C(config
+        NAME: STEP)."
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description:
+          - What reactions refer to (C(config:NAME)) and messages name.
+        type: str
+        required: true
+      path:
+        description:
+          - Absolute, clean path of the file.
+        type: str
+        required: true
+      content:
+        description:
+          - The file's content; required with C(state=present).
+        type: str
+      mode:
+        description:
+          - File mode, as an octal string such as C("0644") or C("0640"); default C(0644). A
+            mode that lets group or others write, or sets the setuid, setgid or sticky bit, is
+            refused.
+        type: raw
+      owner:
+        description:
+          - Owner, a name or a numeric id, resolved through NSS on the target; default C(root).
+        type: str
+      group:
+        description:
+          - Group, a name or a numeric id, resolved through NSS on the target; default C(root).
+        type: str
+      sensitive:
+        description:
+          - "Keep the content out of every output: the diff and the validator's output are
+            withheld."
+        type: bool
+        default: false
+      validate:
+        description:
+          - A command run on the target to check the new content before it replaces the old,
+            with C(%s) for the path of the new content (as ansible.builtin.template's), split
+            into words as a shell would but run without one (no variables, pipes or
+            redirections).
+          - "When it fails, the task fails naming the config and the validator's output
+            (withheld when sensitive), and nothing changes: not that file, not any step after
+            it, no reaction. Check mode does not run it."
+        type: str
   processes:
     description:
       - Processes (richt.services.systemd_lifecycle), in declared order unless I(after) says
-        otherwise. A package change restarts every process; a changed unit file or drop-in of a
-        process's unit restarts it, or reloads it when the drop-in says I(reload).
+        otherwise.
+      - "A process that gives neither I(restart_on) nor I(reload_on) keeps the default wiring: a
+        package change or a config change restarts it; a changed unit file or drop-in of its
+        unit restarts it, or reloads it when the drop-in says I(reload)."
+      - A process that gives either reacts to what they name and to nothing else.
     type: list
     elements: dict
     suboptions:
@@ -194,6 +256,24 @@ options:
           - Units of this service's processes this one comes after.
         type: list
         elements: str
+      restart_on:
+        description:
+          - "What restarts this process: references to the service's own parts, C(package:NAME),
+            C(config:NAME), C(unit:UNIT) or C(dropin:UNIT/NAME), and registered results,
+            booleans or mappings of names to those, as richt.services.systemd_lifecycle takes
+            them (changes made by tasks outside the service)."
+          - "A reference must name a part the service declares, and one part may not be in both
+            lists: either is refused before anything is done. An empty list counts as not given;
+            C([false]) reacts to nothing."
+        type: list
+        elements: raw
+      reload_on:
+        description:
+          - What reloads this process; the same forms as I(restart_on). Restart beats reload,
+            reloads merge, a process that had to be started gets nothing more.
+          - The unit must be reload-capable (see richt.services.systemd_lifecycle).
+        type: list
+        elements: raw
 attributes:
   check_mode:
     support: full
@@ -268,6 +348,11 @@ files:
   returned: always
   type: list
   elements: dict
+configs:
+  description: Each config's result (changed, name, path, state, plan, diff; on a failure failed and msg), in the order of configs; a config under a unit directory also has unit_files_changed and daemon_reload.
+  returned: always
+  type: list
+  elements: dict
 processes:
   description: Each process's result, as richt.services.systemd_lifecycle gives it, in the order they ran.
   returned: always
@@ -291,19 +376,19 @@ removed_dependents:
   type: list
   elements: str
 failed_step:
-  description: The step that failed - C(packages), C(file UNIT/NAME), C(process UNIT) or C(manager reload).
+  description: The step that failed - C(packages), C(config NAME), C(file UNIT/NAME), C(process UNIT) or C(manager reload).
   returned: when a step failed
   type: str
 plan:
   description:
     - The whole service's plan in the order it is carried out (up to a failed step). The
-      packages' and files' plans are made before anything changes; each process's plan is
+      packages', configs' and files' plans are made before anything changes; each process's plan is
       made at its turn from what the earlier steps did (in check mode, from what they would
       do), so check mode's list is the real run's whenever the earlier steps do what their
       plans say (a restart a package scriptlet already did is not planned again).
     - "Each step's own plan entries under the step's name and a colon (C(packages: install-nevra demo),
-      C(file demo.service/20-level.conf: write), C(process demo.service: start)), the
-      reactions recorded ahead of the packages and the files steps, and after a step whose
+      C(config site: write), C(file demo.service/20-level.conf: write), C(process demo.service: start)), the
+      reactions recorded ahead of the packages, the configs and the files steps, and after a step whose
       change was not predicted (C(record-pending UNIT KIND)), a prediction withdrawn when its
       step changed nothing (C(withdraw-pending UNIT)), and the closing C(daemon-reload) of a
       removal or of a service without processes."
