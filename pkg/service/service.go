@@ -5,10 +5,13 @@
 // triggers the service role wires between tasks (restart beats reload, reloads merge, a
 // start absorbs, a restart the package's scriptlet already did is not repeated).
 //
-// Present: packages (one set, one transaction) → unit files and drop-ins (written without
-// a manager reload of their own) → processes in order (the first that needs it reloads the
-// manager once; without processes, one manager reload at the end). Absent: the reverse,
-// then one manager reload when anything was removed.
+// Present: packages (one set, one transaction) → configs (package configfile) → unit
+// files and drop-ins (written without a manager reload of their own) → processes in order
+// (the first that needs it reloads the manager once; without processes, one manager
+// reload at the end). Absent: processes → unit files and drop-ins → configs → packages,
+// then one manager reload when anything was removed. Which change reaches which process
+// is package wiring's rule (by name, or the default wiring), used both to derive what the
+// processes owe and to build their triggers (wire.go).
 //
 // The plan: the service composes the plans of the packages step and the file steps once,
 // reading only (Module.Plan; compose.go), and derives from those plans and each process's
