@@ -19,6 +19,7 @@ type Params struct {
 	Timeout      time.Duration  `ansible:"timeout"`
 	RestartOn    []any          `ansible:"restart_on"`
 	ReloadOn     []any          `ansible:"reload_on"`
+	FactsFrom    []any          `ansible:"facts_from"`
 	AllowMissing bool           `ansible:"allow_missing"`
 	Scope        string         `ansible:"scope"`
 	Masked       *bool          `ansible:"masked"`
@@ -84,6 +85,17 @@ func Spec() *ansible.Spec {
 					`When given, the unit must be reload-capable (a non-empty C(ExecReload=) after
 					merging its fragment and drop-ins, or C(Type=notify-reload)); this is checked on
 					every run, also when no trigger changed.`,
+				},
+			},
+			{
+				Name: "facts_from", Kind: ansible.List, Elements: ansible.Raw, Summarize: reaction.Summarize("facts_from"),
+				Description: []string{
+					`Changes that ask for no reaction but tell the run what the manager must load; same
+					forms as I(restart_on). A changed unit file (C(unit_files_changed)) plans the
+					manager reload, and a changed package (C(package_changed)) lets a unit the package
+					installs be planned for, also in check mode, where it is not installed yet.`,
+					`The C(service) module passes every process its service's changes here, so that a
+					process naming its reactions still plans from them.`,
 				},
 			},
 			{
@@ -230,6 +242,9 @@ func parse(p Params) (Task, error) {
 	}
 	trig, err := reaction.Parse(p.RestartOn, p.ReloadOn)
 	if err != nil {
+		return Task{}, err
+	}
+	if trig.Facts, err = reaction.ParseFacts(p.FactsFrom); err != nil {
 		return Task{}, err
 	}
 	return Task{Request: Request{Want: w, Triggers: trig, Limit: p.Timeout}, Scope: p.Scope}, nil

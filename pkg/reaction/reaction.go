@@ -50,10 +50,20 @@ type Trigger struct {
 	unplaced bool
 }
 
-// Triggers are the parsed restart_on and reload_on lists.
+// Triggers are the parsed restart_on and reload_on lists, and the facts_from list.
 type Triggers struct {
 	Restart []Trigger
 	Reload  []Trigger
+	// Facts are changes that ask for no reaction but still tell what the manager must
+	// load: their package and unit-file facts count (PackageChanged, UnitFilesChanged),
+	// never their change (Due, RestartServed, the result's triggers). A process of a
+	// service that names its reactions gets its service's changes here.
+	Facts []Trigger
+}
+
+// ParseFacts reads facts_from: the same forms as restart_on, for Triggers.Facts.
+func ParseFacts(items []any) ([]Trigger, error) {
+	return parseList("facts_from", items)
 }
 
 // Parse reads restart_on and reload_on. Each item is a registered result (its `changed`,
@@ -217,18 +227,18 @@ func Changed(list []Trigger) []Trigger {
 	return out
 }
 
-// UnitFilesChanged reports whether any changed trigger changed a unit file.
+// UnitFilesChanged reports whether any changed trigger or fact changed a unit file.
 func (t Triggers) UnitFilesChanged() bool {
 	return t.any(func(tr Trigger) bool { return tr.UnitFilesChanged })
 }
 
-// PackageChanged reports whether any changed trigger changed a package.
+// PackageChanged reports whether any changed trigger or fact changed a package.
 func (t Triggers) PackageChanged() bool {
 	return t.any(func(tr Trigger) bool { return tr.PackageChanged })
 }
 
 func (t Triggers) any(f func(Trigger) bool) bool {
-	for _, list := range [][]Trigger{t.Restart, t.Reload} {
+	for _, list := range [][]Trigger{t.Restart, t.Reload, t.Facts} {
 		for _, tr := range list {
 			if tr.Changed && f(tr) {
 				return true
@@ -258,8 +268,8 @@ func RestartServed(t Triggers, now stamp.Stamp, activeEnterMono uint64) bool {
 }
 
 // WithoutRestarts is t with its restart triggers left out, for once their restart was
-// served.
-func (t Triggers) WithoutRestarts() Triggers { return Triggers{Reload: t.Reload} }
+// served; the facts stay.
+func (t Triggers) WithoutRestarts() Triggers { return Triggers{Reload: t.Reload, Facts: t.Facts} }
 
 // Due is the reaction the triggers and a pending reaction ask for, before the unit's
 // state is considered: restart beats reload, and reloads merge into one.

@@ -171,3 +171,29 @@ func TestRestartServed(t *testing.T) {
 		})
 	}
 }
+
+// A fact tells what changed on the host without asking for a reaction: its package and
+// unit-file changes count, its change never does.
+func TestFactsCountForTheManagerNotForAReaction(t *testing.T) {
+	pkg := map[string]any{"changed": true, "package_changed": true, "unit_files_changed": true}
+	cases := []struct {
+		name              string
+		facts             []any
+		pkgChanged, units bool
+	}{
+		{"a changed package", []any{map[string]any{"package:demo": pkg}}, true, true},
+		{"an unchanged part", []any{map[string]any{"dropin:demo/20.conf": map[string]any{"changed": false, "unit_files_changed": true}}}, false, false},
+		{"none", nil, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			facts, err := ParseFacts(c.facts)
+			require.NoError(t, err)
+			tr := Triggers{Facts: facts}
+			assert.Equal(t, c.pkgChanged, tr.PackageChanged())
+			assert.Equal(t, c.units, tr.UnitFilesChanged())
+			assert.Equal(t, None, Due(tr, ""), "a fact is no reaction")
+			assert.Equal(t, c.units, tr.WithoutRestarts().UnitFilesChanged(), "a served restart leaves the facts")
+		})
+	}
+}

@@ -245,6 +245,11 @@ func (r *run) processes(ctx context.Context, pkgRes map[string]any, files []file
 		if len(reload) > 0 {
 			args["reload_on"] = reload
 		}
+		// The facts apart from the reactions: by name or not, a process plans its
+		// manager reload and a unit a package installs from the service's changes.
+		if facts := wiring.Facts(proc.wiring(), r.parts, out); len(facts) > 0 {
+			args["facts_from"] = facts
+		}
 		if err := r.process(ctx, proc, args); err != nil {
 			return err
 		}

@@ -17,17 +17,7 @@ func Wire(p Process, parts Parts, outcomes map[Ref]map[string]any) (restart, rel
 	if err := parts.Check(p); err != nil {
 		return nil, nil, err
 	}
-	byRef := make(map[Ref]map[string]any, len(outcomes))
-	for r, out := range outcomes {
-		byRef[r.canon()] = out
-	}
-	trigger := func(r Ref) any {
-		out := byRef[r.canon()]
-		if out == nil {
-			out = map[string]any{"changed": false}
-		}
-		return map[string]any{r.canon().String(): out}
-	}
+	trigger := triggerOf(outcomes)
 	if p.ByName() {
 		wire := func(list []any) []any {
 			var out []any
@@ -47,7 +37,39 @@ func Wire(p Process, parts Parts, outcomes map[Ref]map[string]any) (restart, rel
 		}
 		return wire(p.RestartOn), wire(p.ReloadOn), nil
 	}
-	unit := normal(p.Unit)
+	restart, reload = defaults(p.Unit, parts, trigger)
+	return restart, reload, nil
+}
+
+// Facts are the changes a process plans from apart from its reactions
+// (systemd_lifecycle's facts_from): the triggers the default wiring gives its unit, one
+// list, whether the process names its reactions or not. So a package change (the unit it
+// installs) and a changed unit file or drop-in of its unit (the manager reload) reach
+// every process, and a process that names its reactions reacts to nothing more.
+func Facts(p Process, parts Parts, outcomes map[Ref]map[string]any) []any {
+	restart, reload := defaults(p.Unit, parts, triggerOf(outcomes))
+	return append(restart, reload...)
+}
+
+// triggerOf makes a part's trigger from outcomes: {REF: its outcome}, named by the
+// part's canonical reference; a part missing from outcomes counts as unchanged.
+func triggerOf(outcomes map[Ref]map[string]any) func(Ref) any {
+	byRef := make(map[Ref]map[string]any, len(outcomes))
+	for r, out := range outcomes {
+		byRef[r.canon()] = out
+	}
+	return func(r Ref) any {
+		out := byRef[r.canon()]
+		if out == nil {
+			out = map[string]any{"changed": false}
+		}
+		return map[string]any{r.canon().String(): out}
+	}
+}
+
+// defaults is the default wiring of unit, one trigger per part (made by trigger).
+func defaults(unit string, parts Parts, trigger func(Ref) any) (restart, reload []any) {
+	unit = normal(unit)
 	for _, n := range parts.Packages {
 		restart = append(restart, trigger(Ref{Kind: Package, Name: n}))
 	}
@@ -70,5 +92,5 @@ func Wire(p Process, parts Parts, outcomes map[Ref]map[string]any) (restart, rel
 			restart = append(restart, t)
 		}
 	}
-	return restart, reload, nil
+	return restart, reload
 }

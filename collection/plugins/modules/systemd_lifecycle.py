@@ -146,6 +146,16 @@ options:
         when no trigger changed.
     type: list
     elements: raw
+  facts_from:
+    description:
+      - Changes that ask for no reaction but tell the run what the manager must load; same forms
+        as I(restart_on). A changed unit file (C(unit_files_changed)) plans the manager reload,
+        and a changed package (C(package_changed)) lets a unit the package installs be planned
+        for, also in check mode, where it is not installed yet.
+      - The C(service) module passes every process its service's changes here, so that a process
+        naming its reactions still plans from them.
+    type: list
+    elements: raw
   allow_missing:
     description:
       - For removal flows, a unit that does not exist is fine when I(state=stopped) and
