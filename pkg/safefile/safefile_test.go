@@ -1,6 +1,7 @@
 package safefile
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -74,4 +75,18 @@ func TestDiffHidesSensitiveContent(t *testing.T) {
 	d = Diff("/p", File{}, File{Exists: true, Content: []byte("a\n"), Mode: 0o644}, false)
 	assert.Equal(t, "", d.Before)
 	assert.Equal(t, "# mode 0644, owner 0, group 0\na\n", d.After)
+}
+
+// An owner or group no source knows is its own error, which a caller can tell from any
+// other failure (the service defers a config whose owner a package creates).
+func TestAnUnknownIDIsItsOwnError(t *testing.T) {
+	ctx := context.Background()
+	_, err := UID(ctx, nil, "owner", "richt-no-such-user")
+	assert.ErrorIs(t, err, ErrUnknownID)
+	assert.ErrorContains(t, err, `owner: "richt-no-such-user" is not a known name`)
+	_, err = GID(ctx, nil, "group", "richt-no-such-group")
+	assert.ErrorIs(t, err, ErrUnknownID)
+	uid, err := UID(ctx, nil, "owner", "root")
+	assert.NoError(t, err)
+	assert.Equal(t, 0, uid)
 }

@@ -153,9 +153,10 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 	pkgChanges := c.pkg != nil && !planFailed(c.pkg) && c.pkg.Changes()
 	for _, cfg := range r.configs {
 		cp := r.planConfig(ctx, cfg)
-		// A package's own directory (/etc/nginx/conf.d) exists once the packages step
-		// installed it: the config is planned at its turn, and written until then.
-		cp.deferred = pkgChanges && cp.missingDir()
+		// A package's own directory (/etc/nginx/conf.d) or user (redis) exists once the
+		// packages step installed it: the config is planned at its turn, and written
+		// until then.
+		cp.deferred = pkgChanges && cp.waitsForPackages()
 		c.configs = append(c.configs, cp)
 	}
 	for _, f := range files {

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/richt/services/pkg/configfile"
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/safefile"
 	"github.com/richt/services/pkg/unitfile"
 )
 
@@ -26,10 +28,17 @@ type configPlan struct {
 	err  error
 	// spent is what the plan took of configTimeout.
 	spent time.Duration
-	// deferred: a directory above the path is missing and the packages step, which may
-	// install it, changes something: the config is planned again at its turn, and until
-	// then predicted written (check mode reports that prediction).
+	// deferred: the plan stopped at what the packages step, which changes something, may
+	// create (waitsForPackages): the config is planned again at its turn, and until then
+	// predicted written (check mode reports that prediction).
 	deferred bool
+}
+
+// waitsForPackages reports whether the plan stopped at something a package's install
+// creates: a directory above the path that does not exist (nginx's conf.d), or an owner
+// or group no source knows (the user redis's package adds).
+func (c configPlan) waitsForPackages() bool {
+	return c.missingDir() || c.unknownID()
 }
 
 // missingDir reports whether the plan stopped at a directory above the path that does
@@ -38,6 +47,9 @@ func (c configPlan) missingDir() bool {
 	d := c.plan.File.Dirs
 	return c.err != nil && len(d) > 0 && !d[len(d)-1].Exists
 }
+
+// unknownID reports whether the plan stopped at an owner or group no source knows.
+func (c configPlan) unknownID() bool { return errors.Is(c.err, safefile.ErrUnknownID) }
 
 // predicted is the plan of a deferred config until its turn: written.
 func (c configPlan) predicted() []configfile.Step { return []configfile.Step{configfile.StepWrite} }
@@ -114,6 +126,10 @@ func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error
 	err := c.err
 	switch {
 	case c.deferred && r.req.CheckMode:
+		if c.unknownID() {
+			// Predicted on the word of the packages step only: say so.
+			r.req.Warn("%s: its owner or group is not known yet, and is expected to be created by the packages step's change (%v)", step, c.err)
+		}
 		res = c.plan.Result()
 		res.Changed, res.Plan, err = true, c.predicted(), nil
 	case err != nil:

@@ -14,6 +14,7 @@ import (
 	"github.com/richt/services/pkg/lifecycle"
 	"github.com/richt/services/pkg/override"
 	"github.com/richt/services/pkg/rpmexact"
+	"github.com/richt/services/pkg/safefile"
 	"github.com/richt/services/pkg/stamp"
 )
 
@@ -274,4 +275,75 @@ func TestCheckModePlansConfigsOnly(t *testing.T) {
 	assert.Empty(t, cfgs.applied)
 	assert.Equal(t, []any{"record-pending demo.service reload", "config site: write"}, out["plan"])
 	assert.Equal(t, true, out["changed"])
+}
+
+// ownerByPackage is fakeConfigs whose configs' owner is created by the packages step:
+// until that step ran for real, a plan fails as configfile's does for an unknown user.
+type ownerByPackage struct {
+	fakeConfigs
+	created *bool
+}
+
+func (o *ownerByPackage) Plan(ctx context.Context, c configfile.Config) (configfile.Plan, error) {
+	if !*o.created && !c.Absent {
+		p := configfile.Plan{Want: configfile.Want{Name: c.Name, Path: c.Path, Present: true}}
+		return p, fmt.Errorf("configs[0].owner: %q is not a known name or a numeric id on the target: %w", "redis", safefile.ErrUnknownID)
+	}
+	return o.fakeConfigs.Plan(ctx, c)
+}
+
+// An owner the packages step creates (a package's user) is not known when the plan is
+// made: with a package change due, the config is planned again at its turn and predicted
+// written until then, with a warning in check mode; check mode's plan is the real run's.
+// Without a package change the unknown owner fails before anything is done.
+func TestAnOwnerThePackageCreatesIsPlannedAtItsTurn(t *testing.T) {
+	cases := []struct {
+		name    string
+		pkg     bool
+		wantErr string
+	}{
+		{name: "the package changes: deferred", pkg: true},
+		{name: "no package change: refused before anything", wantErr: "configs[0].owner"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			run := func(check bool) (map[string]any, *ownerByPackage) {
+				created := false
+				cfgs := &ownerByPackage{fakeConfigs: fakeConfigs{write: true}, created: &created}
+				pkgs := moduleOf(rpmexact.Spec(), func(_ context.Context, req *ansible.Request) (any, error) {
+					if c.pkg && !req.CheckMode {
+						created = true
+					}
+					return map[string]any{"changed": c.pkg, "package_changed": c.pkg}, nil
+				})
+				no := false
+				d := Deps{
+					Packages:  predicted(fakePredict{pkg: c.pkg}, pkgs),
+					Configs:   cfgs,
+					Processes: fakeModule(lifecycle.Spec(), &no, new([]map[string]any)),
+					Predict:   fakePredict{pkg: c.pkg},
+					Pending:   &fakePending{records: map[string]*durable.Pending{}},
+					Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
+				}
+				args := with(byNameArgs(), "configs", []any{siteConfig("site")})
+				args["processes"] = []any{map[string]any{"unit": "demo", "reload_on": []any{"config:site"}}}
+				return ansible.Call(context.Background(), Spec(), args, check, false, Handler(d)), cfgs
+			}
+			check, _ := run(true)
+			real, cfgs := run(false)
+			if c.wantErr != "" {
+				assert.Contains(t, check["msg"], c.wantErr)
+				assert.Contains(t, real["msg"], c.wantErr)
+				assert.Empty(t, cfgs.applied, "nothing written")
+				return
+			}
+			require.Nil(t, check["failed"], "check mode: %v", check["msg"])
+			require.Nil(t, real["failed"], "real run: %v", real["msg"])
+			want := []any{"packages: install-nevra demo-0:1.0-1.noarch", "record-pending demo.service reload", "config site: write"}
+			assert.Equal(t, want, check["plan"])
+			assert.Equal(t, check["plan"], real["plan"], "check mode's plan is the real run's")
+			assert.Equal(t, []string{"site"}, cfgs.applied, "written at its turn")
+			assert.Contains(t, fmt.Sprint(check["warnings"]), `config site: its owner or group is not known yet`)
+		})
+	}
 }
