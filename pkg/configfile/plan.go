@@ -81,7 +81,8 @@ const (
 	StepRemove      Step = "remove"
 )
 
-// Plan checks the config's parameters, resolves its owner and group on the target,
+// Plan checks the config's parameters, resolves its owner and group on the target (a
+// present config's only; an owner no source knows fails with safefile.ErrUnknownID),
 // observes the path and decides; it changes nothing. With an error, the plan is as far as
 // it got, with no steps.
 func (d Deps) Plan(ctx context.Context, c Config) (Plan, error) {
@@ -92,12 +93,16 @@ func (d Deps) Plan(ctx context.Context, c Config) (Plan, error) {
 		return p, err
 	}
 	w.Validate = argv
-	owner, group := orRoot(c.Owner), orRoot(c.Group)
-	if w.UID, err = safefile.UID(ctx, d.Runner, c.param("owner"), owner); err != nil {
-		return p, err
-	}
-	if w.GID, err = safefile.GID(ctx, d.Runner, c.param("group"), group); err != nil {
-		return p, err
+	// A removal sets no owner: looking one up could only fail it (a user its package
+	// took along) after the steps before it removed their parts.
+	if w.Present {
+		owner, group := orRoot(c.Owner), orRoot(c.Group)
+		if w.UID, err = safefile.UID(ctx, d.Runner, c.param("owner"), owner); err != nil {
+			return p, err
+		}
+		if w.GID, err = safefile.GID(ctx, d.Runner, c.param("group"), group); err != nil {
+			return p, err
+		}
 	}
 	p.Want = w
 	f, err := Observe(d.Root, w.Path)

@@ -197,3 +197,32 @@ func TestDecideIsPureAndHidesSensitiveContent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, p.Diff.After, "password=new-s3cr3t")
 }
+
+// An owner or group no source knows fails a present config's plan with
+// safefile.ErrUnknownID (a package may create it: the caller can tell). A removal needs
+// no owner: it looks none up, and removes the file whoever owns it.
+func TestOwnersAreLookedUpOnlyForAPresentConfig(t *testing.T) {
+	needsRoot(t)
+	cases := []struct {
+		name    string
+		cfg     Config
+		unknown bool
+		steps   []Step
+	}{
+		{"present, unknown owner", Config{Content: "x\n", Owner: "richt-no-such-user"}, true, nil},
+		{"present, unknown group", Config{Content: "x\n", Group: "richt-no-such-group"}, true, nil},
+		{"absent, unknown owner and group: removed", Config{Absent: true, Owner: "richt-no-such-user", Group: "richt-no-such-group"}, false, []Step{StepRemove}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := layOut(t, &onDisk{content: "old\n", mode: 0o644, uid: os.Geteuid(), gid: os.Getegid()})
+			p, err := Deps{Root: root}.Plan(context.Background(), rowConfig(c.cfg))
+			if c.unknown {
+				assert.ErrorIs(t, err, safefile.ErrUnknownID)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.steps, p.Steps)
+		})
+	}
+}
