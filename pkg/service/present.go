@@ -9,7 +9,6 @@ import (
 )
 
 func (r *run) present(ctx context.Context) (err error) {
-	files := r.files
 	// The files are written without a manager reload of their own, and the packages step
 	// may leave one needed: the first process step reloads. Without a process nothing
 	// would, and the unit files on disk would not be the ones systemd runs
@@ -30,7 +29,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	}()
 	// The plan reads only: check mode reports it (with the processes' plans forecast), a
 	// real run records what the processes owe and carries it out.
-	plan, err := r.composePresent(ctx, files)
+	plan, err := r.composePresent(ctx)
 	if err != nil {
 		return err
 	}
@@ -84,7 +83,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	// What the files step has recorded per unit: ahead, then for changes it missed.
 	filesRecorded := maps.Clone(ahead.files)
 	var failed error
-	for i, f := range files {
+	for i, f := range r.files {
 		out, err := r.apply(ctx, r.d.Files, plan.files[i], "file "+fileLabel(f), f.call)
 		plan.files[i] = nil // ran
 		out["item"] = f.item
@@ -118,5 +117,5 @@ func (r *run) present(ctx context.Context) (err error) {
 	}
 	// Each process is planned at its turn, under its unit's lock, from the triggers the
 	// steps before it report, and that plan is carried out at once (package doc).
-	return r.processes(ctx, pkgRes, files)
+	return r.processes(ctx, pkgRes)
 }
