@@ -115,9 +115,6 @@ func (s *Spec) Args(raw map[string]any) (Args, error) {
 	return Args{spec: s, raw: raw, vals: vals, parsed: parsed}, nil
 }
 
-// Raw is the arguments as given.
-func (a Args) Raw() map[string]any { return a.raw }
-
 // CallArgs is Call with arguments validated and parsed already.
 func CallArgs(ctx context.Context, a Args, check, diff bool, h Handler) map[string]any {
 	in := &Input{Raw: a.raw, CheckMode: check, Diff: diff}

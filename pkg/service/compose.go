@@ -138,7 +138,7 @@ func (r *run) planPackages(ctx context.Context, c *composed, absent bool) error 
 // process's step in check mode, which plans it from the triggers those checks report; a
 // real run leaves the processes to their turns and contacts no systemd here. On an error
 // nothing is held.
-func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed, err error) {
+func (r *run) composePresent(ctx context.Context) (c *composed, err error) {
 	c = &composed{}
 	// Released through held, not c: every error return sets the result c to nil first.
 	held := c
@@ -159,10 +159,10 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 		cp.deferred = pkgChanges && cp.waitsForPackages()
 		c.configs = append(c.configs, cp)
 	}
-	for _, f := range files {
+	for _, f := range r.files {
 		c.files = append(c.files, r.plan(ctx, r.d.Files, f.call))
 	}
-	o := owes(r.order, r.parts, plannedPackages(r.parts.Packages, c.pkg), configsPlanned(c.configs), filesPlanned(files, c.files))
+	o := owes(r.order, r.parts, plannedPackages(r.parts.Packages, c.pkg), configsPlanned(c.configs), filesPlanned(r.files, c.files))
 	c.ahead = &ahead{pkg: o.pkg, configs: o.configs, files: o.files, running: o.running,
 		earlier: map[string]*durable.Pending{}, wrote: map[string]bool{}, written: map[string]durable.Pending{}}
 	records, err := r.plannedRecords(c.ahead)
@@ -178,15 +178,13 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 		r.res.Plan = append(r.res.Plan, prefixed(configStepName(cp.cfg), cp.names())...)
 	}
 	r.res.Plan = append(r.res.Plan, records[2]...)
-	for i, f := range files {
-		if st := c.files[i]; st != nil {
-			r.res.Plan = append(r.res.Plan, prefixed("file "+fileLabel(f), st.Names())...)
-		}
+	for i, f := range r.files {
+		r.res.Plan = append(r.res.Plan, prefixed("file "+fileLabel(f), c.files[i].Names())...)
 	}
 	// Without a process nothing syncs the manager: the service does, once (present).
 	c.reload = len(r.order) == 0 && (unitFilesChange(c.pkg, c.configs, c.files) || r.syncDue())
 	if r.req.CheckMode {
-		if err := r.checkPresent(ctx, c, files); err != nil {
+		if err := r.checkPresent(ctx, c); err != nil {
 			return nil, err
 		}
 	}
@@ -200,7 +198,7 @@ func (r *run) composePresent(ctx context.Context, files []fileStep) (c *composed
 // and files' checks (each reports its held plan), then each process's step in check mode, planned
 // from the triggers those checks report, as a real run plans it from its steps' results.
 // A failure stops the service there, as in a real run.
-func (r *run) checkPresent(ctx context.Context, c *composed, files []fileStep) error {
+func (r *run) checkPresent(ctx context.Context, c *composed) error {
 	if c.pkg != nil {
 		st := c.pkg
 		c.pkg = nil // runs now
@@ -217,7 +215,7 @@ func (r *run) checkPresent(ctx context.Context, c *composed, files []fileStep) e
 			return err
 		}
 	}
-	for i, f := range files {
+	for i, f := range r.files {
 		st := c.files[i]
 		c.files[i] = nil // runs now
 		out, err := r.apply(ctx, r.d.Files, st, "file "+fileLabel(f), f.call)
@@ -228,15 +226,15 @@ func (r *run) checkPresent(ctx context.Context, c *composed, files []fileStep) e
 		}
 	}
 	pkgRes, _ := r.res.Packages.(map[string]any)
-	return r.processes(ctx, pkgRes, files)
+	return r.processes(ctx, pkgRes)
 }
 
 // processes runs each process's step in order, planned at its turn from the triggers the
 // steps before it report (pkgRes, r.res.Configs, r.res.Files), wired by name or by the
 // default wiring, and puts the plan it carried out (its result's plan; in check mode the
 // plan it reports) at its place in the service's plan.
-func (r *run) processes(ctx context.Context, pkgRes map[string]any, files []fileStep) error {
-	out := merged(packageOutcomes(r.parts.Packages, pkgRes), configOutcomes(r.configs, r.res.Configs), fileOutcomes(files, r.res.Files))
+func (r *run) processes(ctx context.Context, pkgRes map[string]any) error {
+	out := merged(packageOutcomes(r.parts.Packages, pkgRes), configOutcomes(r.configs, r.res.Configs), fileOutcomes(r.files, r.res.Files))
 	for _, proc := range r.order {
 		restart, reload := r.triggers(proc, out)
 		args := processArgs(proc)

@@ -9,7 +9,6 @@ import (
 )
 
 func (r *run) present(ctx context.Context) (err error) {
-	files := r.files
 	// The files are written without a manager reload of their own, and the packages step
 	// may leave one needed: the first process step reloads. Without a process nothing
 	// would, and the unit files on disk would not be the ones systemd runs
@@ -30,7 +29,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	}()
 	// The plan reads only: check mode reports it (with the processes' plans forecast), a
 	// real run records what the processes owe and carries it out.
-	plan, err := r.composePresent(ctx, files)
+	plan, err := r.composePresent(ctx)
 	if err != nil {
 		return err
 	}
@@ -120,7 +119,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	}
 	// What the files step has recorded per unit: ahead, then for changes it missed.
 	filesRecorded := maps.Clone(ahead.files)
-	for i, f := range files {
+	for i, f := range r.files {
 		out, err := r.apply(ctx, r.d.Files, plan.files[i], "file "+fileLabel(f), f.call)
 		plan.files[i] = nil // ran
 		out["item"] = f.item
@@ -141,7 +140,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	// failed step before it stopped the run) owes nothing: what was recorded ahead for it
 	// is withdrawn, also when the run fails, down to what the packages, the configs and
 	// the written files owe.
-	fileDue := dueFrom(r.order, r.parts, fileOutcomes(files, r.res.Files))
+	fileDue := dueFrom(r.order, r.parts, fileOutcomes(r.files, r.res.Files))
 	r.withdraw(ahead, ahead.files, func(u string) reaction.Kind {
 		return reaction.Stronger(pkgDue[u], cfgDue[u], fileDue[u])
 	})
@@ -150,5 +149,5 @@ func (r *run) present(ctx context.Context) (err error) {
 	}
 	// Each process is planned at its turn, under its unit's lock, from the triggers the
 	// steps before it report, and that plan is carried out at once (package doc).
-	return r.processes(ctx, pkgRes, files)
+	return r.processes(ctx, pkgRes)
 }
