@@ -4,34 +4,64 @@
 
 DOCUMENTATION = r"""
 module: service
-short_description: One whole service - packages, owned unit files and drop-ins, processes - in one task
+short_description: One whole service - packages, configs, owned unit files and drop-ins, processes - in one task
 version_added: "0.2.0"
 description:
   - Puts one service into its state in one task and one process on the target, the way the
-    richt.services.service role declares it - binaries (I(packages)), then configs
-    (I(units), I(dropins)), then processes (I(processes)) - or removes it.
-  - Each step is the run of one of the collection's other modules, made in process -
-    richt.services.rpm_exact for the packages (one set, one DNF transaction),
-    richt.services.unit_override for each unit file and drop-in (without a manager reload of
-    its own), richt.services.systemd_lifecycle for each process in order (the first that
-    needs it reloads systemd's manager once). Each step's result is the one that module gives
-    on its own, under I(packages), I(files) and I(processes).
-  - What one step changed reaches the next as the role wires it - a package change restarts
-    every process of the service, unless the package's own scriptlet already restarted it
-    after the transaction had put its files in place; a changed unit file or drop-in of a
-    unit restarts that unit's process, or reloads it when the drop-in says I(reload); restart
-    beats reload, reloads merge, and a process that had to be started gets nothing more.
+    richt.services.service role declares it - binaries (I(packages)), then the files its
+    daemons read (I(configs)), then owned unit files and drop-ins (I(units), I(dropins)),
+    then processes (I(processes)) - or removes it.
+  - Each step is made in process, with the rules of the collection's module for it -
+    richt.services.rpm_exact for the packages (one set, one DNF transaction), the configs
+    written by the service itself, richt.services.unit_override for each unit file and
+    drop-in (without a manager reload of its own), richt.services.systemd_lifecycle for each
+    process in order (the first that needs it reloads systemd's manager once). Each step's
+    result is under I(packages), I(configs), I(files) and I(processes).
+  - "Configs are written after the packages step, so a directory a package installs exists,
+    and before the unit files: atomically, with the final mode and owner from creation,
+    never through a symbolic link, and never into a directory that others can write. Every
+    directory above a config must be owned by root or by the config's own I(owner), and may
+    be group-writable only when its group is root or the config's I(group) (so Debian's
+    C(/etc/redis), redis:redis 2770, holds a config owned by redis); a directory writable by
+    others is refused, naming it. A missing directory fails the step naming it; none is
+    created."
+  - A config's I(validate) runs on the new content, beside the file with its final mode and
+    owner, before it replaces the old one. When it fails, the task fails naming the config
+    and the validator's output, and nothing changes - not that file, not any file after it,
+    no reaction.
+  - "A process names what it reacts to with I(restart_on) and I(reload_on): references to
+    the service's own parts (C(package:NAME), C(config:NAME), C(unit:UNIT),
+    C(dropin:UNIT/NAME)) and, as in richt.services.systemd_lifecycle, registered results,
+    booleans or mappings of names to those, for changes made by tasks outside the service.
+    What a process declares is the whole truth: an unrelated change gets no reaction. An
+    unknown reference, or one part in both lists, is refused before anything is done."
+  - "A process that declares neither gets the default wiring: a package change restarts
+    every process of the service (unless the package's own scriptlet already restarted it
+    after the transaction had put its files in place); a changed config restarts every
+    running process of the service; a changed unit file or drop-in of a unit restarts that
+    unit's process, or reloads it when the drop-in says I(reload)."
+  - "Why a config restarts by default: the service cannot tell which process reads which
+    file, and a changed config that nothing reacts to would leave the daemon on its old
+    configuration while the task reports the change. Restart is the one reaction every unit
+    supports; a reload needs a reload-capable unit, which a process that names no reaction
+    never promised. Name I(reload_on) (C(config:NAME)) to reload instead, or name the
+    reactions to restart only for some of the parts."
+  - Restart beats reload, reloads merge, and a process that had to be started gets nothing
+    more. A process with I(reload_on) needs a reload-capable unit; a reload is never turned
+    into a restart.
   - Before any step changes anything, the reaction each running process will owe for what
-    the packages and files steps are about to change (decided from the RPM database and the
-    files, reading only) is recorded on the target; a run killed between its steps leaves it
-    for the next run, which carries it out.
+    the packages, configs and files steps are about to change (decided from the RPM database
+    and the files, reading only) is recorded on the target; a run killed between its steps
+    leaves it for the next run, which carries it out once.
   - A service with unit files or drop-ins and no processes reloads systemd's manager once at
     its end when any of them changed.
-  - With I(state=absent) the processes are stopped and disabled (reverse order; a missing
-    unit is fine), the unit files and drop-ins removed, the packages removed, and systemd's
-    manager reloaded once when anything was removed. A removal that would also remove
-    installed packages outside I(packages) (they require one of them) is refused before
-    anything changes, naming them, unless I(remove_dependents) is true.
+  - With I(state=absent) the order is reversed - the processes are stopped and disabled
+    (reverse order; a missing unit is fine), the unit files and drop-ins removed, exactly the
+    declared configs removed (their paths only; a C(.rpmsave) or any other file beside them
+    stays), the packages removed, and systemd's manager reloaded once when anything was
+    removed. A removal that would also remove installed packages outside I(packages) (they
+    require one of them) is refused before anything changes, naming them, unless
+    I(remove_dependents) is true.
   - The first step that fails ends the task; I(failed_step) names it, and the results of
     the steps before it say what they did.
 options:
@@ -316,18 +346,80 @@ EXAMPLES = r"""
         enabled: true
         timeout: 20s
 
-- name: Remove it
+# nginx (Type=forking, ExecReload=nginx -s reload): a changed config reloads it, a new
+# package build restarts it. The main config is validated before it replaces the old one;
+# its include path is absolute, so nginx -t reads conf.d from the temporary file's place.
+# The site snippet has no validate: nginx -t -c on a lone server block always fails
+# ("server directive is not allowed here"). See playbooks/nginx.yml.
+- name: nginx with its configuration, reloaded on a config change
   richt.services.service:
-    name: demo
+    name: nginx
+    packages:
+      - name: nginx
+        version: "1:1.26.3-1.el10.x86_64"
+    configs:
+      - name: main
+        path: /etc/nginx/nginx.conf
+        validate: /usr/sbin/nginx -t -q -c %s
+        content: |
+          pid /run/nginx.pid;
+          events {}
+          http {
+              include /etc/nginx/conf.d/*.conf;
+          }
+      - name: site
+        path: /etc/nginx/conf.d/site.conf
+        content: |
+          server {
+              listen 80;
+              location / { return 200 "hello\n"; }
+          }
+    processes:
+      - unit: nginx.service
+        enabled: true
+        restart_on: ["package:nginx"]
+        reload_on: ["config:main", "config:site"]
+        health:
+          http: "http://127.0.0.1/"
+
+# redis (Type=notify, no ExecReload): it cannot reload, so its config restarts it. Only
+# what is named reacts: the config and the package.
+- name: redis, restarted when its config or its package changes
+  richt.services.service:
+    name: redis
+    packages:
+      - name: redis
+    configs:
+      - name: main
+        path: /etc/redis/redis.conf
+        owner: redis
+        group: root
+        mode: "0640"
+        content: |
+          bind 127.0.0.1 -::1
+          port 6379
+          supervised systemd
+          dir /var/lib/redis
+    processes:
+      - unit: redis.service
+        enabled: true
+        restart_on: ["package:redis", "config:main"]
+        health:
+          tcp: "127.0.0.1:6379"
+
+- name: Remove nginx, exactly its declared configs included
+  richt.services.service:
+    name: nginx
     state: absent
     packages:
-      - name: demo
-    dropins:
-      - unit: demo.service
-        name: 10-reload.conf
-        content: ""
+      - name: nginx
+    configs:
+      - name: main
+        path: /etc/nginx/nginx.conf
+      - name: site
+        path: /etc/nginx/conf.d/site.conf
     processes:
-      - unit: demo.service
+      - unit: nginx.service
 """
 
 RETURN = r"""
