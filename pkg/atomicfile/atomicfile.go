@@ -108,6 +108,10 @@ func (t *Temp) Discard() error {
 	return nil
 }
 
+// TempPrefix is tempPrefix for a caller that creates the temporary file itself (through a
+// directory it holds open), so that a killed run's leftover is Stale all the same.
+func TempPrefix(path string) string { return tempPrefix(path) }
+
 // tempPrefix is the start of the name of every temporary file Write creates for path;
 // os.CreateTemp appends a random decimal number.
 func tempPrefix(path string) string { return "." + filepath.Base(path) + ".richt-" }

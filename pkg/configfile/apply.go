@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"reflect"
 	"strings"
 
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/rootpath"
-	"github.com/richt/services/pkg/safefile"
 )
 
 // ErrValidation is in the chain of the error of a write whose validator refused the new
@@ -58,9 +58,17 @@ func (d Deps) Apply(ctx context.Context, p Plan) (*Result, error) {
 	}
 	res := p.Result()
 	res.Changed = false
+	var place *dir
+	if p.Changed() {
+		// The directory as it is now, held open: every change goes through it.
+		if place, err = openDir(d.Root, w, p.File); err != nil {
+			return res, err
+		}
+		defer place.close()
+	}
 	full := rootpath.Join(d.Root, w.Path)
 	for _, s := range p.Steps {
-		if err := d.carry(ctx, p, s, full); err != nil {
+		if err := d.carry(ctx, p, s, full, place); err != nil {
 			if moved(s, err, full) {
 				res.Changed = true // replaced or removed, not yet durable
 			}
@@ -89,55 +97,57 @@ func moved(s Step, err error, full string) bool {
 	return false
 }
 
-// carry carries out one step of plan p on full, the path below Deps.Root.
-func (d Deps) carry(ctx context.Context, p Plan, s Step, full string) error {
+// carry carries out one step of plan p: the stale files' removal on full, the path below
+// Deps.Root; every change of the file through place, its directory held open.
+func (d Deps) carry(ctx context.Context, p Plan, s Step, full string, place *dir) error {
 	w := p.Want
+	base := path.Base(w.Path)
 	switch s {
 	case StepRemoveStale:
 		_, err := atomicfile.RemoveStale(full)
 		return err
 	case StepWrite:
-		return d.write(ctx, w, full)
+		return d.write(ctx, w, place)
 	case StepChown:
-		return safefile.Chown(full, w.Mode&p.File.Mode, w.UID, w.GID)
+		return place.chown(base, w.Mode&p.File.Mode, w.UID, w.GID)
 	case StepChmod:
-		return safefile.Chmod(full, w.Mode)
+		return place.chmod(base, w.Mode)
 	case StepRemove:
-		if err := d.beforeReplace(full); err != nil {
+		if err := d.beforeReplace(w.Path); err != nil {
 			return err
 		}
-		return atomicfile.Remove(full)
+		return place.remove(base)
 	}
 	return fmt.Errorf("unknown step %q", s)
 }
 
-// write puts the content beside full with its final attributes, has the validator check
-// it there, and only then renames it into place. Whatever fails before the rename removes
-// the temporary file and leaves full as it was.
-func (d Deps) write(ctx context.Context, w Want, full string) (err error) {
-	tmp, err := atomicfile.Create(full, w.Content, atomicfile.Options{Mode: w.Mode, UID: w.UID, GID: w.GID})
+// write puts the content beside the path with its final attributes, has the validator
+// check it there, and only then renames it into place, once the temporary file is proven
+// still the one written (before the validator and right before the rename: the config's
+// owner may write the directory). Whatever fails before the rename removes the temporary
+// file and leaves the path as it was.
+func (d Deps) write(ctx context.Context, w Want, place *dir) (err error) {
+	tmp, err := place.create(w)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s %w: %w", w.Path, atomicfile.ErrNotReplaced, err)
 	}
-	replacing := false
 	defer func() {
-		if !replacing {
-			if derr := tmp.Discard(); derr != nil {
-				err = fmt.Errorf("%w (and %w)", err, derr)
-			}
+		if derr := tmp.discard(); derr != nil {
+			err = fmt.Errorf("%w (and %w)", err, derr)
 		}
 	}()
 	if len(w.Validate) > 0 {
-		if err := d.validate(ctx, w, tmp.Name()); err != nil {
-			return fmt.Errorf("%s %w: %w", full, atomicfile.ErrNotReplaced, err)
+		if err := tmp.same(); err != nil {
+			return fmt.Errorf("%s %w: %w", w.Path, atomicfile.ErrNotReplaced, err)
+		}
+		if err := d.validate(ctx, w, tmp.full()); err != nil {
+			return fmt.Errorf("%s %w: %w", w.Path, atomicfile.ErrNotReplaced, err)
 		}
 	}
-	if err := d.beforeReplace(full); err != nil {
+	if err := d.beforeReplace(w.Path); err != nil {
 		return err
 	}
-	// Replace removes the temporary file itself when the rename fails.
-	replacing = true
-	return tmp.Replace()
+	return tmp.replace(w.Path, path.Base(w.Path))
 }
 
 // validate runs the validator on the new content at tmp, under ctx (the step's deadline).
@@ -165,13 +175,13 @@ func (d Deps) validate(ctx context.Context, w Want, tmp string) error {
 	return fmt.Errorf("%w: %q exited %d: %s", ErrValidation, argv, res.ExitCode, out)
 }
 
-// beforeReplace runs Deps.BeforeReplace; its failure leaves full as it was.
-func (d Deps) beforeReplace(full string) error {
+// beforeReplace runs Deps.BeforeReplace; its failure leaves p as it was.
+func (d Deps) beforeReplace(p string) error {
 	if d.BeforeReplace == nil {
 		return nil
 	}
 	if err := d.BeforeReplace(); err != nil {
-		return fmt.Errorf("%s %w: %w", full, atomicfile.ErrNotReplaced, err)
+		return fmt.Errorf("%s %w: %w", p, atomicfile.ErrNotReplaced, err)
 	}
 	return nil
 }

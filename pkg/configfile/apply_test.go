@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,7 +159,7 @@ func TestAbsentRemovesExactlyThePath(t *testing.T) {
 }
 
 // The places a config is never written: through a link at the path or above it, into a
-// directory someone other than root can write, into a directory that does not exist.
+// directory that does not exist (an untrusted directory: TestDirectoryTrust).
 // Each is refused at Plan naming the place, with nothing written.
 func TestRefusedPlaces(t *testing.T) {
 	needsRoot(t)
@@ -179,15 +180,6 @@ func TestRefusedPlaces(t *testing.T) {
 			require.NoError(t, os.RemoveAll(filepath.Join(root, "etc/app")))
 			require.NoError(t, os.Symlink(elsewhere, filepath.Join(root, "etc/app")))
 		}, false, "/etc/app is a symbolic link"},
-		{"directory writable by others", func(t *testing.T, root string) {
-			require.NoError(t, os.Chmod(filepath.Join(root, "etc/app"), 0o777))
-		}, false, "/etc/app is writable by group or others (mode 0777)"},
-		{"sticky directory writable by all", func(t *testing.T, root string) {
-			require.NoError(t, os.Chmod(filepath.Join(root, "etc"), 0o777|os.ModeSticky))
-		}, false, "/etc is writable by group or others (mode 1777)"},
-		{"directory of another user", func(t *testing.T, root string) {
-			require.NoError(t, os.Chown(filepath.Join(root, "etc/app"), 1, 1))
-		}, false, "/etc/app is owned by uid 1"},
 		{"missing directory", func(t *testing.T, root string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(root, "etc/app")))
 		}, false, "the directory /etc/app does not exist; directories are not created"},
@@ -256,4 +248,148 @@ func TestApplyDecidesAgainWhenThePathMovedSinceThePlan(t *testing.T) {
 	assert.ErrorContains(t, err, "/etc/app is a symbolic link")
 	entries, _ := os.ReadDir(elsewhere)
 	assert.Empty(t, entries, "nothing written through the link")
+}
+
+// A config's directories are trusted when owned by root or the config's owner, writable by
+// group only for group root or the config's group, and never writable by others (sticky
+// or not): the shapes Debian's and EL's /etc/redis have are written into, with the config's
+// owner from creation; any other is refused at Plan naming the directory, its owner and
+// mode and what is accepted, with nothing written. The config here is daemon's (uid and
+// gid 1).
+func TestDirectoryTrust(t *testing.T) {
+	needsRoot(t)
+	for _, c := range []struct {
+		name        string
+		dir         string // below root: etc or etc/app
+		uid, gid    int
+		mode        os.FileMode
+		untrustedBy string // "": written
+	}{
+		{"root's, 0755", "etc/app", 0, 0, 0o755, ""},
+		{"the owner's, 0750 (EL's /etc/redis)", "etc/app", 1, 0, 0o750, ""},
+		{"the owner's, group-writable by its group, setgid (Debian's /etc/redis)", "etc/app", 1, 1, 0o770 | os.ModeSetgid, ""},
+		{"root's, group-writable by the config's group", "etc/app", 0, 1, 0o775, ""},
+		{"root's, group-writable by group root", "etc", 0, 0, 0o775, ""},
+		{"another user's", "etc/app", 2, 0, 0o755, "/etc/app (owner uid 2, group gid 0, mode 0755) is owned by uid 2"},
+		{"group-writable by another group", "etc/app", 0, 2, 0o775, "/etc/app (owner uid 0, group gid 2, mode 0775) is writable by group gid 2"},
+		{"the owner's, writable by others", "etc/app", 1, 1, 0o757, "/etc/app (owner uid 1, group gid 1, mode 0757) is writable by others"},
+		{"sticky, writable by others", "etc", 0, 0, 0o777 | os.ModeSticky, "/etc (owner uid 0, group gid 0, mode 1777) is writable by others (the sticky bit does not keep them from adding files)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := layOut(t, nil)
+			dir := filepath.Join(root, c.dir)
+			require.NoError(t, os.Chown(dir, c.uid, c.gid))
+			require.NoError(t, os.Chmod(dir, c.mode))
+			cfg := site("")
+			cfg.Owner, cfg.Group, cfg.Mode = "1", "1", 0o640
+			d := Deps{Root: root}
+			plan, err := d.Plan(context.Background(), cfg)
+			full := filepath.Join(root, confPath)
+			if c.untrustedBy != "" {
+				require.Error(t, err)
+				assert.ErrorContains(t, err, `config "site" (/etc/app/site.conf): `+c.untrustedBy)
+				assert.ErrorContains(t, err, "accepted when owned by root or by the config's owner (uid 1), writable by group only for group root or the config's group (gid 1), and never writable by others")
+				assert.ErrorContains(t, err, "nothing was written")
+				assert.Empty(t, plan.Steps)
+				_, err = os.Lstat(full)
+				assert.True(t, os.IsNotExist(err), "no file")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, []Step{StepWrite}, plan.Steps)
+			_, err = d.Apply(context.Background(), plan)
+			require.NoError(t, err)
+			fi, err := os.Lstat(full)
+			require.NoError(t, err)
+			st := fi.Sys().(*syscall.Stat_t)
+			assert.Equal(t, []any{os.FileMode(0o640), 1, 1}, []any{fi.Mode(), int(st.Uid), int(st.Gid)})
+		})
+	}
+}
+
+// In a directory the config's owner can write, the temporary file can be swapped for
+// another between its creation and the rename: the content validated must be the
+// content installed. A swap seen right before the rename (here by BeforeReplace, or by
+// the validator itself) fails the write naming the temporary file, replaces nothing and
+// leaves the swapped-in file alone.
+func TestSwappedTemporaryFileIsNotInstalled(t *testing.T) {
+	needsRoot(t)
+	swap := func(t *testing.T, root string) {
+		t.Helper()
+		tmps, err := filepath.Glob(filepath.Join(root, "etc/app/.site.conf.richt-*"))
+		require.NoError(t, err)
+		require.Len(t, tmps, 1)
+		require.NoError(t, os.Remove(tmps[0]))
+		require.NoError(t, os.WriteFile(tmps[0], []byte("listen 80\nrequirepass \"\"\n"), 0o644))
+	}
+	for _, by := range []string{"BeforeReplace", "validator"} {
+		t.Run(by, func(t *testing.T) {
+			root := layOut(t, &onDisk{content: "old\n", mode: 0o644})
+			require.NoError(t, os.Chown(filepath.Join(root, "etc/app"), 1, 1))
+			d := Deps{Root: root, Runner: runnerFunc(func([]string) int { return 0 })}
+			if by == "BeforeReplace" {
+				d.BeforeReplace = func() error { swap(t, root); return nil }
+			} else {
+				d.Runner = runnerFunc(func([]string) int { swap(t, root); return 0 })
+			}
+			cfg := site("check %s")
+			cfg.Owner = "1"
+			plan, err := d.Plan(context.Background(), cfg)
+			require.NoError(t, err)
+			res, err := d.Apply(context.Background(), plan)
+			require.Error(t, err)
+			assert.Regexp(t, `config "site" \(/etc/app/site.conf\): .*/etc/app/\.site\.conf\.richt-[0-9]+ was replaced while being written`, err.Error())
+			assert.ErrorIs(t, err, atomicfile.ErrNotReplaced)
+			assert.False(t, res.Changed)
+			got, rerr := os.ReadFile(filepath.Join(root, confPath))
+			require.NoError(t, rerr)
+			assert.Equal(t, "old\n", string(got), "nothing installed")
+			tmps, _ := filepath.Glob(filepath.Join(root, "etc/app/.site.conf.richt-*"))
+			assert.Len(t, tmps, 1, "the swapped-in file is not ours to remove")
+		})
+	}
+}
+
+// openDir, the directory Apply changes the file through, refuses what Decide refuses, on
+// the directories it opened: a link (not followed), a missing directory, an untrusted one.
+func TestOpenDirRefusesWhatDecideRefuses(t *testing.T) {
+	needsRoot(t)
+	w := Want{Name: "site", Path: confPath, Present: true, UID: 1, GID: 1}
+	for _, c := range []struct {
+		name    string
+		arrange func(t *testing.T, root string)
+		err     string
+	}{
+		{"link", func(t *testing.T, root string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "etc/app")))
+			require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(root, "etc/app")))
+		}, "/etc/app is a symbolic link"},
+		{"missing", func(t *testing.T, root string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "etc/app")))
+		}, "the directory /etc/app does not exist"},
+		{"a file", func(t *testing.T, root string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "etc/app")))
+			require.NoError(t, os.WriteFile(filepath.Join(root, "etc/app"), nil, 0o644))
+		}, "/etc/app exists and is not a directory"},
+		{"untrusted", func(t *testing.T, root string) {
+			require.NoError(t, os.Chown(filepath.Join(root, "etc"), 2, 0))
+		}, "/etc (owner uid 2, group gid 0, mode 0755) is owned by uid 2"},
+		{"trusted", func(t *testing.T, root string) {
+			require.NoError(t, os.Chown(filepath.Join(root, "etc/app"), 1, 1))
+			require.NoError(t, os.Chmod(filepath.Join(root, "etc/app"), 0o770|os.ModeSetgid))
+		}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := layOut(t, nil)
+			c.arrange(t, root)
+			d, err := openDir(root, w, File{})
+			if c.err == "" {
+				require.NoError(t, err)
+				assert.Equal(t, "/etc/app", d.path)
+				d.close()
+				return
+			}
+			assert.ErrorContains(t, err, `config "site" (/etc/app/site.conf): `+c.err)
+		})
+	}
 }

@@ -1,13 +1,21 @@
 // Package configfile owns one config file a service reads (the service module's configs,
 // issue 31): written atomically with its final mode and owner from creation, checked by an
 // optional validator before it replaces the old content, never through a link, never in a
-// directory someone other than root can write, never into a directory it would have to
-// invent, and removed (state absent) as exactly its path and nothing beside it.
+// directory someone other than root, the config's owner and its group can write (a
+// daemon's own directory, as Debian's /etc/redis redis:redis 2770, is trusted; one others
+// can write never is), never into a directory it would have to invent, and removed (state
+// absent) as exactly its path and nothing beside it.
+//
+// Since the config's owner may write its directory, Apply changes the file only through
+// the directory opened from the root without following a link and checked again on what
+// it opened, creates the temporary file exclusively there, and renames it only while its
+// name still holds the file it wrote (device and inode, checked before the validator and
+// right before the rename): the content validated is the content installed.
 //
 // A run is [Deps.Plan] (the parameters checked, owner and group resolved through NSS,
 // [Observe] of the file and every directory above it, then the pure [Decide]; reads only)
 // → [Deps.Apply] (the plan's steps in order), or the plan alone in check mode. The rules it
-// shares with unit_override (which directory is insecure, which mode is refused, how the
+// shares with unit_override (which directory is trusted, which mode is refused, how the
 // owner is resolved, how the diff hides a sensitive file) live in package safefile, the
 // temporary file's name and the rename in package atomicfile.
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/rootpath"
 	"github.com/richt/services/pkg/safefile"
@@ -72,19 +73,50 @@ func refusal(w Want, f File) error {
 	for _, d := range f.Dirs {
 		switch {
 		case d.Link:
-			return fmt.Errorf("%s: %s is a symbolic link: a config is never written or removed through a link; give the path it leads to, or replace the link with a directory; nothing was written", label(w.Name, w.Path), d.Path)
+			return linkErr(w, d.Path, "replace the link with a directory")
 		case !d.Exists:
 			if !w.Present {
 				return nil // nothing below it to remove
 			}
-			return fmt.Errorf("%s: the directory %s does not exist; directories are not created for a config: install the package that owns it first, or create it in an earlier task; nothing was written", label(w.Name, w.Path), d.Path)
+			return missingDirErr(w, d.Path)
 		}
-		if why := d.Insecure(); why != "" {
-			return fmt.Errorf("%s: %s is %s: anyone who can write it can replace the config root's daemon reads; make it root's and not writable by group or others (chown root:root %s; chmod go-w %s); nothing was written", label(w.Name, w.Path), d.Path, why, d.Path, d.Path)
+		if err := untrusted(w, f, d); err != nil {
+			return err
 		}
 	}
 	if f.Link {
-		return fmt.Errorf("%s: %s is a symbolic link: a config is never written or removed through a link; give the path it leads to, or remove the link; nothing was written", label(w.Name, w.Path), w.Path)
+		return linkErr(w, w.Path, "remove the link")
 	}
 	return nil
+}
+
+// linkErr refuses the link at p (the config's path or a directory above it).
+func linkErr(w Want, p, fix string) error {
+	return fmt.Errorf("%s: %s is a symbolic link: a config is never written or removed through a link; give the path it leads to, or %s; nothing was written", label(w.Name, w.Path), p, fix)
+}
+
+// missingDirErr refuses the missing directory p above a config that is wanted.
+func missingDirErr(w Want, p string) error {
+	return fmt.Errorf("%s: the directory %s does not exist; directories are not created for a config: install the package that owns it first, or create it in an earlier task; nothing was written", label(w.Name, w.Path), p)
+}
+
+// untrusted refuses a directory d above the config that someone other than root, the
+// config's owner and its group can write (safefile.Dir.Untrusted), naming it, its owner
+// and mode, and what is accepted. The ids trusted are the wanted ones; for a removal,
+// which resolves none, the file's own, and a file that is not there trusts no directory
+// it would need: there is nothing to remove.
+func untrusted(w Want, f File, d safefile.Dir) error {
+	uid, gid := w.UID, w.GID
+	if !w.Present {
+		if !f.Exists {
+			return nil
+		}
+		uid, gid = f.UID, f.GID
+	}
+	why := d.Untrusted(uid, gid)
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: %s (owner uid %d, group gid %d, mode %04o) is %s: whoever can write it can replace the config the daemon reads; a config's directory is accepted when owned by root or by the config's owner (uid %d), writable by group only for group root or the config's group (gid %d), and never writable by others; nothing was written",
+		label(w.Name, w.Path), d.Path, d.UID, d.GID, ansible.UnixMode(d.Mode), why, uid, gid)
 }

@@ -17,9 +17,9 @@ type Dir struct {
 	Exists bool
 	// Link: Path is a symbolic link. Lstat reads nothing more; Stat reads what it leads to.
 	Link bool
-	// Mode and UID are those of the directory (of what a link leads to, for Stat).
-	Mode os.FileMode
-	UID  int
+	// Mode, UID and GID are those of the directory (of what a link leads to, for Stat).
+	Mode     os.FileMode
+	UID, GID int
 }
 
 // Insecure says why the directory lets someone other than root change what it holds
@@ -33,6 +33,41 @@ func (d Dir) Insecure() string {
 		why = append(why, fmt.Sprintf("writable by group or others (mode %04o)", ansible.UnixMode(d.Mode)))
 	}
 	return strings.Join(why, " and ")
+}
+
+// Untrusted says why the directory lets someone other than root, uid and gid (a config's
+// owner and group) change what it holds, or "". It is the rule for a config's
+// directories, not for a unit file's (Insecure): a daemon's own directory may be its
+// user's (Debian's /etc/redis is redis:redis 2770, EL's redis:root 0750), and what its
+// user can change there it can change in the config itself. Others never: a directory
+// writable by others is untrusted with the sticky bit too, which keeps them from
+// replacing files but not from adding them.
+func (d Dir) Untrusted(uid, gid int) string {
+	var why []string
+	if d.UID != 0 && d.UID != uid {
+		why = append(why, fmt.Sprintf("owned by uid %d", d.UID))
+	}
+	if d.Mode&0o020 != 0 && d.GID != 0 && d.GID != gid {
+		why = append(why, fmt.Sprintf("writable by group gid %d", d.GID))
+	}
+	if d.Mode&0o002 != 0 {
+		others := "writable by others"
+		if d.Mode&os.ModeSticky != 0 {
+			others += " (the sticky bit does not keep them from adding files)"
+		}
+		why = append(why, others)
+	}
+	return strings.Join(why, " and ")
+}
+
+// DirOf is the directory fi describes (found by Stat or through an open descriptor),
+// named name.
+func DirOf(name string, fi os.FileInfo) Dir {
+	d := Dir{Path: name, Exists: true, Mode: Perm(fi)}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		d.UID, d.GID = int(st.Uid), int(st.Gid)
+	}
+	return d
 }
 
 // Lstat observes the directory full (named name in messages) without following a link:
@@ -64,10 +99,9 @@ func observeDir(full, name string, follow bool) (Dir, error) {
 	if !fi.IsDir() {
 		return d, fmt.Errorf("%s exists and is not a directory (%s); remove it", name, fi.Mode().Type())
 	}
-	d.Exists, d.Mode = true, Perm(fi)
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		d.UID = int(st.Uid)
-	}
+	link := d.Link
+	d = DirOf(name, fi)
+	d.Link = link
 	return d, nil
 }
 

@@ -3,6 +3,7 @@ package safefile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 )
@@ -29,7 +30,20 @@ func ReadFile(full string) (File, error) {
 	if !fi.Mode().IsRegular() {
 		return File{}, fmt.Errorf("%s exists and is not a regular file (%s); remove it or choose another name", full, fi.Mode().Type())
 	}
-	data, err := os.ReadFile(full)
+	// Read what was inspected: a link or a FIFO put at full since (by whoever can write
+	// its directory: a config's may be its daemon's) is refused, not read or waited on.
+	fh, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return File{}, fmt.Errorf("read %s: %w", full, err)
+	}
+	defer fh.Close()
+	if fi, err = fh.Stat(); err != nil {
+		return File{}, fmt.Errorf("inspect %s: %w", full, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return File{}, fmt.Errorf("%s exists and is not a regular file (%s); remove it or choose another name", full, fi.Mode().Type())
+	}
+	data, err := io.ReadAll(fh)
 	if err != nil {
 		return File{}, fmt.Errorf("read %s: %w", full, err)
 	}

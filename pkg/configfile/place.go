@@ -1,0 +1,271 @@
+package configfile
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/rootpath"
+	"github.com/richt/services/pkg/safefile"
+)
+
+// dir is a config's directory, opened from the root one component at a time without
+// following a link, each component checked by the config's trust rule (untrusted) on the
+// directory actually opened. Apply changes the file only through it: a directory the
+// config's owner can write (the daemon's own, as Debian's /etc/redis) may have a
+// directory renamed or replaced by a link between the observation and the change, and a
+// path looked up again would then lead elsewhere.
+type dir struct {
+	f *os.File
+	// path is the directory on the target, for messages; full is it below Deps.Root.
+	path, full string
+}
+
+// openDir opens the directory of w.Path below root; f is the config's file as observed
+// (a removal trusts its owner). Its errors are the refusals Decide gives for the same
+// place: nothing has been changed.
+func openDir(root string, w Want, f File) (_ *dir, err error) {
+	fd, err := unix.Open(rootpath.Join(root, "/"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open /: %w", label(w.Name, w.Path), err)
+	}
+	d := &dir{f: os.NewFile(uintptr(fd), "/"), path: "/", full: rootpath.Join(root, "/")}
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	if err := d.trusted(w, f); err != nil {
+		return nil, err
+	}
+	for _, name := range strings.Split(strings.Trim(path.Dir(w.Path), "/"), "/") {
+		if name == "" {
+			continue
+		}
+		next := path.Join(d.path, name)
+		nfd, err := unix.Openat(d.fd(), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, d.openErr(w, name, next, err)
+		}
+		d.close()
+		d.f, d.path, d.full = os.NewFile(uintptr(nfd), next), next, rootpath.Join(root, next)
+		if err := d.trusted(w, f); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// openErr is the refusal for a component name of d that openat could not open as a
+// directory without following a link.
+func (d *dir) openErr(w Want, name, next string, err error) error {
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return missingDirErr(w, next)
+	case errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+		var st unix.Stat_t
+		if serr := unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return linkErr(w, next, "replace the link with a directory")
+		}
+		return fmt.Errorf("%s: %s exists and is not a directory; nothing was written", label(w.Name, w.Path), next)
+	}
+	return fmt.Errorf("%s: open %s: %w", label(w.Name, w.Path), next, err)
+}
+
+// trusted applies the config's trust rule to the directory open in d.
+func (d *dir) trusted(w Want, f File) error {
+	fi, err := d.f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s: inspect %s: %w", label(w.Name, w.Path), d.path, err)
+	}
+	return untrusted(w, f, safefile.DirOf(d.path, fi))
+}
+
+func (d *dir) fd() int { return int(d.f.Fd()) }
+
+func (d *dir) close() { _ = d.f.Close() }
+
+// sync makes renames and removals in the directory durable.
+func (d *dir) sync() error {
+	if err := d.f.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// open opens the regular file base in d for its attributes, never through a link and
+// never blocking on what is not a regular file.
+func (d *dir) open(base string) (*os.File, error) {
+	p := path.Join(d.path, base)
+	fd, err := unix.Openat(d.fd(), base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s without following a link: %w", p, err)
+	}
+	f := os.NewFile(uintptr(fd), p)
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("not a regular file (%s) any more", fi.Mode().Type())
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("inspect %s: %w", p, err)
+	}
+	return f, nil
+}
+
+// chown gives base uid and gid after narrowing its mode to narrow, as safefile.Chown does,
+// through the file it opened.
+func (d *dir) chown(base string, narrow os.FileMode, uid, gid int) error {
+	f, err := d.open(base)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Chmod(narrow); err != nil {
+		return fmt.Errorf("set mode of %s: %w", f.Name(), err)
+	}
+	if err := f.Chown(uid, gid); err != nil {
+		return fmt.Errorf("set owner of %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// chmod sets base's mode through the file it opened.
+func (d *dir) chmod(base string, mode os.FileMode) error {
+	f, err := d.open(base)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("set mode of %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// remove removes base (absent is fine; a link is removed, not followed) and syncs d. An
+// error before the removal wraps atomicfile.ErrNotReplaced.
+func (d *dir) remove(base string) error {
+	p := path.Join(d.path, base)
+	if err := unix.Unlinkat(d.fd(), base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("%s %w: remove: %w", p, atomicfile.ErrNotReplaced, err)
+	}
+	return d.sync()
+}
+
+// temp is a config's new content beside it in d, complete with its final attributes, and
+// held open: the file this run created, told from any other put at its name since by
+// device and inode (an open file's inode is not reused).
+type temp struct {
+	d    *dir
+	name string
+	f    *os.File
+	// done: discarded or renamed; the descriptor is closed.
+	done bool
+}
+
+// create writes w's content to a new temporary file in d, named as atomicfile names a
+// path's (a killed run's leftover is Stale): created exclusively and never through a
+// link, given its owner and mode through its descriptor while still empty, written and
+// synced. An error leaves nothing behind.
+func (d *dir) create(w Want) (*temp, error) {
+	prefix := atomicfile.TempPrefix(w.Path)
+	for range 100 {
+		name := prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		fd, err := unix.Openat(d.fd(), name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create temporary file in %s: %w", d.path, err)
+		}
+		t := &temp{d: d, name: name, f: os.NewFile(uintptr(fd), path.Join(d.path, name))}
+		if err := t.fill(w); err != nil {
+			return nil, errors.Join(err, t.discard())
+		}
+		return t, nil
+	}
+	return nil, fmt.Errorf("create temporary file in %s: no free name after 100 tries", d.path)
+}
+
+// fill gives the empty temporary file its owner, then its mode (chown may clear set-id
+// bits), then the content.
+func (t *temp) fill(w Want) error {
+	if err := t.f.Chown(w.UID, w.GID); err != nil {
+		return fmt.Errorf("set owner of %s: %w", t.f.Name(), err)
+	}
+	if err := t.f.Chmod(w.Mode); err != nil {
+		return fmt.Errorf("set mode of %s: %w", t.f.Name(), err)
+	}
+	if _, err := t.f.Write(w.Content); err != nil {
+		return fmt.Errorf("write %s: %w", t.f.Name(), err)
+	}
+	if err := t.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", t.f.Name(), err)
+	}
+	return nil
+}
+
+// full is the temporary file's path below Deps.Root: what the validator reads.
+func (t *temp) full() string { return path.Join(t.d.full, t.name) }
+
+// same refuses a temporary file that is no longer the one create made: its name now
+// holds another file (or none), which whoever can write the directory put there.
+func (t *temp) same() error {
+	var at, own unix.Stat_t
+	err := unix.Fstatat(t.d.fd(), t.name, &at, unix.AT_SYMLINK_NOFOLLOW)
+	if err == nil {
+		err = unix.Fstat(int(t.f.Fd()), &own)
+	}
+	if err == nil && at.Mode&unix.S_IFMT == unix.S_IFREG && at.Dev == own.Dev && at.Ino == own.Ino {
+		return nil
+	}
+	why := "another file is at its name"
+	if err != nil {
+		why = err.Error()
+	}
+	return fmt.Errorf("the temporary file %s was replaced while being written (%s; whoever can write %s can do that): the new content is not installed", t.f.Name(), why, t.d.path)
+}
+
+// replace renames the temporary file over base once more proven the one create made, and
+// syncs the directory. An error before the rename removes the temporary file (when it is
+// still this run's) and wraps atomicfile.ErrNotReplaced, naming target.
+func (t *temp) replace(target, base string) error {
+	if err := t.same(); err != nil {
+		return fmt.Errorf("%s %w: %w", target, atomicfile.ErrNotReplaced, errors.Join(err, t.discard()))
+	}
+	if err := unix.Renameat(t.d.fd(), t.name, t.d.fd(), base); err != nil {
+		return fmt.Errorf("%s %w: rename %s: %w", target, atomicfile.ErrNotReplaced, t.f.Name(), errors.Join(err, t.discard()))
+	}
+	t.done = true
+	_ = t.f.Close()
+	if err := t.d.sync(); err != nil {
+		// Replaced, but the rename may not survive a crash: not "unchanged".
+		return fmt.Errorf("%s replaced, but %w", target, err)
+	}
+	return nil
+}
+
+// discard removes the temporary file if its name still holds it (another file put there
+// is not this run's to remove), and closes it.
+func (t *temp) discard() error {
+	if t.done {
+		return nil
+	}
+	t.done = true
+	defer t.f.Close()
+	if t.same() != nil {
+		return nil
+	}
+	if err := unix.Unlinkat(t.d.fd(), t.name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove temporary file %s: %w", t.f.Name(), err)
+	}
+	return nil
+}
