@@ -150,6 +150,11 @@ func (r *run) composePresent(ctx context.Context) (c *composed, err error) {
 	if err := r.planPackages(ctx, c, false); err != nil {
 		return nil, err
 	}
+	// Before any change: a process that can be reloaded needs a unit that can (a unit
+	// the packages step installs or changes: right after that step, in present).
+	if err := r.checkCapability(ctx, c.pkg, false); err != nil {
+		return nil, err
+	}
 	pkgChanges := c.pkg != nil && !planFailed(c.pkg) && c.pkg.Changes()
 	for _, cfg := range r.configs {
 		cp := r.planConfig(ctx, cfg)

@@ -72,6 +72,11 @@ func (r *run) present(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		// The units the packages step installed or changed are on disk now: a process
+		// that can be reloaded needs one that can, before any config, file or process.
+		if err := r.checkCapability(ctx, nil, true); err != nil {
+			return err
+		}
 	}
 	// Before the configs, stamped now: a restart the package's scriptlet did a moment ago
 	// does not serve what the configs about to be written owe. Each config's write stamps

@@ -153,6 +153,10 @@ type Deps struct {
 	Lock lock.Func
 	// Now reads systemd's clock; nil means stamp.Now.
 	Now func() (stamp.Stamp, error)
+	// Units reads the units' files on the target, for the reload capability a process
+	// that can be reloaded needs, checked before any change (capability.go); nil: the
+	// service does not check it (tests), each process step still does.
+	Units *UnitFiles
 }
 
 // Handler returns the service module's behaviour.
