@@ -23,6 +23,9 @@ type Package struct {
 	Summary string
 	// Files maps absolute paths in the package to their content and mode.
 	Files map[string]File
+	// Dirs are directories the package owns (%dir), such as a daemon's configuration
+	// directory, with their mode and owner: a package removal removes them when empty.
+	Dirs map[string]Dir
 	// Scriptlets by RPM section name without %: "pre", "post", "preun", "postun". rpmbuild
 	// makes each require /bin/sh, which richt-el-base provides in testenv's own images
 	// (for other images, see fixtures.ShellProvider in the fixtures subpackage).
@@ -46,6 +49,37 @@ type Package struct {
 type File struct {
 	Content string
 	Mode    os.FileMode
+	// Config marks a configuration file as EL packages ship them, %config(noreplace): a
+	// copy changed on the host is kept on upgrade (the new one lands as .rpmnew) and
+	// saved as .rpmsave on removal.
+	Config bool
+	// Owner and Group are user and group names (default root); rpm resolves them when it
+	// installs the package, so a user a Debian package made (redis) may be named.
+	Owner, Group string
+}
+
+// Dir is one directory a package owns.
+type Dir struct {
+	Mode         os.FileMode // default 0755
+	Owner, Group string      // default root
+}
+
+// attr is %attr(MODE,OWNER,GROUP) for a spec file's %files line, the special bits
+// (setgid on a shared directory) included.
+func attr(mode os.FileMode, owner, group string) string {
+	or := func(s string) string {
+		if s == "" {
+			return "root"
+		}
+		return s
+	}
+	m := uint32(mode.Perm())
+	for bit, octal := range map[os.FileMode]uint32{os.ModeSetuid: 0o4000, os.ModeSetgid: 0o2000, os.ModeSticky: 0o1000} {
+		if mode&bit != 0 {
+			m |= octal
+		}
+	}
+	return fmt.Sprintf("%%attr(%04o,%s,%s) ", m, or(owner), or(group))
 }
 
 // EVRA is the package's EPOCH:VERSION-RELEASE.noarch, as rpm_exact takes it.
@@ -146,7 +180,27 @@ func buildRPM(repoDir string, p Package) error {
 		if err := os.WriteFile(dest, []byte(f.Content), mode); err != nil {
 			return err
 		}
-		paths = append(paths, path)
+		line := path
+		if f.Config {
+			line = "%config(noreplace) " + line
+		}
+		if f.Owner != "" || f.Group != "" {
+			line = attr(mode, f.Owner, f.Group) + line
+		}
+		paths = append(paths, line)
+	}
+	for path, d := range p.Dirs {
+		if !strings.HasPrefix(path, "/") {
+			return fmt.Errorf("package %s: directory path %q is not absolute", p.Name, path)
+		}
+		if err := os.MkdirAll(filepath.Join(root, path), 0o755); err != nil {
+			return err
+		}
+		mode := d.Mode
+		if mode == 0 {
+			mode = 0o755
+		}
+		paths = append(paths, "%dir "+attr(mode, d.Owner, d.Group)+path)
 	}
 	spec, err := p.spec(paths)
 	if err != nil {
@@ -167,7 +221,7 @@ func buildRPM(repoDir string, p Package) error {
 	return nil
 }
 
-// spec is the package's spec file, listing paths in %files.
+// spec is the package's spec file, listing paths (%files lines) in %files.
 func (p Package) spec(paths []string) (string, error) {
 	scriptlets, err := p.scriptlets()
 	if err != nil {

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -93,4 +94,26 @@ func TestSystemdUnitsPackageBuilds(t *testing.T) {
 	assert.Contains(t, reqs, "acc-lib = 1.0-1")
 	assert.Contains(t, reqs, "systemd")
 	assert.Contains(t, reqs, "/bin/sh")
+}
+
+// TestConfigFilesAndDirsBuild checks that a package's %config(noreplace) files and owned
+// directories reach the RPM with their attributes, as EL's daemon packages ship them.
+func TestConfigFilesAndDirsBuild(t *testing.T) {
+	if _, err := exec.LookPath("rpmbuild"); err != nil {
+		t.Skip("needs rpmbuild")
+	}
+	p := Package{Name: "cfgpkg", Version: "1.0",
+		Files: map[string]File{
+			"/etc/cfgpkg/main.conf": {Content: "a=1\n", Mode: 0o640, Config: true, Owner: "root", Group: "daemon"},
+			"/usr/bin/cfgpkg":       {Content: "#!/bin/sh\n", Mode: 0o755},
+		},
+		Dirs: map[string]Dir{"/etc/cfgpkg": {Mode: 0o750 | os.ModeSetgid, Group: "daemon"}, "/etc/cfgpkg/conf.d": {}}}
+	rpm := filepath.Join(BuildRepo(t, p), "cfgpkg-1.0-1.noarch.rpm")
+	out, err := exec.Command("rpm", "-qp", "--qf", "[%{FILEMODES:perms} %{FILEUSERNAME} %{FILEGROUPNAME} %{FILEFLAGS:fflags} %{FILENAMES}\n]", rpm).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, `drwxr-s--- root daemon  /etc/cfgpkg
+drwxr-xr-x root root  /etc/cfgpkg/conf.d
+-rw-r----- root daemon cn /etc/cfgpkg/main.conf
+-rwxr-xr-x root root  /usr/bin/cfgpkg
+`, string(out))
 }
