@@ -69,7 +69,7 @@ type aroundDNF struct {
 // elSized registers the generated packages in the first target's RPM database, runs the
 // EL-sized rows and the around-DNF runs, and unregisters them.
 func (b *bench) elSized(ctx context.Context, root string) ([]timing, *aroundDNF, error) {
-	plays := elPlays(b.rounds, b.mitogen)
+	plays := append(elPlays(b.rounds, b.mitogen), configPlay(root, "config-el", b.rounds, b.mitogen))
 	wanted := b.selected("around-dnf")
 	for _, rp := range plays {
 		wanted = wanted || b.selected(rp.name)

@@ -77,6 +77,8 @@ func flush() task { return task{"name": "flush handlers", "ansible.builtin.meta"
 var handlers = []task{
 	{"name": "bench restart", "ansible.builtin.systemd_service": map[string]any{"name": "demo.service", "state": "restarted", "daemon_reload": true}},
 	{"name": "bench reload", "ansible.builtin.systemd_service": map[string]any{"name": "demo.service", "state": "reloaded", "daemon_reload": true}},
+	// A config change reloads with no manager reload: no unit file moved.
+	{"name": "bench config reload", "ansible.builtin.systemd_service": map[string]any{"name": "demo.service", "state": "reloaded"}},
 }
 
 func demoVars(root string) map[string]any {

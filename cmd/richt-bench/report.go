@@ -79,6 +79,7 @@ var rows = []row{
 	{"set-downgrade", "downgrade the set 2.0 → 1.0 (rpm_exact packages vs dnf name list, allow_downgrade)", 1, 1},
 	{"svc", "converged service (systemd_lifecycle vs systemd_service)", 0.4, 0.3},
 	{"dropin", "drop-in change + reload (unit_override + reload_on vs copy + handler)", 0.5, 1},
+	{"config", "config change + reload (one service task with configs vs template + handler)", 0.35, 1},
 	{"role-converge", "demo role converge from clean (role vs built-in play)", 0.35, 1},
 	{"role-noop", "demo role no-op re-run (role vs built-in play)", 0.15, 0.3},
 	{"service-converge", "demo service converge from clean (service module task vs built-in play)", 0.35, 1},
@@ -88,6 +89,7 @@ var rows = []row{
 	{"downgrade-el", "EL-sized RPM database: downgrade 2.0 → 1.0 (rpm_exact vs dnf allow_downgrade)", 1, 1},
 	{"role-converge-el", "EL-sized RPM database: demo role converge from clean", 0.35, 1},
 	{"role-noop-el", "EL-sized RPM database: demo role no-op re-run", 0.15, 0.3},
+	{"config-el", "EL-sized RPM database: config change + reload (service task vs template + handler)", 0.35, 1},
 }
 
 // ourMitogenTarget is the target of ours under Mitogen ÷ built-ins under Mitogen.

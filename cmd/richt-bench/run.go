@@ -96,7 +96,7 @@ func run(c config) error {
 	b.log("rows on one target: cold, packages, service, drop-in reload, upgrade/downgrade, package sets, role (Mitogen: %v)", b.mitogen)
 	// A play that fails is reported with its rows marked failed; the other rows still run.
 	ts = append(ts, b.playRows(rowsPlay{name: "cold", hosts: "one", forks: 1}, coldPlay(root))...)
-	for _, rp := range append(singlePlays(c.rounds, c.mitogen), rolePlay(c.rounds, c.mitogen), servicePlay(c.rounds, c.mitogen)) {
+	for _, rp := range append(singlePlays(c.rounds, c.mitogen), configPlay(root, "config", c.rounds, c.mitogen), rolePlay(c.rounds, c.mitogen), servicePlay(c.rounds, c.mitogen)) {
 		ts = append(ts, b.playRows(rp, rp.plays(root))...)
 	}
 	var around *aroundDNF
