@@ -88,7 +88,7 @@ func Spec() *ansible.Spec {
 				},
 			},
 			{
-				Name: "facts_from", Kind: ansible.List, Elements: ansible.Raw, Summarize: reaction.Summarize("facts_from"),
+				Name: "facts_from", Kind: ansible.List, Elements: ansible.Raw, Summarize: reaction.Summarize("facts_from"), VersionAdded: "0.2.0",
 				Description: []string{
 					`Changes that ask for no reaction but tell the run what the manager must load; same
 					forms as I(restart_on). A changed unit file (C(unit_files_changed)) plans the

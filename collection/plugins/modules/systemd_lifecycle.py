@@ -156,6 +156,7 @@ options:
         naming its reactions still plans from them.
     type: list
     elements: raw
+    version_added: "0.2.0"
   allow_missing:
     description:
       - For removal flows, a unit that does not exist is fine when I(state=stopped) and
