@@ -37,6 +37,8 @@ func Main() {
 			return err == nil && seen.Due()
 		},
 		Lock: lock.In(lock.Dir()),
+		// The reload capability, checked before any change (the real root).
+		Units: &service.UnitFiles{},
 		Reload: func(ctx context.Context) error {
 			return systemd.ReloadSeen(ctx, systemd.Systemctl{Runner: runner.Exec{}}, store)
 		},
