@@ -54,10 +54,19 @@ func (c configPlan) unknownID() bool { return errors.Is(c.err, safefile.ErrUnkno
 // predicted is the plan of a deferred config until its turn: written.
 func (c configPlan) predicted() []configfile.Step { return []configfile.Step{configfile.StepWrite} }
 
-// unitDir reports whether the config lies under one of systemd's unit directories: a
-// change of it is a unit file change, which the manager must be reloaded for.
+// unitDirs are the directories systemd loads system units from besides its search path
+// (unitfile.SearchPath): the runtime control files systemctl set-property writes, the
+// attached portable services, the transient units.
+var unitDirs = append(slices.Clone(unitfile.SearchPath),
+	"/etc/systemd/system.control", "/run/systemd/system.control",
+	"/etc/systemd/system.attached", "/run/systemd/system.attached",
+	"/run/systemd/transient")
+
+// unitDir reports whether the config lies under one of systemd's unit directories
+// (unitDirs): a change of it is a unit file change, which the manager must be reloaded
+// for.
 func (c configPlan) unitDir() bool {
-	for _, d := range unitfile.SearchPath {
+	for _, d := range unitDirs {
 		if strings.HasPrefix(c.cfg.Path, d+"/") {
 			return true
 		}

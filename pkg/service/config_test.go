@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -92,6 +93,21 @@ func TestConfigsAndReactionsAreRefusedBeforeAnything(t *testing.T) {
 			`configs[0].mode: 0666`},
 		{"a validator without %s", map[string]any{"configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf", "content": "", "validate": "nginx -t"}}},
 			`configs[0].validate: "nginx -t" has no %s`},
+		{"a name with a colon and space", map[string]any{"configs": []any{siteConfigNamed("a: b")}},
+			`configs[0].name: "a: b" has ':' at byte 1; a config name is letters, digits, '.', '_' and '-' (1 to 64 of them)`},
+		{"a name with a newline", map[string]any{"configs": []any{siteConfigNamed("a\nb")}},
+			`configs[0].name: "a\nb" has '\n' at byte 1`},
+		{"a name too long", map[string]any{"configs": []any{siteConfigNamed(strings.Repeat("n", 65))}},
+			`configs[0].name: "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn" is 65 bytes long; at most 64`},
+		{"a name of every allowed kind: fine", map[string]any{"configs": []any{siteConfigNamed("Site_1.main-" + strings.Repeat("n", 52))}}, ""},
+		{"a config at an owned unit file's path", map[string]any{
+			"units":   []any{map[string]any{"unit": "web", "content": "[Service]\n"}},
+			"configs": []any{siteConfig("site"), map[string]any{"name": "unit", "path": "/etc/systemd/system/web.service", "content": ""}}},
+			`configs[1].path: /etc/systemd/system/web.service is also units[0]'s unit file (web.service); give the file once`},
+		{"a config at an owned drop-in's path", map[string]any{
+			"dropins": []any{map[string]any{"unit": "demo", "name": "10.conf", "content": "[Service]\n"}},
+			"configs": []any{map[string]any{"name": "drop", "path": "/etc/systemd/system/demo.service.d/10.conf", "content": ""}}},
+			`configs[0].path: /etc/systemd/system/demo.service.d/10.conf is also dropins[0]'s drop-in (demo.service/10.conf); give the file once`},
 		{"no content", map[string]any{"configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf"}}},
 			`configs[0].content: required when the service is present`},
 		{"no content, absent: fine", map[string]any{"state": "absent", "configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf"}}}, ""},
@@ -345,5 +361,32 @@ func TestAnOwnerThePackageCreatesIsPlannedAtItsTurn(t *testing.T) {
 			assert.Equal(t, []string{"site"}, cfgs.applied, "written at its turn")
 			assert.Contains(t, fmt.Sprint(check["warnings"]), `config site: its owner or group is not known yet`)
 		})
+	}
+}
+
+// siteConfigNamed is siteConfig's entry under another name.
+func siteConfigNamed(name string) map[string]any {
+	c := siteConfig("site")
+	c["name"] = name
+	return c
+}
+
+// A config under any directory systemd loads units from is a unit file for the manager
+// reload: the search path, the control and attached directories, the transient one.
+func TestAConfigUnderAUnitDirectoryIsAUnitFile(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/etc/systemd/system/demo.service":           true,
+		"/etc/systemd/system/demo.service.d/x.conf":  true,
+		"/etc/systemd/system.control/demo.service":   true,
+		"/run/systemd/system.control/demo.service":   true,
+		"/run/systemd/transient/demo.service":        true,
+		"/etc/systemd/system.attached/demo.service":  true,
+		"/run/systemd/system/demo.service":           true,
+		"/usr/lib/systemd/system/demo.service":       true,
+		"/usr/local/lib/systemd/system/demo.service": true,
+		"/etc/systemd/system.conf":                   false,
+		"/etc/demo/site.conf":                        false,
+	} {
+		assert.Equal(t, want, configPlan{cfg: configfile.Config{Path: p}}.unitDir(), p)
 	}
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"path"
 	"slices"
 
 	"github.com/richt/services/pkg/ansible"
@@ -248,14 +249,16 @@ func duplicateFiles(p Params) error {
 }
 
 // configsOf checks each config as configfile does (its path, mode and validator, each
-// error naming configs[i].FIELD) and refuses a name or a path given twice: reactions name
-// a config by its name, and two configs of one path would undo each other every run.
+// error naming configs[i].FIELD) and refuses a name or a path given twice, and a path that
+// is an owned unit file's or drop-in's: reactions name a config by its name, and two
+// declarations of one file would undo each other every run.
 func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 	var out []configfile.Config
 	names, paths := map[string]int{}, map[string]int{}
+	owned := ownedFiles(p)
 	for i, c := range p.Configs {
-		if c.Name == "" {
-			return nil, fmt.Errorf("configs[%d].name: required; reactions name a config by it (config:NAME)", i)
+		if err := checkConfigName(c.Name); err != nil {
+			return nil, fmt.Errorf("configs[%d].name: %w", i, err)
 		}
 		if j, dup := names[c.Name]; dup {
 			return nil, fmt.Errorf("configs[%d].name: %q is already given by configs[%d]; give each config its own name", i, c.Name, j)
@@ -265,6 +268,9 @@ func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 			return nil, fmt.Errorf("configs[%d].path: %s is already given by configs[%d]; give each file once", i, c.Path, j)
 		}
 		paths[c.Path] = i
+		if other, dup := owned[c.Path]; dup {
+			return nil, fmt.Errorf("configs[%d].path: %s is also %s; give the file once, in %s or in configs", i, c.Path, other.what, other.param)
+		}
 		if c.Content == nil && !absent {
 			return nil, fmt.Errorf("configs[%d].content: required when the service is present", i)
 		}
@@ -282,4 +288,46 @@ func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 		out = append(out, cfg)
 	}
 	return out, nil
+}
+
+// maxConfigName is the longest config name: a name is a handle (config:NAME), not a
+// description.
+const maxConfigName = 64
+
+// checkConfigName says what is wrong with a config's name, or nil: it is 1 to 64
+// letters, digits, '.', '_' and '-', so that a plan entry (config NAME: write) and a
+// reference (config:NAME) read one way only.
+func checkConfigName(name string) error {
+	const rule = "a config name is letters, digits, '.', '_' and '-' (1 to 64 of them)"
+	switch {
+	case name == "":
+		return fmt.Errorf("required; reactions name a config by it (config:NAME); %s", rule)
+	case len(name) > maxConfigName:
+		return fmt.Errorf("%q is %d bytes long; at most %d", name, len(name), maxConfigName)
+	}
+	for i, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%q has %q at byte %d; %s", name, r, i, rule)
+		}
+	}
+	return nil
+}
+
+// ownedFile is a unit file or drop-in the service owns, as a config's path would clash
+// with it: the parameter that declares it and what it is.
+type ownedFile struct{ param, what string }
+
+// ownedFiles are the paths of the service's unit files and drop-ins (unit_override's:
+// under override.UnitDir), each with its declaration.
+func ownedFiles(p Params) map[string]ownedFile {
+	out := map[string]ownedFile{}
+	for i, u := range p.Units {
+		unit := unitOf(u.Unit)
+		out[path.Join(override.UnitDir, unit)] = ownedFile{fmt.Sprintf("units[%d]", i), fmt.Sprintf("units[%d]'s unit file (%s)", i, unit)}
+	}
+	for i, d := range p.Dropins {
+		unit := unitOf(d.Unit)
+		out[path.Join(override.UnitDir, unit+".d", d.Name)] = ownedFile{fmt.Sprintf("dropins[%d]", i), fmt.Sprintf("dropins[%d]'s drop-in (%s/%s)", i, unit, d.Name)}
+	}
+	return out
 }
