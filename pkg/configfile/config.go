@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/richt/services/pkg/safefile"
 )
@@ -33,6 +34,10 @@ type Config struct {
 	Validate string
 	// Absent: the file must not exist (state absent).
 	Absent bool
+	// Timeout is the deadline of the caller's step for this config (its Plan and its
+	// Apply, the validator included); configfile runs under the context it is given and
+	// does not read it. 0: the caller's default.
+	Timeout time.Duration
 }
 
 // param names one of the entry's parameters.

@@ -15,9 +15,8 @@ import (
 	"github.com/richt/services/pkg/unitfile"
 )
 
-// configTimeout is a config step's deadline: its plan (owner and group resolved through
-// NSS) and its write, the validator included. configs has no timeout of its own: a
-// validator that needs longer than this is not checking a file.
+// configTimeout is a config step's deadline when its configs[i].timeout is not given: its
+// plan (owner and group resolved through NSS) and its write, the validator included.
 const configTimeout = time.Minute
 
 // configPlan is one config's plan in hand, made before the packages step (present) or at
@@ -26,8 +25,8 @@ type configPlan struct {
 	cfg  configfile.Config
 	plan configfile.Plan
 	err  error
-	// spent is what the plan took of configTimeout.
-	spent time.Duration
+	// budget is the step's timeout and what the plan spent of it.
+	budget budget
 	// deferred: the plan stopped at what the packages step, which changes something, may
 	// create (waitsForPackages): the config is planned again at its turn, and until then
 	// predicted written (check mode reports that prediction).
@@ -110,15 +109,16 @@ func configStepName(c configfile.Config) string { return "config " + c.Name }
 
 // planConfig plans one config, reading only.
 func (r *run) planConfig(ctx context.Context, c configfile.Config) configPlan {
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, configTimeout)
-	defer cancel()
 	if r.d.Configs == nil {
 		return configPlan{cfg: c, plan: configfile.Plan{Want: configfile.Want{Name: c.Name, Path: c.Path, Present: !c.Absent}},
 			err: fmt.Errorf("%s: configs cannot be written here (no Configs)", configStepName(c))}
 	}
-	p, err := r.d.Configs.Plan(ctx, c)
-	return configPlan{cfg: c, plan: p, err: err, spent: time.Since(start)}
+	cp := configPlan{cfg: c, budget: budget{limit: c.Timeout}}
+	if cp.budget.limit == 0 {
+		cp.budget.limit = configTimeout
+	}
+	cp.budget.plan(ctx, func(ctx context.Context) { cp.plan, cp.err = r.d.Configs.Plan(ctx, c) })
+	return cp
 }
 
 // applyConfig carries out a config's plan (check mode: reports it, running no validator)
@@ -147,7 +147,7 @@ func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error
 	case r.req.CheckMode:
 		res = c.plan.Result()
 	default:
-		ctx, cancel := context.WithTimeout(ctx, configTimeout-c.spent)
+		ctx, cancel := c.budget.run(ctx)
 		defer cancel()
 		hook := func() error {
 			if c.unitDir() && r.d.MarkSync != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -108,6 +109,10 @@ func TestConfigsAndReactionsAreRefusedBeforeAnything(t *testing.T) {
 			"dropins": []any{map[string]any{"unit": "demo", "name": "10.conf", "content": "[Service]\n"}},
 			"configs": []any{map[string]any{"name": "drop", "path": "/etc/systemd/system/demo.service.d/10.conf", "content": ""}}},
 			`configs[0].path: /etc/systemd/system/demo.service.d/10.conf is also dropins[0]'s drop-in (demo.service/10.conf); give the file once`},
+		{"a timeout that is no duration", map[string]any{"configs": []any{withTimeout(siteConfig("site"), "soon")}},
+			`configs[0].timeout: "soon" is not a duration`},
+		{"a timeout of zero", map[string]any{"configs": []any{withTimeout(siteConfig("site"), "0s")}},
+			`configs[0].timeout: "0s" must be a positive duration`},
 		{"no content", map[string]any{"configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf"}}},
 			`configs[0].content: required when the service is present`},
 		{"no content, absent: fine", map[string]any{"state": "absent", "configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf"}}}, ""},
@@ -388,5 +393,48 @@ func TestAConfigUnderAUnitDirectoryIsAUnitFile(t *testing.T) {
 		"/etc/demo/site.conf":                        false,
 	} {
 		assert.Equal(t, want, configPlan{cfg: configfile.Config{Path: p}}.unitDir(), p)
+	}
+}
+
+// withTimeout is a config entry with its timeout.
+func withTimeout(c map[string]any, d string) map[string]any {
+	c["timeout"] = d
+	return c
+}
+
+// deadlineConfigs is fakeConfigs that keeps how long each plan and apply had left.
+type deadlineConfigs struct {
+	fakeConfigs
+	left map[string]time.Duration
+}
+
+func (f *deadlineConfigs) Plan(ctx context.Context, c configfile.Config) (configfile.Plan, error) {
+	f.keep(ctx, "plan "+c.Name)
+	return f.fakeConfigs.Plan(ctx, c)
+}
+
+func (f *deadlineConfigs) Apply(ctx context.Context, p configfile.Plan, before func() error) (*configfile.Result, error) {
+	f.keep(ctx, "apply "+p.Want.Name)
+	return f.fakeConfigs.Apply(ctx, p, before)
+}
+
+func (f *deadlineConfigs) keep(ctx context.Context, what string) {
+	if dl, ok := ctx.Deadline(); ok {
+		f.left[what] = time.Until(dl)
+	}
+}
+
+// A config's step (its plan and its write, the validator included) runs under its own
+// timeout, one minute when none is given.
+func TestAConfigStepRunsUnderItsTimeout(t *testing.T) {
+	cfgs := &deadlineConfigs{fakeConfigs: fakeConfigs{write: true}, left: map[string]time.Duration{}}
+	d := Deps{Configs: cfgs, Pending: &fakePending{records: map[string]*durable.Pending{}}}
+	args := map[string]any{"name": "demo", "configs": []any{withTimeout(siteConfig("slow"), "10m"), siteConfig("site")}}
+	out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(d))
+	require.Nil(t, out["failed"], out["msg"])
+	for what, max := range map[string]time.Duration{"plan slow": 10 * time.Minute, "apply slow": 10 * time.Minute, "plan site": time.Minute, "apply site": time.Minute} {
+		require.Contains(t, cfgs.left, what)
+		assert.LessOrEqual(t, cfgs.left[what], max, what)
+		assert.Greater(t, cfgs.left[what], max-30*time.Second, what)
 	}
 }

@@ -73,4 +73,6 @@ type Config struct {
 	Group     string       `ansible:"group"`
 	Sensitive bool         `ansible:"sensitive"`
 	Validate  string       `ansible:"validate"`
+	// Timeout is the config step's deadline (a Go duration); nil: configTimeout.
+	Timeout *string `ansible:"timeout"`
 }

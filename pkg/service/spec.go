@@ -11,6 +11,7 @@ import (
 	"github.com/richt/services/pkg/override"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/rpmexact"
+	"github.com/richt/services/pkg/timeout"
 	"github.com/richt/services/pkg/wiring"
 )
 
@@ -67,15 +68,21 @@ func Spec() *ansible.Spec {
 				`Files the service's daemons read, each I(name) and I(path) once, written after the
 				packages (so a package's own directory exists) and before the unit files:
 				atomically, with the final mode and owner from creation, never through a
-				symbolic link, never into a directory that anyone but root can write, and never
-				into a missing directory (the task fails naming it; none is created).`,
+				symbolic link, and never into a missing directory (the task fails naming it;
+				none is created).`,
+				`Every directory above a config must be owned by root or by the config's owner,
+				may be writable by group only when its group is root or the config's group, and
+				must not be writable by others (sticky or not); any other is refused, naming it.
+				So a daemon's own directory is accepted (Debian's C(/etc/redis) is
+				C(redis:redis 2770)), and the temporary file is renamed into place only while it is
+				still the one written and validated.`,
 				`With C(state=absent) exactly the declared paths are removed, nothing beside them.`,
 				`A config under systemd's unit directories (such as C(/etc/systemd/system)) counts
 				as a unit file change: the manager is reloaded for it.`,
 				`Each config's result is in C(configs); its plan entries are in C(plan) as
 				C(config NAME: STEP).`},
 				Suboptions: []ansible.Param{
-					{Name: "name", Kind: ansible.Str, Required: true, Description: []string{`What reactions refer to (C(config:NAME)) and messages name.`}},
+					{Name: "name", Kind: ansible.Str, Required: true, Description: []string{`What reactions refer to (C(config:NAME)) and messages name: 1 to 64 letters, digits, C(.), C(_) and C(-).`}},
 					{Name: "path", Kind: ansible.Str, Required: true, Description: []string{`Absolute, clean path of the file.`}},
 					{Name: "content", Kind: ansible.Str, Description: []string{`The file's content; required with C(state=present).`}},
 					{Name: "mode", Kind: ansible.Mode, Description: []string{
@@ -92,7 +99,12 @@ func Spec() *ansible.Spec {
 						redirections).`,
 						`When it fails, the task fails naming the config and the validator's output
 						(withheld when sensitive), and nothing changes: not that file, not any step
-						after it, no reaction. Check mode does not run it.`}},
+						after it, no reaction. Check mode does not run it.`,
+						`It runs under the config's I(timeout).`}},
+					{Name: "timeout", Kind: ansible.Str, Description: []string{
+						`Deadline of this config's step: looking up its owner and group, the
+						validator and the write together; a positive duration such as C(30s) or C(5m);
+						default C(1m).`}},
 				}},
 			{Name: "processes", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
 				`Processes (richt.services.systemd_lifecycle), in declared order unless I(after) says
@@ -278,6 +290,13 @@ func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 			Group: c.Group, Sensitive: c.Sensitive, Validate: c.Validate, Absent: absent}
 		if c.Mode != nil {
 			cfg.Mode = *c.Mode
+		}
+		if c.Timeout != nil {
+			d, err := timeout.Parse(*c.Timeout)
+			if err != nil {
+				return nil, fmt.Errorf("configs[%d].timeout: %w", i, err)
+			}
+			cfg.Timeout = d
 		}
 		if c.Content != nil {
 			cfg.Content = *c.Content

@@ -184,9 +184,13 @@ options:
     description:
       - "Files the service's daemons read, each I(name) and I(path) once, written after the
         packages (so a package's own directory exists) and before the unit files: atomically,
-        with the final mode and owner from creation, never through a symbolic link, never into a
-        directory that anyone but root can write, and never into a missing directory (the task
-        fails naming it; none is created)."
+        with the final mode and owner from creation, never through a symbolic link, and never
+        into a missing directory (the task fails naming it; none is created)."
+      - Every directory above a config must be owned by root or by the config's owner, may be
+        writable by group only when its group is root or the config's group, and must not be
+        writable by others (sticky or not); any other is refused, naming it. So a daemon's own
+        directory is accepted (Debian's C(/etc/redis) is C(redis:redis 2770)), and the temporary
+        file is renamed into place only while it is still the one written and validated.
       - With C(state=absent) exactly the declared paths are removed, nothing beside them.
       - "A config under systemd's unit directories (such as C(/etc/systemd/system)) counts as a
         unit file change: the manager is reloaded for it."
@@ -197,7 +201,8 @@ options:
     suboptions:
       name:
         description:
-          - What reactions refer to (C(config:NAME)) and messages name.
+          - "What reactions refer to (C(config:NAME)) and messages name: 1 to 64 letters,
+            digits, C(.), C(_) and C(-)."
         type: str
         required: true
       path:
@@ -238,6 +243,12 @@ options:
           - "When it fails, the task fails naming the config and the validator's output
             (withheld when sensitive), and nothing changes: not that file, not any step after
             it, no reaction. Check mode does not run it."
+          - It runs under the config's I(timeout).
+        type: str
+      timeout:
+        description:
+          - "Deadline of this config's step: looking up its owner and group, the validator and
+            the write together; a positive duration such as C(30s) or C(5m); default C(1m)."
         type: str
   processes:
     description:
