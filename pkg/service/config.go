@@ -141,6 +141,12 @@ func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error
 		}
 		res = c.plan.Result()
 		res.Changed, res.Plan, err = true, c.predicted(), nil
+		if c.missingDir() {
+			// No file can be in a directory that is not there: the real run's diff.
+			w := c.plan.Want
+			after := safefile.File{Exists: true, Content: w.Content, Mode: w.Mode, UID: w.UID, GID: w.GID}
+			res.Diff = safefile.Diff(w.Path, safefile.File{}, after, w.Sensitive)
+		}
 	case err != nil:
 		res = c.plan.Result()
 		res.Changed, res.Plan = false, nil

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -436,5 +437,55 @@ func TestAConfigStepRunsUnderItsTimeout(t *testing.T) {
 		require.Contains(t, cfgs.left, what)
 		assert.LessOrEqual(t, cfgs.left[what], max, what)
 		assert.Greater(t, cfgs.left[what], max-30*time.Second, what)
+	}
+}
+
+// In check mode a config whose directory the packages step will install is predicted
+// written with its diff, as the real run shows it: against no file (the directory is not
+// there), the content hidden when sensitive.
+func TestCheckModeDiffOfADeferredConfig(t *testing.T) {
+	needsRoot(t)
+	for _, sensitive := range []bool{false, true} {
+		t.Run(fmt.Sprint("sensitive=", sensitive), func(t *testing.T) {
+			root := t.TempDir() // no /etc/demo: the package brings it
+			pkgs := moduleOf(rpmexact.Spec(), func(context.Context, *ansible.Request) (any, error) {
+				return map[string]any{"changed": true, "package_changed": true}, nil
+			})
+			d := Deps{
+				Packages: predicted(fakePredict{pkg: true}, pkgs),
+				Configs:  ConfigFiles{Root: root},
+				Predict:  fakePredict{pkg: true},
+				Pending:  &fakePending{records: map[string]*durable.Pending{}},
+			}
+			cfg := siteConfig("site")
+			cfg["sensitive"] = sensitive
+			args := map[string]any{"name": "demo", "packages": []any{map[string]any{"name": "demo", "version": "0:1.0-1.noarch"}},
+				"configs": []any{cfg}}
+			out := ansible.Call(context.Background(), Spec(), args, true, true, Handler(d))
+			require.Nil(t, out["failed"], out["msg"])
+			configs, _ := out["configs"].([]any)
+			require.Len(t, configs, 1)
+			c := configs[0].(map[string]any)
+			assert.Equal(t, true, c["changed"])
+			diff, _ := c["diff"].(map[string]any)
+			require.NotNil(t, diff, "the config's diff")
+			assert.Equal(t, "", diff["before"])
+			want := "# mode 0644, owner 0, group 0\nlisten 80\n"
+			if sensitive {
+				want = "# mode 0644, owner 0, group 0\n# content hidden: sensitive\n"
+			}
+			assert.Equal(t, want, diff["after"])
+			all, _ := out["diff"].(map[string]any)
+			require.NotNil(t, all, "the service's diff")
+			assert.Contains(t, all["after"], "# config site\n"+want)
+		})
+	}
+}
+
+// needsRoot: the row writes through configfile on a temporary root, whose directories
+// must be root's.
+func needsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("configfile refuses directories not root's: run as root")
 	}
 }
