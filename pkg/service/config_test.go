@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/configfile"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lifecycle"
@@ -488,4 +489,38 @@ func needsRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("configfile refuses directories not root's: run as root")
 	}
+}
+
+// renameFails plans no change of any config, then at Apply finds one to write (another
+// run moved the file since the plan): its hook records the reaction the plan missed, and
+// the rename fails, the file unchanged.
+type renameFails struct{ fakeConfigs }
+
+func (f *renameFails) Apply(_ context.Context, p configfile.Plan, before func() error) (*configfile.Result, error) {
+	if err := before(); err != nil {
+		return nil, err
+	}
+	res := p.Result()
+	res.Changed, res.Plan = false, nil
+	return res, fmt.Errorf("config %q (%s): %s %w: rename: input/output error", p.Want.Name, p.Want.Path, p.Want.Path, atomicfile.ErrNotReplaced)
+}
+
+// What the hook recorded right before a rename that then failed is withdrawn: the file did
+// not change, so nothing is owed for it, and the record there was before the run is back.
+func TestAFailedRenameWithdrawsWhatItsHookRecorded(t *testing.T) {
+	earlier := &durable.Pending{Reaction: "reload", Triggers: []string{"earlier"}}
+	pending := &fakePending{records: map[string]*durable.Pending{"web.service": earlier}}
+	cfgs := &renameFails{}
+	d := Deps{Configs: cfgs, Pending: pending,
+		Now: func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil }}
+	args := map[string]any{"name": "demo", "configs": []any{siteConfig("site")},
+		"processes": []any{map[string]any{"unit": "demo", "restart_on": []any{"config:site"}},
+			map[string]any{"unit": "web", "restart_on": []any{"config:site"}}}}
+	out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(d))
+	require.Equal(t, true, out["failed"])
+	assert.Equal(t, "config site", out["failed_step"])
+	assert.Nil(t, pending.records["demo.service"], "the restart the hook recorded is withdrawn")
+	assert.Equal(t, earlier, pending.records["web.service"], "the earlier record is back")
+	assert.Equal(t, []any{"record-pending demo.service restart", "record-pending web.service restart",
+		"withdraw-pending demo.service", "withdraw-pending web.service"}, out["plan"])
 }

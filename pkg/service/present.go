@@ -110,11 +110,12 @@ func (r *run) present(ctx context.Context) (err error) {
 			break
 		}
 	}
-	// A config that was not written (its validator refused it, or a config before it
-	// failed) owes nothing: what was recorded ahead for it is withdrawn, down to what the
-	// packages and the written configs owe; and nothing after it is done.
+	// A config that was not written (its validator refused it, its rename failed after
+	// its hook recorded what the plan missed, or a config before it failed) owes nothing:
+	// what was recorded for it, ahead or by its hook (cfgRecorded), is withdrawn, down to
+	// what the packages and the written configs owe; and nothing after it is done.
 	cfgDue := dueFrom(r.order, r.parts, configOutcomes(r.configs, r.res.Configs))
-	r.withdraw(ahead, ahead.configs, func(u string) reaction.Kind { return reaction.Stronger(pkgDue[u], cfgDue[u]) })
+	r.withdraw(ahead, cfgRecorded, func(u string) reaction.Kind { return reaction.Stronger(pkgDue[u], cfgDue[u]) })
 	if failed != nil {
 		return failed
 	}
