@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"slices"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/lock"
@@ -49,9 +48,6 @@ type Plan struct {
 	Steps []Step
 	Diff  *ansible.Diff
 }
-
-// Has reports whether the plan holds step s.
-func (p Plan) Has(s Step) bool { return slices.Contains(p.Steps, s) }
 
 // Changed is whether the plan changes the file (removing a stale temporary file is not a
 // change).

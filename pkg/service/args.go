@@ -34,9 +34,8 @@ func packageArgs(p Params, absent bool) map[string]any {
 }
 
 type fileStep struct {
-	unit   string
-	reload bool
-	args   map[string]any
+	unit string
+	args map[string]any
 	// call is args as unit_override's Spec validated and parsed them (parse).
 	call ansible.Args
 	item map[string]any
@@ -53,7 +52,7 @@ func fileLabel(f fileStep) string {
 // without a manager reload of their own (the first process that needs one does it).
 func fileArgs(p Params, absent bool) []fileStep {
 	var out []fileStep
-	add := func(unit, name, content string, mode any, sensitive, reload bool) {
+	add := func(unit, name, content string, mode any, sensitive bool) {
 		args := map[string]any{"unit": unit, "daemon_reload": false}
 		item := map[string]any{"unit": unit}
 		if name != "" {
@@ -70,13 +69,13 @@ func fileArgs(p Params, absent bool) []fileStep {
 				args["mode"] = mode
 			}
 		}
-		out = append(out, fileStep{unit: unitOf(unit), reload: reload, args: args, item: item})
+		out = append(out, fileStep{unit: unitOf(unit), args: args, item: item})
 	}
 	for _, f := range p.Units {
-		add(f.Unit, "", f.Content, f.Mode, f.Sensitive, false)
+		add(f.Unit, "", f.Content, f.Mode, f.Sensitive)
 	}
 	for _, f := range p.Dropins {
-		add(f.Unit, f.Name, f.Content, f.Mode, f.Sensitive, f.Reload)
+		add(f.Unit, f.Name, f.Content, f.Mode, f.Sensitive)
 	}
 	return out
 }

@@ -33,15 +33,6 @@ type ahead struct {
 	written map[string]durable.Pending
 }
 
-// every is kind for each unit that is to run.
-func (a *ahead) every(kind reaction.Kind) map[string]reaction.Kind {
-	out := map[string]reaction.Kind{}
-	for u := range a.running {
-		out[u] = kind
-	}
-	return out
-}
-
 // missed is what due owes beyond what was recorded for it: the units whose recorded
 // reaction (none, or a reload) does not serve their due one.
 func missed(recorded, due map[string]reaction.Kind) map[string]reaction.Kind {

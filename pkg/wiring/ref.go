@@ -100,13 +100,9 @@ func ParseRef(s string) (Ref, error) {
 		case strings.Contains(name, "/"):
 			return Ref{}, fmt.Errorf("%q: the drop-in name %q has a /; want %s", s, name, usage(r.Kind))
 		}
-		// Whether name is a valid drop-in file name (ending in .conf, ...) is
-		// pkg/override's rule (validDropInName, unexported). It is not copied here: the
-		// reference must name a declared drop-in, and the declaration is checked by that
-		// rule. Once override exports it, call it here:
-		//	if err := override.ValidDropInName(name); err != nil {
-		//		return Ref{}, fmt.Errorf("%s: %w", r.Kind, err)
-		//	}
+		// Whether name is a valid drop-in file name (ending in .conf, ...) is not
+		// checked here: the reference must name a declared drop-in (Parts.Check), and the
+		// declaration is checked by pkg/override's rule.
 		u, err := unitname.Normalize(unit)
 		if err != nil {
 			return Ref{}, fmt.Errorf("%s: %w", r.Kind, err)
