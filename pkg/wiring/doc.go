@@ -25,9 +25,8 @@
 // nothing else: one trigger per referenced part, named by its reference, whose value is that
 // part's step result, then its outside triggers. An unrelated change gets no reaction, and
 // the list a drop-in is named in decides its reaction (its reload: true is for the default
-// wiring). An
-// empty list counts as not given, so that a role variable defaulting to [] keeps the
-// default wiring; a process that must react to nothing says restart_on: [false].
+// wiring). An empty list counts as not given, so that a role variable defaulting to []
+// keeps the default wiring; a process that must react to nothing says restart_on: [false].
 //
 // # Default wiring
 //
