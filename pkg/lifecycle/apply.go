@@ -26,6 +26,14 @@ func (d Deps) Apply(ctx context.Context, p Plan, res *Result, warn func(format s
 	if err := a.prep(ctx); err != nil {
 		return err
 	}
+	if p.Observed.PredictedInstall && !p.Synced() {
+		// The manager was reloaded after the package change (an earlier process step of
+		// the service), yet did not find the unit: the plan's prediction is checked as
+		// after a sync, so the task fails with Decide's words, not a job for no unit.
+		if err := a.reobserve(ctx); err != nil {
+			return err
+		}
+	}
 	if p.Refusal != nil {
 		return p.Refusal
 	}
@@ -82,6 +90,13 @@ func (a *applier) sync(ctx context.Context) error {
 	if err := systemd.ReloadManager(ctx, a.Systemd, a.Store, a.plan.Observed.Synced); err != nil {
 		return err
 	}
+	return a.reobserve(ctx)
+}
+
+// reobserve observes the unit again where the plan predicted it (after a sync, or a
+// predicted install the manager was reloaded for before this run) and checks it against
+// the prediction.
+func (a *applier) reobserve(ctx context.Context) error {
 	obs, err := a.Systemd.Show(ctx, a.unit)
 	if err != nil {
 		return err

@@ -251,7 +251,7 @@ func TestPlanEqualsAppliedAcrossSyncAndUnmask(t *testing.T) {
 	staleEnabled := unitIn("loaded", "inactive", "enabled")
 	masked := unitIn("masked", "inactive", "masked")
 	notFound := unitIn("not-found", "inactive", "")
-	pkg := reaction.Triggers{Restart: []reaction.Trigger{{Ref: "restart_on[0]", Changed: true, PackageChanged: true}}}
+	pkg := reaction.Triggers{Restart: []reaction.Trigger{{Ref: "restart_on[0]", Changed: true, PackageChanged: true, PackageUnsynced: true}}}
 	cases := []struct {
 		name    string
 		w       Want

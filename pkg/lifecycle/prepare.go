@@ -123,7 +123,10 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 	if trig.UnitFilesChanged() {
 		p.SyncReasons = append(p.SyncReasons, "a trigger changed a unit file")
 	}
-	if (obs.LoadState == "not-found" || o.PredictedInstall) && trig.PackageChanged() {
+	// A package change the manager was reloaded after (the service's earlier process
+	// step did) has loaded what it installs: in a real run the unit is found; check mode
+	// still predicts it (PredictedInstall, from PackageChanged) but plans no second sync.
+	if (obs.LoadState == "not-found" || o.PredictedInstall) && trig.PackageUnsynced() {
 		p.SyncReasons = append(p.SyncReasons, "unit not found after a package change")
 	}
 	// The files say one thing and the manager another: the manager has not loaded a change

@@ -40,6 +40,11 @@ type Trigger struct {
 	UnitFilesChanged bool `json:"unit_files_changed,omitempty"`
 	// PackageChanged: the result reports a changed package (package_changed).
 	PackageChanged bool `json:"package_changed,omitempty"`
+	// PackageUnsynced: a changed package the manager was not reloaded after
+	// (daemon_reload is not performed): a unit it installs is not loaded yet. A change the
+	// manager was reloaded after (the service marks its steps' changes so once a process
+	// step reloaded it) still counts as PackageChanged.
+	PackageUnsynced bool `json:"package_unsynced,omitempty"`
 	// ChangedAt is when the change was made on the target (changed_at; the latest of a
 	// loop's items), zero when the result does not say.
 	ChangedAt time.Time `json:"changed_at,omitzero"`
@@ -187,6 +192,7 @@ func readResult(tr *Trigger, m map[string]any) {
 	tr.Changed = true
 	c := contract.Read(m)
 	tr.PackageChanged = tr.PackageChanged || c.PackageChanged
+	tr.PackageUnsynced = tr.PackageUnsynced || c.PackageChanged && c.DaemonReload != contract.ReloadPerformed
 	tr.UnitFilesChanged = tr.UnitFilesChanged || c.NeedsManagerSync()
 	if at, ok := c.When(); ok && at.After(tr.ChangedAt) {
 		tr.ChangedAt = at
@@ -235,6 +241,14 @@ func (t Triggers) UnitFilesChanged() bool {
 // PackageChanged reports whether any changed trigger or fact changed a package.
 func (t Triggers) PackageChanged() bool {
 	return t.any(func(tr Trigger) bool { return tr.PackageChanged })
+}
+
+// PackageUnsynced reports whether any changed trigger or fact changed a package that the
+// manager was not reloaded after: a unit that package installs asks for a manager sync.
+// A package change the manager was reloaded after still tells which unit a package
+// installs (PackageChanged), and asks for no second sync.
+func (t Triggers) PackageUnsynced() bool {
+	return t.any(func(tr Trigger) bool { return tr.PackageUnsynced })
 }
 
 func (t Triggers) any(f func(Trigger) bool) bool {

@@ -197,3 +197,38 @@ func TestFactsCountForTheManagerNotForAReaction(t *testing.T) {
 		})
 	}
 }
+
+// A change the manager was reloaded after (daemon_reload: performed; the service marks its
+// steps' changes so once a process step reloaded the manager) still tells what changed:
+// the package a unit comes from, the restart it owes; but it asks for no manager sync of
+// its own, neither for its unit files nor for a unit the package installs.
+func TestAChangeTheManagerLoadedAsksForNoSync(t *testing.T) {
+	pkg := func(reload string) map[string]any {
+		return map[string]any{"changed": true, "package_changed": true, "unit_files_changed": true, "daemon_reload": reload}
+	}
+	cases := []struct {
+		name                    string
+		result                  map[string]any
+		pkgChanged, pkgSync, uf bool
+	}{
+		{"not loaded yet", pkg("needed"), true, true, true},
+		{"loaded by a reload after it", pkg("performed"), true, false, false},
+		{"a loop: one item not loaded yet", map[string]any{"changed": true, "results": []any{pkg("performed"), pkg("needed")}}, true, true, true},
+		{"a loop: every item loaded", map[string]any{"changed": true, "results": []any{pkg("performed"), pkg("performed")}}, true, false, false},
+		{"unchanged", map[string]any{"changed": false, "package_changed": true}, false, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			restart, err := Parse([]any{map[string]any{"package:demo": c.result}}, nil)
+			require.NoError(t, err)
+			facts, err := ParseFacts([]any{c.result})
+			require.NoError(t, err)
+			for _, tr := range []Triggers{restart, {Facts: facts}} {
+				assert.Equal(t, c.pkgChanged, tr.PackageChanged())
+				assert.Equal(t, c.pkgSync, tr.PackageUnsynced())
+				assert.Equal(t, c.uf, tr.UnitFilesChanged())
+			}
+			assert.Equal(t, map[bool]Kind{true: Restart, false: None}[c.pkgChanged], Due(restart, None), "the restart it owes stays")
+		})
+	}
+}
