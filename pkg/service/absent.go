@@ -30,7 +30,7 @@ func (r *run) absent(ctx context.Context) (err error) {
 		err = r.reloadManager(ctx, err, "removing")
 	}()
 	for _, proc := range r.order {
-		if err := r.process(ctx, proc, absentProcessArgs(proc)); err != nil {
+		if _, err := r.process(ctx, proc, absentProcessArgs(proc)); err != nil {
 			return err
 		}
 	}

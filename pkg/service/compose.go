@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
@@ -237,7 +238,8 @@ func (r *run) checkPresent(ctx context.Context, c *composed) error {
 // processes runs each process's step in order, planned at its turn from the triggers the
 // steps before it report (pkgRes, r.res.Configs, r.res.Files), wired by name or by the
 // default wiring, and puts the plan it carried out (its result's plan; in check mode the
-// plan it reports) at its place in the service's plan.
+// plan it reports) at its place in the service's plan. Once a process step reloaded the
+// manager, the later ones get the changes marked as loaded (managerLoaded).
 func (r *run) processes(ctx context.Context, pkgRes map[string]any) error {
 	out := merged(packageOutcomes(r.parts.Packages, pkgRes), configOutcomes(r.configs, r.res.Configs), fileOutcomes(r.files, r.res.Files))
 	for _, proc := range r.order {
@@ -254,21 +256,43 @@ func (r *run) processes(ctx context.Context, pkgRes map[string]any) error {
 		if facts := wiring.Facts(proc.wiring(), r.parts, out); len(facts) > 0 {
 			args["facts_from"] = facts
 		}
-		if err := r.process(ctx, proc, args); err != nil {
+		res, err := r.process(ctx, proc, args)
+		if err != nil {
 			return err
+		}
+		if contract.Read(res).DaemonReload == contract.ReloadPerformed {
+			// SPEC §7, one manager reload for the service's file changes: this step's
+			// reload (its plan's daemon-reload, in check mode as in a real run) loaded
+			// every change before it. The later processes still plan from them (the unit a
+			// package installs, the restart owed), but not another reload; a record or
+			// NeedDaemonReload after it still asks for one.
+			out = managerLoaded(out)
 		}
 	}
 	return nil
 }
 
+// managerLoaded is out with every outcome marked as loaded by a manager reload after it
+// (daemon_reload: performed, package contract): systemd_lifecycle then counts no sync
+// reason for it. The steps' results themselves are left as they are.
+func managerLoaded(out outcomes) outcomes {
+	marked := make(outcomes, len(out))
+	for ref, o := range out {
+		o = maps.Clone(o)
+		o["daemon_reload"] = string(contract.ReloadPerformed)
+		marked[ref] = o
+	}
+	return marked
+}
+
 // process plans one process's step and carries out that plan at once (in check mode,
 // reports it), under its unit's lock, and lists it in the service's plan.
-func (r *run) process(ctx context.Context, proc Process, args map[string]any) error {
+func (r *run) process(ctx context.Context, proc Process, args map[string]any) (map[string]any, error) {
 	step := "process " + unitOf(proc.Unit)
 	out, err := r.call(ctx, r.d.Processes, step, args)
 	r.res.Processes = append(r.res.Processes, out)
 	r.res.Plan = append(r.res.Plan, prefixed(step, stringsOf(out["plan"]))...)
-	return err
+	return out, err
 }
 
 // plannedRecords are the record-pending entries of the plan: before the packages step,
