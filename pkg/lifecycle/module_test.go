@@ -638,3 +638,15 @@ func TestCheckModeRefusesAUnitWithNoFileWhenOnlyASyncCouldLoadIt(t *testing.T) {
 		})
 	}
 }
+
+// A package change the manager was reloaded after (an earlier process step of the
+// service) that did not bring the unit: the real run plans no sync for it, and fails with
+// the not-found refusal before sending a job for a unit the manager does not have.
+func TestALoadedPackageChangeWithoutTheUnitIsRefused(t *testing.T) {
+	sd := &fakeSystemd{p: systemd.Props{ID: "demo.service", LoadState: "not-found", ActiveState: "inactive", SubState: "dead"}}
+	res := runModule(t, sd, &memStore{pending: map[string]*durable.Pending{}}, map[string]any{"unit": "demo",
+		"facts_from": []any{map[string]any{"changed": true, "package_changed": true, "unit_files_changed": true, "daemon_reload": "performed"}}})
+	assert.Equal(t, true, res["failed"])
+	assert.Equal(t, "unit demo.service not found (LoadState=not-found): expected a unit file for it", res["msg"])
+	assert.Empty(t, nonShow(sd.calls), "no daemon-reload, no job")
+}
