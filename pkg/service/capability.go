@@ -54,14 +54,12 @@ func (r *run) reloaders() []reloader {
 		if p.Masked != nil && *p.Masked {
 			continue
 		}
-		w := p.wiring()
-		// Checked when the service parsed its arguments: Wire cannot refuse it here.
-		_, reload, _ := wiring.Wire(w, r.parts, nil)
+		reload := wiring.Wire(p.Unit, p.reactions, r.parts, nil).Reload
 		if len(reload) == 0 {
 			continue
 		}
 		rl := reloader{unit: unitOf(p.Unit), by: p.param + ".reload_on", instead: "react with restart_on instead"}
-		if !w.ByName() {
+		if !p.reactions.ByName() {
 			rl.by = fmt.Sprintf("%s, which reloads %s (%s) by the default wiring,", r.reloadDropins(reload), p.param, rl.unit)
 			rl.instead = "drop reload: true so that a change restarts it"
 		}
@@ -71,20 +69,17 @@ func (r *run) reloaders() []reloader {
 }
 
 // reloadDropins names the drop-ins of reload, a default wiring's reload triggers (each
-// {REF: outcome}), by their parameters: dropins[1].reload (demo.service/20.conf).
-func (r *run) reloadDropins(reload []any) string {
-	var refs []string
-	for _, item := range reload {
-		if m, ok := item.(map[string]any); ok {
-			for ref := range m {
-				refs = append(refs, ref)
-			}
-		}
+// a part's, by its canonical reference), by their parameters: dropins[1].reload
+// (demo.service/20.conf).
+func (r *run) reloadDropins(reload []wiring.Trigger) string {
+	var refs []wiring.Ref
+	for _, t := range reload {
+		refs = append(refs, t.Ref)
 	}
 	var out []string
 	for i, d := range r.p.Dropins {
 		ref := wiring.Ref{Kind: wiring.Dropin, Unit: unitOf(d.Unit), Name: d.Name}
-		if slices.Contains(refs, ref.String()) {
+		if slices.Contains(refs, ref) {
 			out = append(out, fmt.Sprintf("dropins[%d].reload (%s/%s)", i, ref.Unit, ref.Name))
 		}
 	}

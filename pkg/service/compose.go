@@ -253,7 +253,7 @@ func (r *run) processes(ctx context.Context, pkgRes map[string]any) error {
 		}
 		// The facts apart from the reactions: by name or not, a process plans its
 		// manager reload and a unit a package installs from the service's changes.
-		if facts := wiring.Facts(proc.wiring(), r.parts, out); len(facts) > 0 {
+		if facts := wiring.Facts(proc.Unit, r.parts, out); len(facts) > 0 {
 			args["facts_from"] = facts
 		}
 		res, err := r.process(ctx, proc, args)

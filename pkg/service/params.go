@@ -1,6 +1,10 @@
 package service
 
-import "os"
+import (
+	"os"
+
+	"github.com/richt/services/pkg/wiring"
+)
 
 // Params are the service module's parameters.
 type Params struct {
@@ -58,6 +62,8 @@ type Process struct {
 	ReloadOn  []any `ansible:"reload_on"`
 	// param is the process's parameter path (processes[1]), set by parse, for messages.
 	param string
+	// reactions are RestartOn and ReloadOn as parse checked them (package wiring).
+	reactions wiring.Reactions
 }
 
 // Config is one item of configs: a file the service's daemons read (package configfile).

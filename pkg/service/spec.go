@@ -206,7 +206,7 @@ func parse(p Params) (Task, error) {
 		p.Processes[i].param = fmt.Sprintf("processes[%d]", i)
 		// Before anything is done: a reference that names no part of the service, or one
 		// part in both lists, could only fail once the steps before the process acted.
-		if err := parts.Check(p.Processes[i].wiring()); err != nil {
+		if p.Processes[i].reactions, err = parts.Check(p.Processes[i].wiring()); err != nil {
 			return Task{}, err
 		}
 	}

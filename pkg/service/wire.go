@@ -33,7 +33,7 @@ func partsOf(p Params) wiring.Parts {
 	return parts
 }
 
-// wiring is the process as package wiring takes it.
+// wiring is the process as package wiring checks it (wiring.Parts.Check).
 func (p Process) wiring() wiring.Process {
 	return wiring.Process{Param: p.param, Unit: p.Unit, RestartOn: p.RestartOn, ReloadOn: p.ReloadOn}
 }
@@ -65,13 +65,12 @@ func dueFrom(order []Process, parts wiring.Parts, out outcomes) map[string]react
 		if !p.running() {
 			continue
 		}
-		// Checked when the service parsed its arguments: Wire cannot refuse it here.
-		restart, reload, _ := wiring.Wire(p.wiring(), parts, out)
+		t := wiring.Wire(p.Unit, p.reactions, parts, out)
 		k := reaction.None
 		switch {
-		case partChanged(restart):
+		case partChanged(t.Restart):
 			k = reaction.Restart
-		case partChanged(reload):
+		case partChanged(t.Reload):
 			k = reaction.Reload
 		}
 		if k != reaction.None {
@@ -82,23 +81,12 @@ func dueFrom(order []Process, parts wiring.Parts, out outcomes) map[string]react
 	return due
 }
 
-// partChanged reports whether a trigger of list that names one of the service's parts
-// (Wire names each by its reference, {REF: RESULT}) reports a change.
-func partChanged(list []any) bool {
-	for _, item := range list {
-		m, ok := item.(map[string]any)
-		if !ok || len(m) != 1 {
-			continue
-		}
-		for name, v := range m {
-			if _, err := wiring.ParseRef(name); err != nil {
-				continue // an outside trigger (wiring refuses one named as a reference)
-			}
-			if res, _ := v.(map[string]any); res != nil {
-				if c, _ := res["changed"].(bool); c {
-					return true
-				}
-			}
+// partChanged reports whether a trigger of list for one of the service's parts reports a
+// change (its outcome's changed).
+func partChanged(list []wiring.Trigger) bool {
+	for _, t := range list {
+		if c, _ := t.Outcome["changed"].(bool); c && t.Own() {
+			return true
 		}
 	}
 	return false
@@ -188,7 +176,5 @@ func configRef(name string) wiring.Ref { return wiring.Ref{Kind: wiring.Config, 
 // triggers are a process's restart_on and reload_on for its step, from the outcomes the
 // steps before it reported (package wiring).
 func (r *run) triggers(p Process, out outcomes) (restart, reload []any) {
-	// Checked when the service parsed its arguments: Wire cannot refuse it here.
-	restart, reload, _ = wiring.Wire(p.wiring(), r.parts, out)
-	return restart, reload
+	return wiring.Wire(p.Unit, p.reactions, r.parts, out).Lists()
 }

@@ -36,17 +36,38 @@ type Process struct {
 	RestartOn, ReloadOn []any
 }
 
+// Item is one item of restart_on or reload_on as Check read it: a reference to one of the
+// service's own parts (Ref, canonical), or an outside trigger (Outside, as given).
+type Item struct {
+	Ref     Ref
+	Outside any
+}
+
+// Own reports whether the item is a reference to one of the service's parts.
+func (i Item) Own() bool { return i.Ref.Kind != "" }
+
+// Reactions are a process's restart_on and reload_on as Check accepted them, in the order
+// Wire passes them on: each list's references in the order given, then its outside
+// triggers in order. Only Check makes them, so Wire cannot be given an unchecked reference;
+// the zero value is a process that names none (the default wiring).
+type Reactions struct {
+	restart, reload []Item
+}
+
 // ByName reports whether the process names its reactions (a non-empty restart_on or
 // reload_on) rather than keeping the default wiring.
-func (p Process) ByName() bool { return len(p.RestartOn) > 0 || len(p.ReloadOn) > 0 }
+func (r Reactions) ByName() bool { return len(r.restart) > 0 || len(r.reload) > 0 }
 
 // Check refuses a process's reactions that could not be wired: a string that is not a
 // reference, a reference to a part the service does not declare, one part in both lists or
 // twice in one, a reference written as a YAML mapping (package: nginx), and an outside
 // trigger that systemd_lifecycle would refuse. Errors start with the item's parameter path
-// (processes[1].reload_on[0]). It is meant to run before the service changes anything.
-func (parts Parts) Check(p Process) error {
+// (processes[1].reload_on[0]). It is meant to run before the service changes anything, and
+// returns the reactions read, for [Wire].
+func (parts Parts) Check(p Process) (Reactions, error) {
 	seen := map[Ref]string{}
+	// refs and outs are each list's references and outside triggers, in order.
+	var refs, outs [2][]Item
 	// outside are the lists with every reference replaced by false, a trigger that
 	// never fires, so that reaction.Parse checks the outside triggers at their own index.
 	outside := [2][]any{}
@@ -56,26 +77,28 @@ func (parts Parts) Check(p Process) error {
 			at := fmt.Sprintf("%s[%d]", param, i)
 			ref, isRef, err := parts.item(item)
 			if err != nil {
-				return fmt.Errorf("%s.%s: %w", p.Param, at, err)
+				return Reactions{}, fmt.Errorf("%s.%s: %w", p.Param, at, err)
 			}
 			if !isRef {
 				outside[li] = append(outside[li], item)
+				outs[li] = append(outs[li], Item{Outside: item})
 				continue
 			}
 			outside[li] = append(outside[li], false)
 			if first, ok := seen[ref]; ok {
 				if strings.HasPrefix(first, param) {
-					return fmt.Errorf("%s.%s: %s is named twice (also %s)", p.Param, at, ref, first)
+					return Reactions{}, fmt.Errorf("%s.%s: %s is named twice (also %s)", p.Param, at, ref, first)
 				}
-				return fmt.Errorf("%s.%s: %s is in both restart_on and reload_on (also %s); a change causes one reaction, so name it in one list", p.Param, at, ref, first)
+				return Reactions{}, fmt.Errorf("%s.%s: %s is in both restart_on and reload_on (also %s); a change causes one reaction, so name it in one list", p.Param, at, ref, first)
 			}
 			seen[ref] = at
+			refs[li] = append(refs[li], Item{Ref: ref})
 		}
 	}
 	if _, err := reaction.Parse(outside[0], outside[1]); err != nil {
-		return fmt.Errorf("%s: %w", p.Param, err)
+		return Reactions{}, fmt.Errorf("%s: %w", p.Param, err)
 	}
-	return nil
+	return Reactions{restart: append(refs[0], outs[0]...), reload: append(refs[1], outs[1]...)}, nil
 }
 
 // item reads one list item: a reference to a declared part (isRef), or an outside trigger

@@ -84,7 +84,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := c.parts.Check(Process{Param: "processes[1]", Unit: "nginx", RestartOn: c.restart, ReloadOn: c.reload})
+			_, err := c.parts.Check(Process{Param: "processes[1]", Unit: "nginx", RestartOn: c.restart, ReloadOn: c.reload})
 			if c.err == "" {
 				assert.NoError(t, err)
 				return
@@ -96,8 +96,13 @@ func TestCheck(t *testing.T) {
 }
 
 func TestByName(t *testing.T) {
-	assert.False(t, Process{}.ByName(), "neither list: default wiring")
-	assert.False(t, Process{RestartOn: []any{}, ReloadOn: []any{}}.ByName(), "empty lists count as not given")
-	assert.True(t, Process{RestartOn: []any{false}}.ByName(), "restart_on: [false] reacts to nothing")
-	assert.True(t, Process{ReloadOn: []any{"config:main"}}.ByName())
+	byName := func(p Process) bool {
+		r, err := nginxParts.Check(p)
+		require.NoError(t, err)
+		return r.ByName()
+	}
+	assert.False(t, byName(Process{}), "neither list: default wiring")
+	assert.False(t, byName(Process{RestartOn: []any{}, ReloadOn: []any{}}), "empty lists count as not given")
+	assert.True(t, byName(Process{RestartOn: []any{false}}), "restart_on: [false] reacts to nothing")
+	assert.True(t, byName(Process{ReloadOn: []any{"config:main"}}))
 }

@@ -1,44 +1,68 @@
 package wiring
 
-// Wire builds a process's restart_on and reload_on for systemd_lifecycle from its
-// reactions (checked by [Parts.Check] before the service acted) and what the service's
-// steps did to each part: outcomes holds, per part, its result as its step returned it,
-// a registered result in systemd_lifecycle's sense (changed, and the contract keys such
-// as files_placed that tell a served restart). A part whose step did not run, or that is
-// missing from outcomes, counts as unchanged ({"changed": false}).
-//
-// By name ([Process.ByName]): one trigger per reference, in the order given, named by
-// its canonical form, then the outside triggers unchanged and in order. Otherwise the
-// default wiring of the package documentation, one trigger per part. An empty list is
-// nil (systemd_lifecycle: not given).
-//
-// Wire refuses what Check refuses, so an unchecked reference cannot be wired.
-func Wire(p Process, parts Parts, outcomes map[Ref]map[string]any) (restart, reload []any, err error) {
-	if err := parts.Check(p); err != nil {
-		return nil, nil, err
+// Trigger is one trigger Wire built: for one of the service's parts (Own), its Outcome
+// as outcomes had it ({"changed": false} when missing), named by its canonical Ref; for an
+// outside trigger, Outside as the user gave it.
+type Trigger struct {
+	Item
+	Outcome map[string]any
+}
+
+// Value is the trigger as systemd_lifecycle takes it: {REF: outcome} for a part, the
+// outside trigger unchanged.
+func (t Trigger) Value() any {
+	if !t.Own() {
+		return t.Outside
 	}
+	return map[string]any{t.Ref.String(): t.Outcome}
+}
+
+// Triggers are a process's wired restart_on and reload_on, each in order.
+type Triggers struct {
+	Restart, Reload []Trigger
+}
+
+// Lists are the triggers as systemd_lifecycle takes them; an empty list is nil
+// (systemd_lifecycle: not given).
+func (t Triggers) Lists() (restart, reload []any) {
+	return values(t.Restart), values(t.Reload)
+}
+
+func values(ts []Trigger) []any {
+	var out []any
+	for _, t := range ts {
+		out = append(out, t.Value())
+	}
+	return out
+}
+
+// Wire builds the triggers of unit's process from its reactions (as [Parts.Check] read
+// them before the service acted) and what the service's steps did to each part: outcomes
+// holds, per part, its result as its step returned it, a registered result in
+// systemd_lifecycle's sense (changed, and the contract keys such as files_placed that
+// tell a served restart). A part whose step did not run, or that is missing from
+// outcomes, counts as unchanged ({"changed": false}).
+//
+// By name ([Reactions.ByName]): one trigger per reference, in the order given, named by
+// its canonical form, then the outside triggers unchanged and in order. Otherwise the
+// default wiring of the package documentation, one trigger per part.
+func Wire(unit string, r Reactions, parts Parts, outcomes map[Ref]map[string]any) Triggers {
 	trigger := triggerOf(outcomes)
-	if p.ByName() {
-		wire := func(list []any) []any {
-			var out []any
-			for _, item := range list {
-				if s, ok := item.(string); ok {
-					// Check parsed every string.
-					r, _ := ParseRef(s)
-					out = append(out, trigger(r))
-				}
-			}
-			for _, item := range list {
-				if _, ok := item.(string); !ok {
-					out = append(out, item)
+	if r.ByName() {
+		wire := func(items []Item) []Trigger {
+			var out []Trigger
+			for _, it := range items {
+				if it.Own() {
+					out = append(out, trigger(it.Ref))
+				} else {
+					out = append(out, Trigger{Item: it})
 				}
 			}
 			return out
 		}
-		return wire(p.RestartOn), wire(p.ReloadOn), nil
+		return Triggers{Restart: wire(r.restart), Reload: wire(r.reload)}
 	}
-	restart, reload = defaults(p.Unit, parts, trigger)
-	return restart, reload, nil
+	return defaults(unit, parts, trigger)
 }
 
 // Facts are the changes a process plans from apart from its reactions
@@ -46,51 +70,53 @@ func Wire(p Process, parts Parts, outcomes map[Ref]map[string]any) (restart, rel
 // list, whether the process names its reactions or not. So a package change (the unit it
 // installs) and a changed unit file or drop-in of its unit (the manager reload) reach
 // every process, and a process that names its reactions reacts to nothing more.
-func Facts(p Process, parts Parts, outcomes map[Ref]map[string]any) []any {
-	restart, reload := defaults(p.Unit, parts, triggerOf(outcomes))
+func Facts(unit string, parts Parts, outcomes map[Ref]map[string]any) []any {
+	restart, reload := defaults(unit, parts, triggerOf(outcomes)).Lists()
 	return append(restart, reload...)
 }
 
-// triggerOf makes a part's trigger from outcomes: {REF: its outcome}, named by the
-// part's canonical reference; a part missing from outcomes counts as unchanged.
-func triggerOf(outcomes map[Ref]map[string]any) func(Ref) any {
+// triggerOf makes a part's trigger from outcomes, named by the part's canonical
+// reference; a part missing from outcomes counts as unchanged.
+func triggerOf(outcomes map[Ref]map[string]any) func(Ref) Trigger {
 	byRef := make(map[Ref]map[string]any, len(outcomes))
 	for r, out := range outcomes {
 		byRef[r.canon()] = out
 	}
-	return func(r Ref) any {
-		out := byRef[r.canon()]
+	return func(r Ref) Trigger {
+		r = r.canon()
+		out := byRef[r]
 		if out == nil {
 			out = map[string]any{"changed": false}
 		}
-		return map[string]any{r.canon().String(): out}
+		return Trigger{Item: Item{Ref: r}, Outcome: out}
 	}
 }
 
 // defaults is the default wiring of unit, one trigger per part (made by trigger).
-func defaults(unit string, parts Parts, trigger func(Ref) any) (restart, reload []any) {
+func defaults(unit string, parts Parts, trigger func(Ref) Trigger) Triggers {
+	var t Triggers
 	unit = normal(unit)
 	for _, n := range parts.Packages {
-		restart = append(restart, trigger(Ref{Kind: Package, Name: n}))
+		t.Restart = append(t.Restart, trigger(Ref{Kind: Package, Name: n}))
 	}
 	for _, n := range parts.Configs {
-		restart = append(restart, trigger(Ref{Kind: Config, Name: n}))
+		t.Restart = append(t.Restart, trigger(Ref{Kind: Config, Name: n}))
 	}
 	for _, u := range parts.Units {
 		if normal(u) == unit {
-			restart = append(restart, trigger(Ref{Kind: Unit, Unit: u}))
+			t.Restart = append(t.Restart, trigger(Ref{Kind: Unit, Unit: u}))
 		}
 	}
 	for _, d := range parts.Dropins {
 		if normal(d.Unit) != unit {
 			continue
 		}
-		t := trigger(Ref{Kind: Dropin, Unit: d.Unit, Name: d.Name})
+		tr := trigger(Ref{Kind: Dropin, Unit: d.Unit, Name: d.Name})
 		if d.Reload {
-			reload = append(reload, t)
+			t.Reload = append(t.Reload, tr)
 		} else {
-			restart = append(restart, t)
+			t.Restart = append(t.Restart, tr)
 		}
 	}
-	return restart, reload
+	return t
 }

@@ -31,6 +31,15 @@ func asJSON(t *testing.T, v any) string {
 	return string(data)
 }
 
+// wire is Wire's lists for p, its reactions read by Check as the service does before it
+// acts.
+func wire(t *testing.T, p Process, parts Parts, outcomes map[Ref]map[string]any) (restart, reload []any) {
+	t.Helper()
+	r, err := parts.Check(p)
+	require.NoError(t, err)
+	return Wire(p.Unit, r, parts, outcomes).Lists()
+}
+
 func TestWireByName(t *testing.T) {
 	pkg := result(500)
 	site := map[string]any{"changed": true, "diff": "x"}
@@ -75,8 +84,7 @@ func TestWireByName(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := Process{Param: "processes[0]", Unit: "nginx", RestartOn: c.restart, ReloadOn: c.reload}
-			restart, reload, err := Wire(p, nginxParts, outcomes)
-			require.NoError(t, err)
+			restart, reload := wire(t, p, nginxParts, outcomes)
 			assert.JSONEq(t, c.wantRestart, asJSON(t, restart))
 			assert.JSONEq(t, c.wantReload, asJSON(t, reload))
 			trig, err := reaction.Parse(restart, reload)
@@ -86,10 +94,13 @@ func TestWireByName(t *testing.T) {
 	}
 }
 
-func TestWireRefusesWhatCheckRefuses(t *testing.T) {
-	_, _, err := Wire(Process{Param: "processes[2]", Unit: "nginx", ReloadOn: []any{"config:nope"}}, nginxParts, nil)
+// TestWireTakesOnlyWhatCheckRead: Wire takes Reactions, which only Check makes, so a
+// reference Check refuses cannot be wired.
+func TestWireTakesOnlyWhatCheckRead(t *testing.T) {
+	r, err := nginxParts.Check(Process{Param: "processes[2]", Unit: "nginx", ReloadOn: []any{"config:nope"}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "processes[2].reload_on[0]: config:nope is not one of the service's configs")
+	assert.False(t, r.ByName(), "refused: no reactions")
 }
 
 func TestWireDefault(t *testing.T) {
@@ -120,8 +131,7 @@ func TestWireDefault(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.unit, func(t *testing.T) {
 			for _, p := range []Process{{Unit: c.unit}, {Unit: c.unit, RestartOn: []any{}, ReloadOn: []any{}}} {
-				restart, reload, err := Wire(p, nginxParts, outcomes)
-				require.NoError(t, err)
+				restart, reload := wire(t, p, nginxParts, outcomes)
 				assert.JSONEq(t, c.wantRestart, asJSON(t, restart))
 				assert.JSONEq(t, c.wantReload, asJSON(t, reload))
 				trig, err := reaction.Parse(restart, reload)
@@ -132,15 +142,13 @@ func TestWireDefault(t *testing.T) {
 	}
 	// A config change alone restarts every process, never reloads it (no reload
 	// capability was promised).
-	restart, reload, err := Wire(Process{Unit: "php-fpm"}, nginxParts, map[Ref]map[string]any{{Kind: Config, Name: "main"}: {"changed": true}})
-	require.NoError(t, err)
+	restart, reload := wire(t, Process{Unit: "php-fpm"}, nginxParts, map[Ref]map[string]any{{Kind: Config, Name: "main"}: {"changed": true}})
 	assert.Nil(t, reload)
 	trig, err := reaction.Parse(restart, reload)
 	require.NoError(t, err)
 	assert.Equal(t, reaction.Restart, reaction.Due(trig, reaction.None))
 	// Nothing declared: nothing to wire.
-	restart, reload, err = Wire(Process{Unit: "demo"}, Parts{}, nil)
-	require.NoError(t, err)
+	restart, reload = wire(t, Process{Unit: "demo"}, Parts{}, nil)
 	assert.Nil(t, restart)
 	assert.Nil(t, reload)
 }
@@ -291,8 +299,7 @@ func TestWireDefaultIsToday(t *testing.T) {
 		for _, unit := range []string{"demo", "demo.service", "other", "third"} {
 			t.Run(c.name+"/"+unit, func(t *testing.T) {
 				oldRestart, oldReload := today(unit, c.pkgRes, c.files, c.outs)
-				restart, reload, err := Wire(Process{Param: "processes[0]", Unit: unit}, parts, outcomes)
-				require.NoError(t, err)
+				restart, reload := wire(t, Process{Param: "processes[0]", Unit: unit}, parts, outcomes)
 				assert.Equal(t, meaning(t, oldRestart, oldReload), meaning(t, restart, reload))
 				reloadDropin := false
 				for _, f := range c.files {
@@ -304,5 +311,32 @@ func TestWireDefaultIsToday(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWireMarksOwnParts: each trigger says whether it is one of the service's parts, so
+// that a caller tells them from outside triggers without reading names; an outside
+// trigger's Outcome is never read, even when it reports a change.
+func TestWireMarksOwnParts(t *testing.T) {
+	changed := map[string]any{"changed": true}
+	p := Process{Param: "processes[0]", Unit: "nginx",
+		RestartOn: []any{map[string]any{"cert": changed}, "config:site", true},
+		ReloadOn:  []any{"dropin:nginx/20-env.conf"}}
+	r, err := nginxParts.Check(p)
+	require.NoError(t, err)
+	got := Wire(p.Unit, r, nginxParts, map[Ref]map[string]any{{Kind: Config, Name: "site"}: changed})
+	own := func(ts []Trigger) (out []bool) {
+		for _, tr := range ts {
+			out = append(out, tr.Own())
+		}
+		return out
+	}
+	assert.Equal(t, []bool{true, false, false}, own(got.Restart), "references first, then outside triggers")
+	assert.Equal(t, []bool{true}, own(got.Reload))
+	assert.Equal(t, Ref{Kind: Dropin, Unit: "nginx.service", Name: "20-env.conf"}, got.Reload[0].Ref, "canonical")
+	assert.Equal(t, changed, got.Restart[0].Outcome)
+	assert.Nil(t, got.Restart[1].Outcome)
+	for _, tr := range defaults("nginx", nginxParts, triggerOf(nil)).Restart {
+		assert.True(t, tr.Own(), "the default wiring is all parts: %v", tr.Ref)
 	}
 }
