@@ -38,6 +38,11 @@ type Config struct {
 	// Apply, the validator included); configfile runs under the context it is given and
 	// does not read it. 0: the caller's default.
 	Timeout time.Duration
+
+	// checked: Check accepted the config, and argv is its validator split (nil without
+	// one), kept so that Plan need not check and split it again.
+	checked bool
+	argv    []string
 }
 
 // param names one of the entry's parameters.
@@ -45,8 +50,23 @@ func (c Config) param(field string) string { return fmt.Sprintf("configs[%d].%s"
 
 // Check refuses what no observation is needed for: a path that is not absolute and
 // clean, a mode that others could write through, a validator without Placeholder or with
-// unbalanced quotes. It returns the validator's argv (nil without one).
-func (c Config) Check() ([]string, error) {
+// unbalanced quotes. It returns the config as checked, its validator split (Argv), which
+// Plan takes as it is; a change to the returned config must be checked again.
+func (c Config) Check() (Config, error) {
+	argv, err := c.check()
+	if err != nil {
+		return Config{}, err
+	}
+	c.checked, c.argv = true, argv
+	return c, nil
+}
+
+// Argv is the validator's argv as Check split it: nil without a validator, or when the
+// config was not checked.
+func (c Config) Argv() []string { return c.argv }
+
+// check is Check's rule; it returns the validator's argv (nil without one).
+func (c Config) check() ([]string, error) {
 	if err := checkPath(c.Path); err != nil {
 		return nil, fmt.Errorf("%s: %w; nothing was written", c.param("path"), err)
 	}

@@ -1,6 +1,7 @@
 package configfile
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -45,9 +46,9 @@ func TestCheckRefusesBeforeAnything(t *testing.T) {
 	} {
 		cfg := ok
 		cfg.Validate = v.validate
-		argv, err := cfg.Check()
+		checked, err := cfg.Check()
 		require.NoError(t, err, v.validate)
-		assert.Equal(t, v.argv, argv)
+		assert.Equal(t, v.argv, checked.Argv())
 	}
 	for _, m := range []os.FileMode{0o644, 0o640, 0o600, 0o444, 0o400, 0o755, 0} {
 		cfg := ok
@@ -55,4 +56,17 @@ func TestCheckRefusesBeforeAnything(t *testing.T) {
 		_, err := cfg.Check()
 		assert.NoError(t, err, "%o", m)
 	}
+}
+
+// TestPlanTakesTheCheckedConfig: Plan takes the validator as Check split it, and still
+// checks a config that did not come from Check.
+func TestPlanTakesTheCheckedConfig(t *testing.T) {
+	root := t.TempDir()
+	checked, err := Config{Name: "site", Path: "/site.conf", Absent: true, Validate: "check --file=%s"}.Check()
+	require.NoError(t, err)
+	p, err := Deps{Root: root}.Plan(context.Background(), checked)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"check", "--file=%s"}, p.Want.Validate)
+	_, err = Deps{Root: root}.Plan(context.Background(), Config{Index: 1, Path: "site.conf", Absent: true})
+	assert.ErrorContains(t, err, `configs[1].path: "site.conf" is relative`)
 }

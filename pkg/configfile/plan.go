@@ -77,18 +77,20 @@ const (
 	StepRemove      Step = "remove"
 )
 
-// Plan checks the config's parameters, resolves its owner and group on the target (a
+// Plan checks the config's parameters (unless Check returned c), resolves its owner and group on the target (a
 // present config's only; an owner no source knows fails with safefile.ErrUnknownID),
 // observes the path and decides; it changes nothing. With an error, the plan is as far as
 // it got, with no steps.
 func (d Deps) Plan(ctx context.Context, c Config) (Plan, error) {
 	w := Want{Name: c.Name, Path: c.Path, Present: !c.Absent, Content: []byte(c.Content), Mode: c.Mode, Sensitive: c.Sensitive}
 	p := Plan{Want: w}
-	argv, err := c.Check()
-	if err != nil {
-		return p, err
+	var err error
+	if !c.checked {
+		if c, err = c.Check(); err != nil {
+			return p, err
+		}
 	}
-	w.Validate = argv
+	w.Validate = c.argv
 	// A removal sets no owner: looking one up could only fail it (a user its package
 	// took along) after the steps before it removed their parts.
 	if w.Present {

@@ -301,7 +301,9 @@ func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 		if c.Content != nil {
 			cfg.Content = *c.Content
 		}
-		if _, err := cfg.Check(); err != nil {
+		// Checked once, here: Plan takes the validator as split now.
+		cfg, err := cfg.Check()
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, cfg)
