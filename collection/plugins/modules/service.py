@@ -452,7 +452,9 @@ files:
   type: list
   elements: dict
 configs:
-  description: Each config's result (changed, name, path, state, plan, diff; on a failure failed and msg), in the order of configs; a config under a unit directory also has unit_files_changed and daemon_reload.
+  description: >-
+    Each config's result (changed, name, path, state, plan, diff; on a failure failed and msg), in the
+    order of configs; a config under a unit directory also has unit_files_changed and daemon_reload.
   returned: always
   type: list
   elements: dict
