@@ -213,20 +213,22 @@ func decodeItem(ref string, opts []Param, item any, dst reflect.Value) error {
 	}
 	for i, o := range opts {
 		x := m[o.Name]
-		if x != nil {
-			cx, err := itemValue(ref, o, x)
-			if err != nil {
-				return err
+		if x == nil {
+			if o.Required {
+				return fmt.Errorf("%s.%s: is required", ref, o.Name)
 			}
-			x = cx
-		} else if o.Required {
-			return fmt.Errorf("%s.%s: is required", ref, o.Name)
-		} else {
+			// The default is in its raw form (Param.Default): it is converted as a
+			// given value is, as a top-level parameter's default is.
 			x = o.Default
 		}
 		if x == nil {
 			continue
 		}
+		cx, err := itemValue(ref, o, x)
+		if err != nil {
+			return err
+		}
+		x = cx
 		if len(o.Choices) > 0 {
 			if s, _ := x.(string); !contains(o.Choices, s) {
 				return fmt.Errorf("%s.%s: value of %s must be one of: %s, got: %s", ref, o.Name, o.Name, strings.Join(o.Choices, ", "), describe(o, s))

@@ -130,3 +130,50 @@ func TestDecodeRefusesMismatchedStructs(t *testing.T) {
 	s.Params = []Param{s.Params[0], s.Params[len(s.Params)-3]}
 	assert.ErrorContains(t, s.Decode(v, &item), "has no field tagged `ansible:\"version\"`", "items are checked too")
 }
+
+// TestDecodeSuboptionDefaults: a suboption's Default is in its raw form, as a top-level
+// parameter's is (Param.Default), and goes through the same conversion as a value given
+// in the item, so a Mode or Duration default decodes into its typed field.
+func TestDecodeSuboptionDefaults(t *testing.T) {
+	type item struct {
+		Name    string        `ansible:"name"`
+		Mode    *os.FileMode  `ansible:"mode"`
+		Perm    os.FileMode   `ansible:"perm"`
+		Timeout time.Duration `ansible:"timeout"`
+		Enabled bool          `ansible:"enabled"`
+		State   string        `ansible:"state"`
+	}
+	type params struct {
+		Items []item `ansible:"items"`
+	}
+	s := &Spec{Name: "demo_mod", Params: []Param{{Name: "items", Kind: List, Elements: Dict, Suboptions: []Param{
+		{Name: "name", Kind: Str, Required: true},
+		{Name: "mode", Kind: Mode, Default: "0644"},
+		{Name: "perm", Kind: Mode, Default: 384.0}, // 0600 as JSON reads a number
+		{Name: "timeout", Kind: Duration, Default: "30s"},
+		{Name: "enabled", Kind: Bool, Default: "yes"},
+		{Name: "state", Kind: Str, Default: "present", Choices: []string{"present", "absent"}},
+	}}}}
+	mode := func(m os.FileMode) *os.FileMode { return &m }
+	cases := []struct {
+		name string
+		item map[string]any
+		want item
+	}{
+		{name: "every default", item: map[string]any{"name": "a"},
+			want: item{Name: "a", Mode: mode(0o644), Perm: 0o600, Timeout: 30 * time.Second, Enabled: true, State: "present"}},
+		{name: "null counts as omitted", item: map[string]any{"name": "a", "mode": nil, "timeout": nil},
+			want: item{Name: "a", Mode: mode(0o644), Perm: 0o600, Timeout: 30 * time.Second, Enabled: true, State: "present"}},
+		{name: "every value given", item: map[string]any{"name": "a", "mode": "0640", "perm": 256.0, "timeout": "1m", "enabled": false, "state": "absent"},
+			want: item{Name: "a", Mode: mode(0o640), Perm: 0o400, Timeout: time.Minute, State: "absent"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v, err := s.Validate(map[string]any{"items": []any{c.item}})
+			require.NoError(t, err)
+			var p params
+			require.NoError(t, s.Decode(v, &p))
+			assert.Equal(t, []item{c.want}, p.Items)
+		})
+	}
+}
