@@ -18,7 +18,7 @@ import (
 
 // site is a config over an existing file with content "old\n", validated by validate.
 func site(validate string) Config {
-	return Config{Name: "site", Path: confPath, Content: "listen 80\n", Mode: DefaultMode, Validate: validate}
+	return Config{Name: "site", Path: confPath, Content: "listen 80\n", Mode: 0o644, Validate: validate}
 }
 
 // unchanged asserts that the config's file still holds "old\n" and nothing else is left.

@@ -10,9 +10,6 @@ import (
 	"github.com/richt/services/pkg/safefile"
 )
 
-// DefaultMode is a config's mode when the task gives none (the caller's spec default).
-const DefaultMode os.FileMode = 0o644
-
 // Placeholder is what a validator's command has where the new content's path goes.
 const Placeholder = "%s"
 
@@ -25,7 +22,7 @@ type Config struct {
 	Name    string
 	Path    string
 	Content string
-	// Mode is the file's mode; the caller's spec supplies DefaultMode when none is given.
+	// Mode is the file's mode; the caller's spec supplies its default when none is given.
 	Mode os.FileMode
 	// Owner and Group are names or numeric ids; "" is root.
 	Owner, Group string

@@ -10,7 +10,7 @@ import (
 )
 
 func TestCheckRefusesBeforeAnything(t *testing.T) {
-	ok := Config{Index: 2, Name: "site", Path: "/etc/nginx/conf.d/site.conf", Mode: DefaultMode}
+	ok := Config{Index: 2, Name: "site", Path: "/etc/nginx/conf.d/site.conf", Mode: 0o644}
 	for _, c := range []struct {
 		name string
 		edit func(*Config)

@@ -53,7 +53,7 @@ var planCases = []struct {
 func rowConfig(c Config) Config {
 	c.Index, c.Name, c.Path = 0, "site", confPath
 	if c.Mode == 0 && !c.Absent {
-		c.Mode = DefaultMode
+		c.Mode = 0o644
 	}
 	return c
 }

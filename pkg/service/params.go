@@ -72,13 +72,12 @@ type Config struct {
 	Path string `ansible:"path"`
 	// Content is required when the service is present; nil when not given.
 	Content *string `ansible:"content"`
-	// Mode is nil when not given: configfile.DefaultMode. (Not the Spec's default: the
-	// default of a suboption is not converted as a given value is.)
-	Mode      *os.FileMode `ansible:"mode"`
-	Owner     string       `ansible:"owner"`
-	Group     string       `ansible:"group"`
-	Sensitive bool         `ansible:"sensitive"`
-	Validate  string       `ansible:"validate"`
+	// Mode is the Spec's default, 0644, when not given.
+	Mode      os.FileMode `ansible:"mode"`
+	Owner     string      `ansible:"owner"`
+	Group     string      `ansible:"group"`
+	Sensitive bool        `ansible:"sensitive"`
+	Validate  string      `ansible:"validate"`
 	// Timeout is the config step's deadline (a Go duration); nil: configTimeout.
 	Timeout *string `ansible:"timeout"`
 }

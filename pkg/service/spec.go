@@ -85,10 +85,9 @@ func Spec() *ansible.Spec {
 					{Name: "name", Kind: ansible.Str, Required: true, Description: []string{`What reactions refer to (C(config:NAME)) and messages name: 1 to 64 letters, digits, C(.), C(_) and C(-).`}},
 					{Name: "path", Kind: ansible.Str, Required: true, Description: []string{`Absolute, clean path of the file.`}},
 					{Name: "content", Kind: ansible.Str, Description: []string{`The file's content; required with C(state=present).`}},
-					{Name: "mode", Kind: ansible.Mode, Description: []string{
-						`File mode, as an octal string such as C("0644") or C("0640"); default C(0644). A
-						mode that lets group or others write, or sets the setuid, setgid or sticky bit, is
-						refused.`}},
+					{Name: "mode", Kind: ansible.Mode, Default: "0644", Description: []string{
+						`File mode, as an octal string such as C("0644") or C("0640"). A mode that lets
+						group or others write, or sets the setuid, setgid or sticky bit, is refused.`}},
 					{Name: "owner", Kind: ansible.Str, Description: []string{`Owner, a name or a numeric id, resolved through NSS on the target; default C(root).`}},
 					{Name: "group", Kind: ansible.Str, Description: []string{`Group, a name or a numeric id, resolved through NSS on the target; default C(root).`}},
 					{Name: "sensitive", Kind: ansible.Bool, Default: false, Description: []string{`Keep the content out of every output: the diff and the validator's output are withheld.`}},
@@ -286,11 +285,8 @@ func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 		if c.Content == nil && !absent {
 			return nil, fmt.Errorf("configs[%d].content: required when the service is present", i)
 		}
-		cfg := configfile.Config{Index: i, Name: c.Name, Path: c.Path, Mode: configfile.DefaultMode, Owner: c.Owner,
+		cfg := configfile.Config{Index: i, Name: c.Name, Path: c.Path, Mode: c.Mode, Owner: c.Owner,
 			Group: c.Group, Sensitive: c.Sensitive, Validate: c.Validate, Absent: absent}
-		if c.Mode != nil {
-			cfg.Mode = *c.Mode
-		}
 		if c.Timeout != nil {
 			d, err := timeout.Parse(*c.Timeout)
 			if err != nil {

@@ -216,10 +216,10 @@ options:
         type: str
       mode:
         description:
-          - File mode, as an octal string such as C("0644") or C("0640"); default C(0644). A
-            mode that lets group or others write, or sets the setuid, setgid or sticky bit, is
-            refused.
+          - File mode, as an octal string such as C("0644") or C("0640"). A mode that lets group
+            or others write, or sets the setuid, setgid or sticky bit, is refused.
         type: raw
+        default: "0644"
       owner:
         description:
           - Owner, a name or a numeric id, resolved through NSS on the target; default C(root).
