@@ -265,13 +265,16 @@ func TestServiceConfigsDriveRealDaemons(t *testing.T) {
 
 	t.Run("a package pin move restarts only the processes that name it", func(t *testing.T) {
 		web, cache := pids(t, tg)
+		since := strings.TrimSpace(tg.MustExec(t, "date", "+%s"))
 		w.nginx = nginx2
 		r := e.run(t, w.args())
 		require.False(t, r.Failed(), r.Msg())
 		t.Logf("the service's plan: %v", r["plan"])
 		assert.Contains(t, tg.MustExec(t, "rpm", "-q", "nginx"), "nginx-1.26.3-2.el10")
 		web2, cache2 := pids(t, tg)
-		assert.NotEqual(t, web, web2, "nginx restarted (by its package's scriptlet or the service, once)")
+		assert.NotEqual(t, web, web2, "nginx restarted")
+		starts := tg.MustExec(t, "sh", "-c", "journalctl -u nginx.service --since @"+since+" -o cat | grep -c '^Started nginx.service' || true")
+		assert.Equal(t, "1\n", starts, "once: by its package's scriptlet or by the service, not both (actions %v)", actions(t, r, "nginx.service"))
 		assert.Equal(t, cache, cache2, "redis does not name package:nginx")
 		assert.Empty(t, actions(t, r, "redis.service"))
 		answers(t, tg, "reloaded")
@@ -312,6 +315,9 @@ func TestServiceConfigsDriveRealDaemons(t *testing.T) {
 		r := e.run(t, args)
 		require.True(t, r.Failed(), "redis.service has no ExecReload")
 		assert.Contains(t, r.Msg(), "reload_on")
+		assert.Equal(t, "process redis.service", r["failed_step"])
+		assert.False(t, r.Changed(), "refused before any step")
+		assert.Empty(t, r["processes"])
 		t.Logf("the message: %s", r.Msg())
 		assert.NotContains(t, tg.MustExec(t, "cat", "/etc/redis/redis.conf"), "8mb")
 		tg.MustExec(t, "test", "!", "-e", "/var/lib/richt/pending/redis.service.json")
