@@ -121,10 +121,11 @@ func (d Deps) carry(ctx context.Context, p Plan, s Step, full string, place *dir
 	return fmt.Errorf("unknown step %q", s)
 }
 
-// write puts the content beside the path with its final attributes, has the validator
-// check it there, and only then renames it into place, once the temporary file is proven
-// still the one written (before the validator and right before the rename: the config's
-// owner may write the directory). Whatever fails before the rename removes the temporary
+// write puts the content beside the path in a file root's alone (0600), has the validator
+// check it there, only then gives it its final owner and mode, and renames it into place
+// once the temporary file is proven still the one written (before the validator and right
+// before the rename: the config's owner may write the directory and rename or replace the
+// file, though not write to it). Whatever fails before the rename removes the temporary
 // file and leaves the path as it was.
 func (d Deps) write(ctx context.Context, w Want, place *dir) (err error) {
 	tmp, err := place.create(w)
@@ -143,6 +144,9 @@ func (d Deps) write(ctx context.Context, w Want, place *dir) (err error) {
 		if err := d.validate(ctx, w, tmp.full()); err != nil {
 			return fmt.Errorf("%s %w: %w", w.Path, atomicfile.ErrNotReplaced, err)
 		}
+	}
+	if err := tmp.finish(w); err != nil {
+		return fmt.Errorf("%s %w: %w", w.Path, atomicfile.ErrNotReplaced, err)
 	}
 	if err := d.beforeReplace(w.Path); err != nil {
 		return err

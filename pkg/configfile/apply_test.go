@@ -307,6 +307,48 @@ func TestDirectoryTrust(t *testing.T) {
 	}
 }
 
+// The validator runs as root on the temporary file, so that file stays root's alone
+// (0600, owned by root) until validated: a config's owner who could write it could
+// change what root validates (nginx's load_module, haproxy's lua-load) and installs.
+// The validator here is a real command that fails unless it sees root:0600; the file
+// installed has its final owner and mode.
+func TestValidatorSeesRootsPrivateTemporaryFile(t *testing.T) {
+	needsRoot(t)
+	for _, c := range []struct {
+		name             string
+		dirUID, dirGID   int
+		dirMode          os.FileMode
+		owner, group     string
+		mode             os.FileMode
+		wantUID, wantGID int
+	}{
+		{"root's directory, the daemon's config", 0, 0, 0o755, "1", "1", 0o640, 1, 1},
+		{"the owner's setgid directory (Debian's /etc/redis)", 1, 1, 0o770 | os.ModeSetgid, "1", "1", 0o640, 1, 1},
+		{"root's config, world-readable", 0, 0, 0o755, "", "", 0o644, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := layOut(t, &onDisk{content: "old\n", mode: 0o644})
+			dir := filepath.Join(root, "etc/app")
+			require.NoError(t, os.Chown(dir, c.dirUID, c.dirGID))
+			require.NoError(t, os.Chmod(dir, c.dirMode))
+			cfg := site(`sh -c 'm=$(stat -c %u:%a "$1"); [ "$m" = 0:600 ] || { echo "validated as $m"; exit 1; }' check %s`)
+			cfg.Owner, cfg.Group, cfg.Mode = c.owner, c.group, c.mode
+			d := Deps{Runner: runner.Exec{}, Root: root}
+			plan, err := d.Plan(context.Background(), cfg)
+			require.NoError(t, err)
+			require.Equal(t, []Step{StepWrite}, plan.Steps)
+			_, err = d.Apply(context.Background(), plan)
+			require.NoError(t, err)
+			fi, err := os.Lstat(filepath.Join(root, confPath))
+			require.NoError(t, err)
+			st := fi.Sys().(*syscall.Stat_t)
+			assert.Equal(t, []any{c.mode, c.wantUID, c.wantGID}, []any{fi.Mode(), int(st.Uid), int(st.Gid)}, "installed with its final mode and owner")
+			tmps, _ := filepath.Glob(filepath.Join(dir, ".site.conf.richt-*"))
+			assert.Empty(t, tmps)
+		})
+	}
+}
+
 // In a directory the config's owner can write, the temporary file can be swapped for
 // another between its creation and the rename: the content validated must be the
 // content installed. A swap seen right before the rename (here by BeforeReplace, or by

@@ -160,9 +160,9 @@ func (d *dir) remove(base string) error {
 	return d.sync()
 }
 
-// temp is a config's new content beside it in d, complete with its final attributes, and
-// held open: the file this run created, told from any other put at its name since by
-// device and inode (an open file's inode is not reused).
+// temp is a config's new content beside it in d, held open: the file this run created,
+// told from any other put at its name since by device and inode (an open file's inode is
+// not reused). It is root's alone (0600) until finish gives it its final attributes.
 type temp struct {
 	d    *dir
 	name string
@@ -173,8 +173,10 @@ type temp struct {
 
 // create writes w's content to a new temporary file in d, named as atomicfile names a
 // path's (a killed run's leftover is Stale): created exclusively and never through a
-// link, given its owner and mode through its descriptor while still empty, written and
-// synced. An error leaves nothing behind.
+// link, root's with mode 0600, written and synced. It stays root's while the validator,
+// run as root, reads it: a config's owner who could write it could change what root
+// validates (nginx's load_module runs code) and what is installed. An error leaves
+// nothing behind.
 func (d *dir) create(w Want) (*temp, error) {
 	prefix := atomicfile.TempPrefix(w.Path)
 	for range 100 {
@@ -187,7 +189,7 @@ func (d *dir) create(w Want) (*temp, error) {
 			return nil, fmt.Errorf("create temporary file in %s: %w", d.path, err)
 		}
 		t := &temp{d: d, name: name, f: os.NewFile(uintptr(fd), path.Join(d.path, name))}
-		if err := t.fill(w); err != nil {
+		if err := t.fill(w.Content); err != nil {
 			return nil, errors.Join(err, t.discard())
 		}
 		return t, nil
@@ -195,17 +197,26 @@ func (d *dir) create(w Want) (*temp, error) {
 	return nil, fmt.Errorf("create temporary file in %s: no free name after 100 tries", d.path)
 }
 
-// fill gives the empty temporary file its owner, then its mode (chown may clear set-id
-// bits), then the content.
-func (t *temp) fill(w Want) error {
+// fill writes the content to the empty temporary file and syncs it.
+func (t *temp) fill(content []byte) error {
+	if _, err := t.f.Write(content); err != nil {
+		return fmt.Errorf("write %s: %w", t.f.Name(), err)
+	}
+	if err := t.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", t.f.Name(), err)
+	}
+	return nil
+}
+
+// finish gives the validated temporary file, through its descriptor, w's owner, then its
+// mode (chown may clear set-id bits), and syncs them: the file appears at the config's
+// path only with its final attributes, never with looser ones.
+func (t *temp) finish(w Want) error {
 	if err := t.f.Chown(w.UID, w.GID); err != nil {
 		return fmt.Errorf("set owner of %s: %w", t.f.Name(), err)
 	}
 	if err := t.f.Chmod(w.Mode); err != nil {
 		return fmt.Errorf("set mode of %s: %w", t.f.Name(), err)
-	}
-	if _, err := t.f.Write(w.Content); err != nil {
-		return fmt.Errorf("write %s: %w", t.f.Name(), err)
 	}
 	if err := t.f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", t.f.Name(), err)

@@ -65,8 +65,8 @@ type Step string
 
 // The steps, in the order a plan holds them:
 //   - remove-stale removes temporary files a killed run left (no change of the file);
-//   - write writes the content to a temporary file beside the path with its final mode
-//     and owner, runs the validator on it, and renames it over the path;
+//   - write writes the content to a temporary file beside the path (root's, 0600), runs
+//     the validator on it, gives it its final owner and mode, and renames it over the path;
 //   - chown and chmod give a file whose content is right its owner and group, its mode;
 //   - remove removes the path, and nothing else.
 const (

@@ -90,7 +90,8 @@ func needsRoot(t *testing.T) {
 
 // strictRunner is a runner.Runner that fails the test on a command its plan does not
 // name: only the validator of a plan that writes, with the temporary file Apply wrote
-// (Write's name pattern, beside the path) holding the new content with its final mode.
+// (Write's name pattern, beside the path) holding the new content, still root's alone
+// (0600, owned by this process, root): the config's owner gets it only after validation.
 type strictRunner struct {
 	t     *testing.T
 	plan  Plan
@@ -121,9 +122,9 @@ func (r *strictRunner) Run(_ context.Context, argv ...string) (runner.Result, er
 	assert.Equal(r.t, string(w.Content), string(data), "the validator reads the new content")
 	fi, err := os.Stat(tmp)
 	require.NoError(r.t, err)
-	assert.Equal(r.t, w.Mode, safefile.Perm(fi), "with its final mode")
+	assert.Equal(r.t, os.FileMode(0o600), safefile.Perm(fi), "mode 0600 while validated")
 	st := fi.Sys().(*syscall.Stat_t)
-	assert.Equal(r.t, []int{w.UID, w.GID}, []int{int(st.Uid), int(st.Gid)}, "and owner")
+	assert.Equal(r.t, os.Geteuid(), int(st.Uid), "owned by root while validated")
 	return runner.Result{Argv: argv, ExitCode: r.rc}, nil
 }
 

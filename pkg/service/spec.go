@@ -67,15 +67,16 @@ func Spec() *ansible.Spec {
 			{Name: "configs", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
 				`Files the service's daemons read, each I(name) and I(path) once, written after the
 				packages (so a package's own directory exists) and before the unit files:
-				atomically, with the final mode and owner from creation, never through a
+				atomically, at the path only ever with the final mode and owner, never through a
 				symbolic link, and never into a missing directory (the task fails naming it;
 				none is created).`,
 				`Every directory above a config must be owned by root or by the config's owner,
 				may be writable by group only when its group is root or the config's group, and
 				must not be writable by others (sticky or not); any other is refused, naming it.
 				So a daemon's own directory is accepted (Debian's C(/etc/redis) is
-				C(redis:redis 2770)), and the temporary file is renamed into place only while it is
-				still the one written and validated.`,
+				C(redis:redis 2770)). The validator runs on a temporary file that only root can
+				write (mode 0600); only then does it get its final owner and mode, and it is
+				renamed into place only while it is still the one written and validated.`,
 				`With C(state=absent) exactly the declared paths are removed, nothing beside them.`,
 				`A config under systemd's unit directories (such as C(/etc/systemd/system)) counts
 				as a unit file change: the manager is reloaded for it.`,

@@ -18,17 +18,17 @@ description:
     process in order (the first that needs it reloads systemd's manager once). Each step's
     result is under I(packages), I(configs), I(files) and I(processes).
   - "Configs are written after the packages step, so a directory a package installs exists,
-    and before the unit files: atomically, with the final mode and owner from creation,
+    and before the unit files: atomically, at the path only ever with the final mode and owner,
     never through a symbolic link, and never into a directory that others can write. Every
     directory above a config must be owned by root or by the config's own I(owner), and may
     be group-writable only when its group is root or the config's I(group) (so Debian's
     C(/etc/redis), redis:redis 2770, holds a config owned by redis); a directory writable by
     others is refused, naming it. A missing directory fails the step naming it; none is
     created."
-  - A config's I(validate) runs on the new content, beside the file with its final mode and
-    owner, before it replaces the old one. When it fails, the task fails naming the config
-    and the validator's output, and nothing changes - not that file, not any file after it,
-    no reaction.
+  - A config's I(validate) runs on the new content, in a temporary file beside the file that
+    only root can write (mode 0600), before it gets its final owner and mode and replaces the
+    old one. When it fails, the task fails naming the config and the validator's output, and
+    nothing changes - not that file, not any file after it, no reaction.
   - "A process names what it reacts to with I(restart_on) and I(reload_on): references to
     the service's own parts (C(package:NAME), C(config:NAME), C(unit:UNIT),
     C(dropin:UNIT/NAME)) and, as in richt.services.systemd_lifecycle, registered results,
@@ -183,14 +183,16 @@ options:
   configs:
     description:
       - "Files the service's daemons read, each I(name) and I(path) once, written after the
-        packages (so a package's own directory exists) and before the unit files: atomically,
-        with the final mode and owner from creation, never through a symbolic link, and never
-        into a missing directory (the task fails naming it; none is created)."
+        packages (so a package's own directory exists) and before the unit files: atomically, at
+        the path only ever with the final mode and owner, never through a symbolic link, and
+        never into a missing directory (the task fails naming it; none is created)."
       - Every directory above a config must be owned by root or by the config's owner, may be
         writable by group only when its group is root or the config's group, and must not be
         writable by others (sticky or not); any other is refused, naming it. So a daemon's own
-        directory is accepted (Debian's C(/etc/redis) is C(redis:redis 2770)), and the temporary
-        file is renamed into place only while it is still the one written and validated.
+        directory is accepted (Debian's C(/etc/redis) is C(redis:redis 2770)). The validator
+        runs on a temporary file that only root can write (mode 0600); only then does it get its
+        final owner and mode, and it is renamed into place only while it is still the one
+        written and validated.
       - With C(state=absent) exactly the declared paths are removed, nothing beside them.
       - "A config under systemd's unit directories (such as C(/etc/systemd/system)) counts as a
         unit file change: the manager is reloaded for it."
