@@ -101,7 +101,7 @@ func (d Deps) Plan(ctx context.Context, req Request) (Plan, error) {
 	// holds: their reload capability is the one the decision needs.
 	var files *unitfile.Capability
 	if w.ReloadOn && (len(prep.SyncReasons) > 0 || o.Unit.LoadState == "masked" || o.PredictedInstall) {
-		files, capErr = d.filesCapability(w.Unit)
+		files, capErr = d.filesCapability(w.Unit, w.Masked != nil && !*w.Masked)
 	}
 	p := decide(req, o, prep, files)
 	if capErr != nil {

@@ -650,3 +650,36 @@ func TestALoadedPackageChangeWithoutTheUnitIsRefused(t *testing.T) {
 	assert.Equal(t, "unit demo.service not found (LoadState=not-found): expected a unit file for it", res["msg"])
 	assert.Empty(t, nonShow(sd.calls), "no daemon-reload, no job")
 }
+
+// An unmask loads the unit's real fragment, the next one in the search path after the
+// mask link: reload_on is judged from it, not from the /dev/null the mask links to.
+func TestUnmaskJudgesTheRealFragment(t *testing.T) {
+	const lib = "/usr/lib/systemd/system/demo.service"
+	for _, c := range []struct{ name, content, wantErr string }{
+		{name: "the real fragment can reload", content: "[Service]\nExecStart=/bin/true\nExecReload=/bin/true\n"},
+		{name: "the real fragment cannot: refused for it", content: "[Service]\nExecStart=/bin/true\n",
+			wantErr: "no ExecReload= and no Type=notify-reload in " + lib},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sd := &fakeSystemd{p: props("inactive", "masked")}
+			sd.p.LoadState, sd.p.FragmentPath = "masked", lib
+			d := testDeps(sd, &memStore{pending: map[string]*durable.Pending{}})
+			d.Root = t.TempDir()
+			require.NoError(t, os.MkdirAll(d.Root+"/etc/systemd/system", 0o755))
+			require.NoError(t, os.Symlink("/dev/null", d.Root+"/etc/systemd/system/demo.service"))
+			require.NoError(t, os.MkdirAll(d.Root+"/usr/lib/systemd/system", 0o755))
+			require.NoError(t, os.WriteFile(d.Root+lib, []byte(c.content), 0o644))
+			data, _ := json.Marshal(map[string]any{"unit": "demo", "masked": false, "reload_on": []any{true}})
+			var res map[string]any
+			require.NoError(t, json.Unmarshal(ansible.Execute(context.Background(), Spec(), []string{"-"}, strings.NewReader(string(data)), Handler(d)), &res))
+			if c.wantErr != "" {
+				require.Equal(t, true, res["failed"])
+				assert.Contains(t, res["msg"], c.wantErr)
+				assert.NotContains(t, sd.calls, "unmask", "refused before the unmask")
+				return
+			}
+			require.Nil(t, res["failed"], res["msg"])
+			assert.Equal(t, []any{"unmask", "start"}, res["actions"])
+		})
+	}
+}

@@ -59,9 +59,13 @@ func (d Deps) observe(ctx context.Context, req Request) (Observation, error) {
 // filesCapability is the reload capability of the unit's files on disk, which is what
 // the manager loads at its next reload (or unmask); nil when no fragment is on disk yet
 // (a package not installed yet, a unit outside the system search path): then Apply reads
-// it once the manager has loaded the unit.
-func (d Deps) filesCapability(unit string) (*unitfile.Capability, error) {
+// it once the manager has loaded the unit. unmask: the plan unmasks the unit, so the mask
+// link is not what the manager loads but the fragment after it (unitfile.Unmasked).
+func (d Deps) filesCapability(unit string, unmask bool) (*unitfile.Capability, error) {
 	frag, dropIns := unitfile.Files(d.Root, unit)
+	if unmask {
+		frag, dropIns = unitfile.Unmasked(d.Root, unit)
+	}
 	if frag == "" {
 		return nil, nil
 	}

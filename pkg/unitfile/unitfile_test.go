@@ -108,6 +108,56 @@ func TestFilesOrder(t *testing.T) {
 	assert.Equal(t, "/etc/systemd/system/web@blue.service", frag, "an instance file beats the template")
 }
 
+// A mask is a link to /dev/null where the unit's fragment would be. Files reports it as
+// the fragment (the unit as it stands); Unmasked passes over a mask in /etc or /run, the
+// links `systemctl unmask` removes, to the fragment systemd loads once it is gone.
+func TestUnmaskedPassesOverTheMask(t *testing.T) {
+	mask := func(root, p string) {
+		full := filepath.Join(root, p)
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.Symlink("/dev/null", full))
+	}
+	cases := []struct {
+		name       string
+		masks      []string
+		files      []string
+		wantMask   string
+		wantUnmask string
+	}{
+		{name: "not masked", files: []string{"/usr/lib/systemd/system/demo.service"},
+			wantUnmask: "/usr/lib/systemd/system/demo.service"},
+		{name: "masked in /etc: the vendor fragment after it", masks: []string{"/etc/systemd/system/demo.service"},
+			files: []string{"/usr/lib/systemd/system/demo.service"}, wantMask: "/etc/systemd/system/demo.service",
+			wantUnmask: "/usr/lib/systemd/system/demo.service"},
+		{name: "masked in /etc and /run: both passed over",
+			masks: []string{"/etc/systemd/system/demo.service", "/run/systemd/system/demo.service"},
+			files: []string{"/usr/local/lib/systemd/system/demo.service"}, wantMask: "/etc/systemd/system/demo.service",
+			wantUnmask: "/usr/local/lib/systemd/system/demo.service"},
+		{name: "masked, no fragment after it", masks: []string{"/etc/systemd/system/demo.service"},
+			wantMask: "/etc/systemd/system/demo.service"},
+		{name: "a mask under /usr is not unmasked", masks: []string{"/usr/lib/systemd/system/demo.service"},
+			wantMask: "/usr/lib/systemd/system/demo.service", wantUnmask: "/usr/lib/systemd/system/demo.service"},
+		{name: "a file in /etc above a lower mask: not masked", masks: []string{"/run/systemd/system/demo.service"},
+			files: []string{"/etc/systemd/system/demo.service"}, wantUnmask: "/etc/systemd/system/demo.service"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, m := range c.masks {
+				mask(root, m)
+			}
+			for _, f := range c.files {
+				write(t, root, f, "[Service]\n")
+			}
+			write(t, root, "/etc/systemd/system/demo.service.d/10.conf", "")
+			assert.Equal(t, c.wantMask, Mask(root, "demo.service"))
+			frag, dropIns := Unmasked(root, "demo.service")
+			assert.Equal(t, c.wantUnmask, frag)
+			assert.Equal(t, []string{"/etc/systemd/system/demo.service.d/10.conf"}, dropIns, "drop-ins stay")
+		})
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add("[Unit]\nDescription=x\n[Service]\nExecStart=/bin/true\n")
 	f.Add("[Service\n")
