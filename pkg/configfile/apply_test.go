@@ -3,6 +3,7 @@ package configfile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -251,11 +252,12 @@ func TestApplyDecidesAgainWhenThePathMovedSinceThePlan(t *testing.T) {
 }
 
 // A config's directories are trusted when owned by root or the config's owner, writable by
-// group only for group root or the config's group, and never writable by others (sticky
-// or not): the shapes Debian's and EL's /etc/redis have are written into, with the config's
-// owner from creation; any other is refused at Plan naming the directory, its owner and
-// mode and what is accepted, with nothing written. The config here is daemon's (uid and
-// gid 1).
+// group only for group root or, in a directory the config's non-root owner owns, the
+// config's group, and never writable by others (sticky or not): the shapes Debian's and
+// EL's /etc/redis have are written into, with the config's owner; any other is refused at
+// Plan naming the directory, its owner and mode and what is accepted, with nothing
+// written. The config here is daemon's (uid and gid 1), or root's with group 1 (nginx's
+// root:nginx 0775 directory would let group nginx replace a config root's master reads).
 func TestDirectoryTrust(t *testing.T) {
 	needsRoot(t)
 	for _, c := range []struct {
@@ -264,16 +266,20 @@ func TestDirectoryTrust(t *testing.T) {
 		uid, gid    int
 		mode        os.FileMode
 		untrustedBy string // "": written
+		rootsConfig bool   // the config is root's, group 1
 	}{
-		{"root's, 0755", "etc/app", 0, 0, 0o755, ""},
-		{"the owner's, 0750 (EL's /etc/redis)", "etc/app", 1, 0, 0o750, ""},
-		{"the owner's, group-writable by its group, setgid (Debian's /etc/redis)", "etc/app", 1, 1, 0o770 | os.ModeSetgid, ""},
-		{"root's, group-writable by the config's group", "etc/app", 0, 1, 0o775, ""},
-		{"root's, group-writable by group root", "etc", 0, 0, 0o775, ""},
-		{"another user's", "etc/app", 2, 0, 0o755, "/etc/app (owner uid 2, group gid 0, mode 0755) is owned by uid 2"},
-		{"group-writable by another group", "etc/app", 0, 2, 0o775, "/etc/app (owner uid 0, group gid 2, mode 0775) is writable by group gid 2"},
-		{"the owner's, writable by others", "etc/app", 1, 1, 0o757, "/etc/app (owner uid 1, group gid 1, mode 0757) is writable by others"},
-		{"sticky, writable by others", "etc", 0, 0, 0o777 | os.ModeSticky, "/etc (owner uid 0, group gid 0, mode 1777) is writable by others (the sticky bit does not keep them from adding files)"},
+		{"root's, 0755", "etc/app", 0, 0, 0o755, "", false},
+		{"the owner's, 0750 (EL's /etc/redis)", "etc/app", 1, 0, 0o750, "", false},
+		{"the owner's, group-writable by its group, setgid (Debian's /etc/redis)", "etc/app", 1, 1, 0o770 | os.ModeSetgid, "", false},
+		{"root's, group-writable by group root", "etc", 0, 0, 0o775, "", false},
+		{"root's, group-writable by group root, root's config", "etc", 0, 0, 0o775, "", true},
+		{"root's, group-writable by the config's group", "etc/app", 0, 1, 0o775, "/etc/app (owner uid 0, group gid 1, mode 0775) is writable by group gid 1, which only a directory the config's non-root owner owns may be", false},
+		{"root's, group-writable by the config's group, root's config (root:nginx 0775)", "etc/app", 0, 1, 0o775, "/etc/app (owner uid 0, group gid 1, mode 0775) is writable by group gid 1, which only a directory the config's non-root owner owns may be", true},
+		{"the owner's, group-writable by another group", "etc/app", 1, 2, 0o775, "/etc/app (owner uid 1, group gid 2, mode 0775) is writable by group gid 2", false},
+		{"another user's", "etc/app", 2, 0, 0o755, "/etc/app (owner uid 2, group gid 0, mode 0755) is owned by uid 2", false},
+		{"group-writable by another group", "etc/app", 0, 2, 0o775, "/etc/app (owner uid 0, group gid 2, mode 0775) is writable by group gid 2", false},
+		{"the owner's, writable by others", "etc/app", 1, 1, 0o757, "/etc/app (owner uid 1, group gid 1, mode 0757) is writable by others", false},
+		{"sticky, writable by others", "etc", 0, 0, 0o777 | os.ModeSticky, "/etc (owner uid 0, group gid 0, mode 1777) is writable by others (the sticky bit does not keep them from adding files)", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := layOut(t, nil)
@@ -282,13 +288,17 @@ func TestDirectoryTrust(t *testing.T) {
 			require.NoError(t, os.Chmod(dir, c.mode))
 			cfg := site("")
 			cfg.Owner, cfg.Group, cfg.Mode = "1", "1", 0o640
+			uid := 1
+			if c.rootsConfig {
+				cfg.Owner, uid = "root", 0
+			}
 			d := Deps{Root: root}
 			plan, err := d.Plan(context.Background(), cfg)
 			full := filepath.Join(root, confPath)
 			if c.untrustedBy != "" {
 				require.Error(t, err)
 				assert.ErrorContains(t, err, `config "site" (/etc/app/site.conf): `+c.untrustedBy)
-				assert.ErrorContains(t, err, "accepted when owned by root or by the config's owner (uid 1), writable by group only for group root or the config's group (gid 1), and never writable by others")
+				assert.ErrorContains(t, err, fmt.Sprintf("accepted when owned by root or by the config's owner (uid %d), writable by group only for group root or, when owned by the config's owner and that is not root, for the config's group (gid 1), and never writable by others", uid))
 				assert.ErrorContains(t, err, "nothing was written")
 				assert.Empty(t, plan.Steps)
 				_, err = os.Lstat(full)
@@ -302,7 +312,7 @@ func TestDirectoryTrust(t *testing.T) {
 			fi, err := os.Lstat(full)
 			require.NoError(t, err)
 			st := fi.Sys().(*syscall.Stat_t)
-			assert.Equal(t, []any{os.FileMode(0o640), 1, 1}, []any{fi.Mode(), int(st.Uid), int(st.Gid)})
+			assert.Equal(t, []any{os.FileMode(0o640), uid, 1}, []any{fi.Mode(), int(st.Uid), int(st.Gid)})
 		})
 	}
 }

@@ -1,10 +1,10 @@
 // Package configfile owns one config file a service reads (the service module's configs,
 // issue 31): written atomically, at its path only ever with its final mode and owner,
 // checked by an optional validator (on a copy root's alone) before it replaces the old
-// content, never through a link, never in a
-// directory someone other than root, the config's owner and its group can write (a
-// daemon's own directory, as Debian's /etc/redis redis:redis 2770, is trusted; one others
-// can write never is), never into a directory it would have to invent, and removed (state
+// content, never through a link, never in a directory someone other than root and the
+// config's owner can write (a daemon's own directory, as Debian's /etc/redis redis:redis
+// 2770, is trusted; root's directory writable by the config's group, or one others can
+// write, never is), never into a directory it would have to invent, and removed (state
 // absent) as exactly its path and nothing beside it.
 //
 // Since the config's owner may write its directory, Apply changes the file only through

@@ -100,8 +100,8 @@ func missingDirErr(w Want, p string) error {
 	return fmt.Errorf("%s: the directory %s does not exist; directories are not created for a config: install the package that owns it first, or create it in an earlier task; nothing was written", label(w.Name, w.Path), p)
 }
 
-// untrusted refuses a directory d above the config that someone other than root, the
-// config's owner and its group can write (safefile.Dir.Untrusted), naming it, its owner
+// untrusted refuses a directory d above the config that someone other than root and the
+// config's owner can write (safefile.Dir.Untrusted), naming it, its owner
 // and mode, and what is accepted. The ids trusted are the wanted ones; for a removal,
 // which resolves none, the file's own, and a file that is not there trusts no directory
 // it would need: there is nothing to remove.
@@ -117,6 +117,6 @@ func untrusted(w Want, f File, d safefile.Dir) error {
 	if why == "" {
 		return nil
 	}
-	return fmt.Errorf("%s: %s (owner uid %d, group gid %d, mode %04o) is %s: whoever can write it can replace the config the daemon reads; a config's directory is accepted when owned by root or by the config's owner (uid %d), writable by group only for group root or the config's group (gid %d), and never writable by others; nothing was written",
+	return fmt.Errorf("%s: %s (owner uid %d, group gid %d, mode %04o) is %s: whoever can write it can replace the config the daemon reads; a config's directory is accepted when owned by root or by the config's owner (uid %d), writable by group only for group root or, when owned by the config's owner and that is not root, for the config's group (gid %d), and never writable by others; nothing was written",
 		label(w.Name, w.Path), d.Path, d.UID, d.GID, ansible.UnixMode(d.Mode), why, uid, gid)
 }

@@ -119,8 +119,8 @@ func orRoot(v string) string {
 }
 
 // Decide is the config's decision: pure, the same in check mode and in a real run. A
-// link at the path or above it, or a directory above it that someone other than root, the
-// config's owner and its group can write (safefile.Dir.Untrusted), is refused; so is a
+// link at the path or above it, or a directory above it that someone other than root and
+// the config's owner can write (safefile.Dir.Untrusted), is refused; so is a
 // missing directory when the file is wanted. Nothing is created but the file.
 func Decide(w Want, f File) (Plan, error) {
 	p := Plan{Want: w, File: f}

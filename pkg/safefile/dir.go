@@ -35,11 +35,14 @@ func (d Dir) Insecure() string {
 	return strings.Join(why, " and ")
 }
 
-// Untrusted says why the directory lets someone other than root, uid and gid (a config's
-// owner and group) change what it holds, or "". It is the rule for a config's
-// directories, not for a unit file's (Insecure): a daemon's own directory may be its
-// user's (Debian's /etc/redis is redis:redis 2770, EL's redis:root 0750), and what its
-// user can change there it can change in the config itself. Others never: a directory
+// Untrusted says why the directory lets someone other than root and uid (a config's
+// owner) change what it holds, or "". It is the rule for a config's directories, not for
+// a unit file's (Insecure): a daemon's own directory may be its user's (Debian's
+// /etc/redis is redis:redis 2770, EL's redis:root 0750), and what its user can change
+// there it can change in the config itself. Group write is accepted for group root, and
+// for the config's group gid only in a directory its non-root owner uid owns (Debian's):
+// in root's directory the group could replace a config root owns and a root daemon reads,
+// the escalation CheckMode refuses as g+w on the file itself. Others never: a directory
 // writable by others is untrusted with the sticky bit too, which keeps them from
 // replacing files but not from adding them.
 func (d Dir) Untrusted(uid, gid int) string {
@@ -47,8 +50,13 @@ func (d Dir) Untrusted(uid, gid int) string {
 	if d.UID != 0 && d.UID != uid {
 		why = append(why, fmt.Sprintf("owned by uid %d", d.UID))
 	}
-	if d.Mode&0o020 != 0 && d.GID != 0 && d.GID != gid {
-		why = append(why, fmt.Sprintf("writable by group gid %d", d.GID))
+	if d.Mode&0o020 != 0 && d.GID != 0 {
+		switch {
+		case d.GID != gid:
+			why = append(why, fmt.Sprintf("writable by group gid %d", d.GID))
+		case uid == 0 || d.UID != uid:
+			why = append(why, fmt.Sprintf("writable by group gid %d, which only a directory the config's non-root owner owns may be", d.GID))
+		}
 	}
 	if d.Mode&0o002 != 0 {
 		others := "writable by others"

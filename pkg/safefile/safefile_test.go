@@ -91,29 +91,36 @@ func TestAnUnknownIDIsItsOwnError(t *testing.T) {
 	assert.Equal(t, 0, uid)
 }
 
-// A config's directory is trusted when only root, the config's owner and its group can
-// change what it holds: owned by root or the owner, writable by group only for group root
-// or the config's group, never writable by others (the sticky bit does not keep them from
-// adding files). The config here is owned by uid 101, group 102 (Debian's redis).
+// A config's directory is trusted when only root and the config's owner can change what
+// it holds: owned by root or the owner, writable by group only for group root or, in a
+// directory the config's non-root owner owns, the config's group (a group that could
+// replace a root-owned config would be a root escalation, as CheckMode says of the file),
+// never writable by others (the sticky bit does not keep them from adding files). The
+// config is owned by uid 101, group 102 (Debian's redis), or by root, group 102.
 func TestUntrusted(t *testing.T) {
+	const refusedGroup = "writable by group gid 102, which only a directory the config's non-root owner owns may be"
 	for _, c := range []struct {
 		name string
 		dir  Dir
+		uid  int
 		why  string
 	}{
-		{"root's, 0755", Dir{Mode: 0o755}, ""},
-		{"the owner's, 0750 (EL's /etc/redis)", Dir{Mode: 0o750, UID: 101}, ""},
-		{"the owner's, group-writable by its group, setgid (Debian's /etc/redis)", Dir{Mode: 0o2770 | os.ModeSetgid, UID: 101, GID: 102}, ""},
-		{"root's, group-writable by group root", Dir{Mode: 0o775}, ""},
-		{"root's, group-writable by the config's group", Dir{Mode: 0o775, GID: 102}, ""},
-		{"another user's", Dir{Mode: 0o755, UID: 7}, "owned by uid 7"},
-		{"group-writable by another group", Dir{Mode: 0o775, GID: 7}, "writable by group gid 7"},
-		{"writable by others", Dir{Mode: 0o757, UID: 101, GID: 102}, "writable by others"},
-		{"sticky, writable by others", Dir{Mode: 0o777 | os.ModeSticky}, "writable by others (the sticky bit does not keep them from adding files)"},
-		{"everything wrong", Dir{Mode: 0o777, UID: 7, GID: 7}, "owned by uid 7 and writable by group gid 7 and writable by others"},
+		{"root's, 0755", Dir{Mode: 0o755}, 101, ""},
+		{"the owner's, 0750 (EL's /etc/redis)", Dir{Mode: 0o750, UID: 101}, 101, ""},
+		{"the owner's, group-writable by its group, setgid (Debian's /etc/redis)", Dir{Mode: 0o2770 | os.ModeSetgid, UID: 101, GID: 102}, 101, ""},
+		{"root's, group-writable by group root", Dir{Mode: 0o775}, 101, ""},
+		{"root's, group-writable by group root, root's config", Dir{Mode: 0o775}, 0, ""},
+		{"root's, group-writable by the config's group, root's config", Dir{Mode: 0o775, GID: 102}, 0, refusedGroup},
+		{"root's, group-writable by the config's group", Dir{Mode: 0o775, GID: 102}, 101, refusedGroup},
+		{"the owner's, group-writable by another group", Dir{Mode: 0o775, UID: 101, GID: 7}, 101, "writable by group gid 7"},
+		{"another user's", Dir{Mode: 0o755, UID: 7}, 101, "owned by uid 7"},
+		{"group-writable by another group", Dir{Mode: 0o775, GID: 7}, 101, "writable by group gid 7"},
+		{"writable by others", Dir{Mode: 0o757, UID: 101, GID: 102}, 101, "writable by others"},
+		{"sticky, writable by others", Dir{Mode: 0o777 | os.ModeSticky}, 101, "writable by others (the sticky bit does not keep them from adding files)"},
+		{"everything wrong", Dir{Mode: 0o777, UID: 7, GID: 7}, 101, "owned by uid 7 and writable by group gid 7 and writable by others"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.why, c.dir.Untrusted(101, 102))
+			assert.Equal(t, c.why, c.dir.Untrusted(c.uid, 102))
 		})
 	}
 }

@@ -71,8 +71,10 @@ func Spec() *ansible.Spec {
 				symbolic link, and never into a missing directory (the task fails naming it;
 				none is created).`,
 				`Every directory above a config must be owned by root or by the config's owner,
-				may be writable by group only when its group is root or the config's group, and
-				must not be writable by others (sticky or not); any other is refused, naming it.
+				may be writable by group only when its group is root or, in a directory the
+				config's non-root owner owns, the config's group (a root-owned config in a
+				directory its group can write is refused), and must not be writable by others
+				(sticky or not); any other is refused, naming it and the rule.
 				So a daemon's own directory is accepted (Debian's C(/etc/redis) is
 				C(redis:redis 2770)). The validator runs on a temporary file that only root can
 				write (mode 0600); only then does it get its final owner and mode, and it is

@@ -21,10 +21,11 @@ description:
     and before the unit files: atomically, at the path only ever with the final mode and owner,
     never through a symbolic link, and never into a directory that others can write. Every
     directory above a config must be owned by root or by the config's own I(owner), and may
-    be group-writable only when its group is root or the config's I(group) (so Debian's
-    C(/etc/redis), redis:redis 2770, holds a config owned by redis); a directory writable by
-    others is refused, naming it. A missing directory fails the step naming it; none is
-    created."
+    be group-writable only when its group is root or, in a directory the config's non-root
+    I(owner) owns, the config's I(group) (so Debian's C(/etc/redis), redis:redis 2770, holds a
+    config owned by redis, while a root-owned config in root:nginx 0775 is refused); a
+    directory writable by others is refused, naming it. A missing directory fails the step
+    naming it; none is created."
   - A config's I(validate) runs on the new content, in a temporary file beside the file that
     only root can write (mode 0600), before it gets its final owner and mode and replaces the
     old one. When it fails, the task fails naming the config and the validator's output, and
@@ -187,12 +188,13 @@ options:
         the path only ever with the final mode and owner, never through a symbolic link, and
         never into a missing directory (the task fails naming it; none is created)."
       - Every directory above a config must be owned by root or by the config's owner, may be
-        writable by group only when its group is root or the config's group, and must not be
-        writable by others (sticky or not); any other is refused, naming it. So a daemon's own
-        directory is accepted (Debian's C(/etc/redis) is C(redis:redis 2770)). The validator
-        runs on a temporary file that only root can write (mode 0600); only then does it get its
-        final owner and mode, and it is renamed into place only while it is still the one
-        written and validated.
+        writable by group only when its group is root or, in a directory the config's non-root
+        owner owns, the config's group (a root-owned config in a directory its group can write
+        is refused), and must not be writable by others (sticky or not); any other is refused,
+        naming it and the rule. So a daemon's own directory is accepted (Debian's C(/etc/redis)
+        is C(redis:redis 2770)). The validator runs on a temporary file that only root can write
+        (mode 0600); only then does it get its final owner and mode, and it is renamed into
+        place only while it is still the one written and validated.
       - With C(state=absent) exactly the declared paths are removed, nothing beside them.
       - "A config under systemd's unit directories (such as C(/etc/systemd/system)) counts as a
         unit file change: the manager is reloaded for it."
