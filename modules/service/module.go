@@ -38,7 +38,8 @@ func Main() {
 		},
 		Lock: lock.In(lock.Dir()),
 		// The reload capability, checked before any change (the real root).
-		Units: &service.UnitFiles{},
+		// The manager is asked, read only, for a unit in no unit directory on disk.
+		Units: &service.UnitFiles{Manager: systemd.Systemctl{Runner: runner.Exec{}}},
 		Reload: func(ctx context.Context) error {
 			return systemd.ReloadSeen(ctx, systemd.Systemctl{Runner: runner.Exec{}}, store)
 		},

@@ -2,12 +2,16 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path"
 	"slices"
 	"strings"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/override"
+	"github.com/richt/services/pkg/systemd"
 	"github.com/richt/services/pkg/unitfile"
 	"github.com/richt/services/pkg/wiring"
 )
@@ -24,14 +28,48 @@ import (
 // below Root ("" or "/" for the real root).
 type UnitFiles struct {
 	Root string
+	// Manager is systemd's view of a unit, asked read-only for one whose fragment is in
+	// no unit directory on disk (a generated, transient or attached unit); nil: not asked.
+	Manager Shower
 }
 
-// sources are unit's files on disk in systemd's order, and whether a fragment is among
-// them.
-func (u UnitFiles) sources(unit string) ([]unitfile.Source, bool, error) {
-	frag, dropIns := unitfile.Files(u.Root, unit)
+// Shower shows a unit's properties as the manager has loaded it (systemd.Systemctl).
+type Shower interface {
+	Show(ctx context.Context, unit string) (systemd.Props, error)
+}
+
+// unitSources are a unit's files as the check reads them.
+type unitSources struct {
+	src []unitfile.Source
+	// found: a fragment is among them (on disk, or named by the manager).
+	found bool
+	// masked: the unit is masked on disk and its process leaves it so.
+	masked bool
+}
+
+// sources are unit's files in systemd's order: on disk (past the mask the process's
+// unmask removes), else, for a unit in no unit directory on disk, the ones the manager
+// names. Manager-named files that are gone (a view older than the disk) count as none.
+func (u UnitFiles) sources(ctx context.Context, unit string, unmask bool) (unitSources, error) {
+	if !unmask && unitfile.Mask(u.Root, unit) != "" {
+		return unitSources{masked: true}, nil
+	}
+	frag, dropIns := unitfile.Unmasked(u.Root, unit)
+	if frag == "" && u.Manager != nil {
+		p, err := u.Manager.Show(ctx, unit)
+		if err != nil {
+			return unitSources{}, fmt.Errorf("ask the manager for %s's unit files: %w", unit, err)
+		}
+		if p.LoadState == "loaded" && p.FragmentPath != "" {
+			src, err := unitfile.ReadSources(u.Root, p.FragmentPath, p.DropInPaths)
+			if errors.Is(err, fs.ErrNotExist) {
+				return unitSources{}, nil
+			}
+			return unitSources{src: src, found: true}, err
+		}
+	}
 	src, err := unitfile.ReadSources(u.Root, frag, dropIns)
-	return src, frag != "", err
+	return unitSources{src: src, found: frag != ""}, err
 }
 
 // reloader is a process whose reactions can contain a reload.
@@ -42,6 +80,8 @@ type reloader struct {
 	by string
 	// instead is the other way out: a restart.
 	instead string
+	// unmask: the process unmasks the unit (masked: false).
+	unmask bool
 }
 
 // reloaders are the processes whose reactions can contain a reload, in order: by name,
@@ -58,7 +98,8 @@ func (r *run) reloaders() []reloader {
 		if len(reload) == 0 {
 			continue
 		}
-		rl := reloader{unit: unitOf(p.Unit), by: p.param + ".reload_on", instead: "react with restart_on instead"}
+		rl := reloader{unit: unitOf(p.Unit), by: p.param + ".reload_on", instead: "react with restart_on instead",
+			unmask: p.Masked != nil && !*p.Masked}
 		if !p.reactions.ByName() {
 			rl.by = fmt.Sprintf("%s, which reloads %s (%s) by the default wiring,", r.reloadDropins(reload), p.param, rl.unit)
 			rl.instead = "drop reload: true so that a change restarts it"
@@ -86,11 +127,21 @@ func (r *run) reloadDropins(reload []wiring.Trigger) string {
 	return strings.Join(out, ", ")
 }
 
-// ownedFiles are the service's own unit files and drop-ins as its files step will write
-// them: unit_override's requests as its Spec parsed them (the path, the content), in
-// files' order.
-func (r *run) ownedFiles(ctx context.Context) ([]override.Task, error) {
-	var out []override.Task
+// plannedFile is a unit file or drop-in as the service will leave it: one of its own
+// (units, dropins) or a config under a unit directory.
+type plannedFile struct {
+	path    string
+	content []byte
+	present bool
+	// of reports whether the file belongs to unit, and whether as its fragment.
+	of func(unit string) (ok, fullUnit bool)
+}
+
+// plannedFiles are the service's own unit files and drop-ins as its files step will
+// write them (unit_override's requests as its Spec parsed them, in files' order), then
+// the configs under a unit directory (inUnitDir) as the configs step will.
+func (r *run) plannedFiles(ctx context.Context) ([]plannedFile, error) {
+	var out []plannedFile
 	for _, f := range r.files {
 		var task override.Task
 		var err error
@@ -101,36 +152,70 @@ func (r *run) ownedFiles(ctx context.Context) ([]override.Task, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fileLabel(f), err)
 		}
-		out = append(out, task)
+		pf := plannedFile{path: task.Path, present: task.Params.State != "absent", of: func(unit string) (bool, bool) {
+			return task.Unit == unit, task.Params.Name == nil
+		}}
+		if task.Params.Content != nil {
+			pf.content = []byte(*task.Params.Content)
+		}
+		out = append(out, pf)
+	}
+	for _, c := range r.configs {
+		if !inUnitDir(c.Path) {
+			continue
+		}
+		out = append(out, plannedFile{path: c.Path, content: []byte(c.Content), present: !c.Absent,
+			of: func(unit string) (bool, bool) { return unitFileOf(c.Path, unit) }})
 	}
 	return out, nil
 }
 
-// withOwned is sources with the service's own files of unit in place, as it will write
-// them: each replaces the file of its path (a unit file becomes the fragment, a drop-in
-// takes its place in file-name order; unitfile.Replace).
-func withOwned(sources []unitfile.Source, unit string, owned []override.Task) []unitfile.Source {
-	for _, t := range owned {
-		if t.Unit != unit || t.Params.State == "absent" {
+// unitFileOf reports whether p, a file under a unit directory, is one of unit's: its
+// fragment (DIR/UNIT) or a drop-in (DIR/D/NAME.conf, D one of unit's drop-in directories).
+func unitFileOf(p, unit string) (ok, fullUnit bool) {
+	dir, base := path.Split(p)
+	dir = path.Clean(dir)
+	if slices.Contains(unitDirs, dir) {
+		return base == unit, true
+	}
+	return strings.HasSuffix(base, ".conf") && slices.Contains(unitDirs, path.Dir(dir)) &&
+		slices.Contains(unitfile.DropInDirs(unit), path.Base(dir)), false
+}
+
+// withOwned is sources with the service's planned files of unit in place, as it will
+// write them: each replaces the file of its path (a unit file becomes the fragment, a
+// drop-in takes its place in file-name order; unitfile.Replace). ownFragment: one of
+// them is unit's fragment.
+func withOwned(sources []unitfile.Source, unit string, planned []plannedFile) (_ []unitfile.Source, ownFragment bool) {
+	for _, f := range planned {
+		ok, full := f.of(unit)
+		if !ok {
 			continue
 		}
-		var content []byte
-		if t.Params.Content != nil {
-			content = []byte(*t.Params.Content)
-		}
-		sources = unitfile.Replace(sources, t.Path, content, true, t.Params.Name == nil)
+		sources = unitfile.Replace(sources, f.path, f.content, f.present, full)
+		ownFragment = ownFragment || full && f.present
 	}
-	return sources
+	return sources, ownFragment
 }
 
 // checkCapability refuses a process whose reactions can contain a reload on a unit that
-// cannot reload, judged from the unit's files on disk with the service's own as it will
-// write them. pkg is the packages plan in hand, before any step: a unit that step may
-// install or change (no fragment on disk yet, or the plan changes something) cannot be
-// judged yet, unless the service's own files declare a reload and nothing on disk undoes
-// it; it is checked again after that step (afterPackages, pkg nil), which is how a real
-// run checks every process once the packages are in place. Check mode, where the packages
-// step changes nothing, judges such a unit only before.
+// cannot reload, judged from the unit's files on disk with the service's own and its
+// configs under a unit directory as it will write them. pkg is the packages plan in hand,
+// before any step: a unit that step may install or change (no fragment on disk yet, or
+// the plan changes something) cannot be judged yet, unless the service's own files
+// declare a reload and nothing on disk undoes it; it is checked again after that step
+// (afterPackages, pkg nil), which is how a real run checks every process once the
+// packages are in place. Check mode, where the packages step changes nothing, judges such
+// a unit only before.
+//
+// A unit masked on disk that its process leaves masked is not judged: systemd_lifecycle
+// ignores its reactions, or refuses the mask itself. One its process unmasks is judged by
+// the fragment after the mask (unitfile.Unmasked). A unit with no fragment in any unit
+// directory (generated from an init script or fstab, transient, attached) is judged by
+// the files the manager names (UnitFiles.Manager, read only); when the manager does not
+// know it either and no file of the service is its fragment, the files cannot tell: the
+// check is left to the process step, which asks the manager once it has loaded the unit,
+// after the configs and files are written.
 func (r *run) checkCapability(ctx context.Context, pkg Step, afterPackages bool) error {
 	if r.d.Units == nil {
 		return nil
@@ -139,7 +224,7 @@ func (r *run) checkCapability(ctx context.Context, pkg Step, afterPackages bool)
 	if len(rls) == 0 {
 		return nil
 	}
-	owned, err := r.ownedFiles(ctx)
+	planned, err := r.plannedFiles(ctx)
 	if err != nil {
 		return err
 	}
@@ -148,8 +233,15 @@ func (r *run) checkCapability(ctx context.Context, pkg Step, afterPackages bool)
 		verdict, nothing = "with what the packages step installed it is not", "nothing after the packages step was changed"
 	}
 	for _, rl := range rls {
-		merged, declared, onDisk, err := r.capability(rl.unit, owned)
-		if pkg != nil && (!onDisk || pkg.Changes()) && (err != nil || !declared.Capable || !merged.Capable) {
+		us, err := r.d.Units.sources(ctx, rl.unit, rl.unmask)
+		if err == nil && us.masked {
+			continue
+		}
+		merged, declared, ownFragment, err := capability(us, err, rl.unit, planned)
+		if err == nil && !us.found && !ownFragment {
+			continue // the files cannot tell: the packages step's or the process step's to find
+		}
+		if pkg != nil && (!us.found || pkg.Changes()) && (err != nil || !declared.Capable || !merged.Capable) {
 			continue // the packages step decides it: checked right after it
 		}
 		if err == nil && merged.Capable {
@@ -165,17 +257,19 @@ func (r *run) checkCapability(ctx context.Context, pkg Step, afterPackages bool)
 	return nil
 }
 
-// capability is unit's reload capability from its files on disk with the service's own
-// in place (merged), that of the service's own files alone (declared: what they promise
-// whatever a package installs), and whether a fragment of unit is on disk.
-func (r *run) capability(unit string, owned []override.Task) (merged, declared unitfile.Capability, onDisk bool, err error) {
-	disk, onDisk, err := r.d.Units.sources(unit)
-	if err != nil {
-		return merged, declared, onDisk, err
+// capability is unit's reload capability from its files us (read with readErr) with the
+// service's planned files in place (merged), that of the planned files alone (declared:
+// what they promise whatever a package installs), and whether a planned file is unit's
+// fragment.
+func capability(us unitSources, readErr error, unit string, planned []plannedFile) (merged, declared unitfile.Capability, ownFragment bool, err error) {
+	if readErr != nil {
+		return merged, declared, false, readErr
 	}
-	if merged, err = unitfile.Reloadable(withOwned(disk, unit, owned)); err != nil {
-		return merged, declared, onDisk, err
+	src, ownFragment := withOwned(us.src, unit, planned)
+	if merged, err = unitfile.Reloadable(src); err != nil {
+		return merged, declared, ownFragment, err
 	}
-	declared, err = unitfile.Reloadable(withOwned(nil, unit, owned))
-	return merged, declared, onDisk, err
+	own, _ := withOwned(nil, unit, planned)
+	declared, err = unitfile.Reloadable(own)
+	return merged, declared, ownFragment, err
 }

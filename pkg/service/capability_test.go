@@ -16,7 +16,13 @@ import (
 	"github.com/richt/services/pkg/override"
 	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/stamp"
+	"github.com/richt/services/pkg/systemd"
 )
+
+// fakeShow is the manager's view of every unit: p.
+type fakeShow struct{ p *systemd.Props }
+
+func (f fakeShow) Show(context.Context, string) (systemd.Props, error) { return *f.p, nil }
 
 // runHook is a step that does f when it runs for real, before the step's own run: the
 // files a package's transaction puts on disk.
@@ -70,15 +76,30 @@ func TestReloadCapabilityBeforeActing(t *testing.T) {
 		return with(args, kv...)
 	}
 	reloadSite := map[string]any{"unit": "demo", "reload_on": []any{"config:site"}}
+	unmaskSite := map[string]any{"unit": "demo", "masked": false, "reload_on": []any{"config:site"}}
+	noPackages := func(proc map[string]any, configs ...any) map[string]any {
+		if len(configs) == 0 {
+			configs = []any{siteConfig("site")}
+		}
+		return map[string]any{"name": "demo", "configs": configs, "processes": []any{proc}}
+	}
+	const dropinPath = "/etc/systemd/system/demo.service.d/50-reload.conf"
+	unitConfig := func(content string) map[string]any {
+		return map[string]any{"name": "site", "path": dropinPath, "content": content}
+	}
+	const generated = "/run/systemd/generator.late/demo.service"
 	cases := []struct {
 		name string
 		args map[string]any
 		// disk: the unit files on disk before the run; install: those the packages
-		// step puts there (a real run).
+		// step puts there (a real run); masks: links to /dev/null on disk.
 		disk, install map[string]string
-		pkg           bool // the packages plan installs
-		files         bool // the unit files' and drop-ins' plans write
-		configs       bool // the configs' plans write
+		masks         []string
+		// shown: the manager's view of the unit (nil: no manager to ask).
+		shown   *systemd.Props
+		pkg     bool // the packages plan installs
+		files   bool // the unit files' and drop-ins' plans write
+		configs bool // the configs' plans write
 		// at: where the run is refused: "" (never), "compose" (before any step, also in
 		// check mode) or "packages" (right after the packages step, in the real run;
 		// check mode cannot know it and passes).
@@ -141,12 +162,49 @@ func TestReloadCapabilityBeforeActing(t *testing.T) {
 			disk:  map[string]string{"/etc/systemd/system/demo.service": withReload},
 			files: true, configs: true, at: "compose", step: "process demo.service",
 			wantErr: []string{"no ExecReload= and no Type=notify-reload in /etc/systemd/system/demo.service"}},
+		{name: "masked, unmasked by the process: the real fragment after the mask reloads",
+			args: noPackages(unmaskSite), masks: []string{"/etc/systemd/system/demo.service"},
+			disk: map[string]string{frag: withReload}, configs: true},
+		{name: "masked, unmasked by the process: the real fragment after the mask cannot reload",
+			args: noPackages(unmaskSite), masks: []string{"/etc/systemd/system/demo.service"},
+			disk: map[string]string{frag: noReload}, configs: true,
+			at: "compose", step: "process demo.service",
+			wantErr: []string{"processes[0].reload_on", "no ExecReload= and no Type=notify-reload in " + frag}},
+		{name: "masked and left masked: its reactions are ignored, nothing to check",
+			args:  noPackages(map[string]any{"unit": "demo", "state": "stopped", "reload_on": []any{"config:site"}}),
+			masks: []string{"/etc/systemd/system/demo.service"}, disk: map[string]string{frag: noReload}, configs: true},
+		{name: "no file on disk, no packages (a generated unit): left to the process step",
+			args: noPackages(reloadSite), configs: true},
+		{name: "no file on disk, the manager names a generated one that cannot reload: refused",
+			args: noPackages(reloadSite), disk: map[string]string{generated: noReload}, configs: true,
+			shown: &systemd.Props{LoadState: "loaded", FragmentPath: generated},
+			at:    "compose", step: "process demo.service",
+			wantErr: []string{"processes[0].reload_on", "no ExecReload= and no Type=notify-reload in " + generated}},
+		{name: "no file on disk, the manager names a generated one that reloads: passes",
+			args: noPackages(reloadSite), disk: map[string]string{generated: withReload}, configs: true,
+			shown: &systemd.Props{LoadState: "loaded", FragmentPath: generated}},
+		{name: "a config that is a drop-in adding ExecReload: capable on the first run",
+			args: noPackages(reloadSite, unitConfig("[Service]\nExecReload=/bin/kill -HUP $MAINPID\n")),
+			disk: map[string]string{frag: noReload}, configs: true},
+		{name: "a config that is a drop-in resetting ExecReload: refused before any change",
+			args: noPackages(reloadSite, unitConfig("[Service]\nExecReload=\n")),
+			disk: map[string]string{frag: withReload}, configs: true,
+			at: "compose", step: "process demo.service",
+			wantErr: []string{"processes[0].reload_on", "reset (empty assignment) by " + dropinPath}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			run := func(check bool) (map[string]any, *recorder, *fakeConfigs, *fakePending) {
 				root := t.TempDir()
 				writeUnitFiles(t, root, c.disk)
+				for _, m := range c.masks {
+					require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, m)), 0o755))
+					require.NoError(t, os.Symlink("/dev/null", filepath.Join(root, m)))
+				}
+				units := &UnitFiles{Root: root}
+				if c.shown != nil {
+					units.Manager = fakeShow{c.shown}
+				}
 				rc := &recorder{t: t, plans: map[string]int{}, args: map[string]map[string]any{}}
 				cfgs := &fakeConfigs{write: c.configs}
 				pending := &fakePending{records: map[string]*durable.Pending{}}
@@ -179,7 +237,7 @@ func TestReloadCapabilityBeforeActing(t *testing.T) {
 					Pending: pending,
 					Reload:  func(context.Context) error { return nil },
 					Now:     func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
-					Units:   &UnitFiles{Root: root},
+					Units:   units,
 				}
 				out := ansible.Call(context.Background(), Spec(), c.args, check, false, Handler(d))
 				return out, rc, cfgs, pending

@@ -64,9 +64,12 @@ var unitDirs = append(slices.Clone(unitfile.SearchPath),
 // unitDir reports whether the config lies under one of systemd's unit directories
 // (unitDirs): a change of it is a unit file change, which the manager must be reloaded
 // for.
-func (c configPlan) unitDir() bool {
+func (c configPlan) unitDir() bool { return inUnitDir(c.cfg.Path) }
+
+// inUnitDir reports whether p lies under one of systemd's unit directories (unitDirs).
+func inUnitDir(p string) bool {
 	for _, d := range unitDirs {
-		if strings.HasPrefix(c.cfg.Path, d+"/") {
+		if strings.HasPrefix(p, d+"/") {
 			return true
 		}
 	}

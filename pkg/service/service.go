@@ -9,7 +9,9 @@
 // files and drop-ins (written without a manager reload of their own) → processes in order
 // (the first that needs it reloads the manager once; without processes, one manager
 // reload at the end); a process that can be reloaded needs a reload-capable unit, checked
-// before any step and again right after the packages step (capability.go). Absent:
+// before any step and again right after the packages step (capability.go); a unit whose
+// files neither the disk nor the manager shows (and no file of the service defines) is
+// left to its process step, after the configs and files are written. Absent:
 // processes → unit files and drop-ins → configs → packages, then one manager reload when
 // anything was removed. Which change reaches which process
 // is package wiring's rule (by name, or the default wiring), used both to derive what the
