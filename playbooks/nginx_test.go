@@ -3,9 +3,7 @@ package playbooks_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,19 +28,10 @@ func nginxTarget(t *testing.T) *testenv.Target {
 	return tg
 }
 
-// greets waits until nginx answers want: after a signal-based reload the old workers
-// answer for a moment.
+// greets waits until nginx answers want.
 func greets(t *testing.T, tg *testenv.Target, want string) {
 	t.Helper()
-	var got string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		res, err := tg.Exec(context.Background(), "curl", "-s", "--max-time", "5", fmt.Sprintf("http://127.0.0.1:%d/", nginxPort))
-		require.NoError(t, err)
-		if got = strings.TrimSpace(res.Stdout); got == want {
-			return
-		}
-	}
-	t.Fatalf("nginx answers %q, want %q", got, want)
+	fixtures.Answers(t, tg, fmt.Sprintf("http://127.0.0.1:%d/", nginxPort), want)
 }
 
 // TestNginxExample runs the worked example playbooks/nginx.yml as its header says, then

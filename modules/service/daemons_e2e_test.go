@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -102,32 +101,6 @@ func (w webService) args() map[string]any {
 	}
 }
 
-// daemonSteps is what each step did: the packages' operations, each config's and file's
-// plan, each process's actions.
-func daemonSteps(r testenv.Result) []string {
-	var out []string
-	if p := r.Map("packages"); p != nil {
-		var ops []string
-		for _, e := range p["packages"].([]any) {
-			ops = append(ops, fmt.Sprint(e.(map[string]any)["operation"]))
-		}
-		out = append(out, "packages "+strings.Join(ops, ","))
-	}
-	for _, key := range []string{"configs", "files"} {
-		list, _ := r[key].([]any)
-		for _, f := range list {
-			m := f.(map[string]any)
-			out = append(out, fmt.Sprintf("%s %v %v", key, m["path"], m["plan"]))
-		}
-	}
-	procs, _ := r["processes"].([]any)
-	for _, p := range procs {
-		m := p.(map[string]any)
-		out = append(out, fmt.Sprintf("process %v %v", m["unit"], m["actions"]))
-	}
-	return out
-}
-
 // actions is what the service did to unit's process.
 func actions(t *testing.T, r testenv.Result, unit string) []any {
 	t.Helper()
@@ -142,20 +115,10 @@ func actions(t *testing.T, r testenv.Result, unit string) []any {
 	return nil
 }
 
-// answers waits until nginx's site answers want (a signal-based reload leaves the old
-// workers answering for a moment) and fails after a deadline that a loaded machine meets.
+// answers waits until nginx's site answers want.
 func answers(t *testing.T, tg *testenv.Target, want string) {
 	t.Helper()
-	url := fmt.Sprintf("http://127.0.0.1:%d/", webPort)
-	var got string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		res, err := tg.Exec(context.Background(), "curl", "-s", "--max-time", "5", url)
-		require.NoError(t, err)
-		if got = strings.TrimSpace(res.Stdout); got == want {
-			return
-		}
-	}
-	t.Fatalf("nginx answers %q, want %q", got, want)
+	fixtures.Answers(t, tg, fmt.Sprintf("http://127.0.0.1:%d/", webPort), want)
 }
 
 func mainPID(t *testing.T, tg *testenv.Target, unit string) int {
@@ -192,13 +155,13 @@ func TestServiceConfigsDriveRealDaemons(t *testing.T) {
 		assert.True(t, check.Changed())
 		assert.Equal(t, []string{
 			"packages install-nevra,install-nevra",
-			"configs /etc/nginx/nginx.conf [write]",
-			"configs /etc/nginx/conf.d/site.conf [write]",
-			"configs /etc/nginx/conf.d/NOTES [write]",
-			"configs /etc/redis/redis.conf [write]",
+			"config /etc/nginx/nginx.conf [write]",
+			"config /etc/nginx/conf.d/site.conf [write]",
+			"config /etc/nginx/conf.d/NOTES [write]",
+			"config /etc/redis/redis.conf [write]",
 			"process nginx.service [enable daemon-reload start]",
 			"process redis.service [enable start]",
-		}, daemonSteps(check))
+		}, steps(check))
 		assert.Contains(t, fmt.Sprint(check["diff"]), `return 200 "hello`, "the diff shows the configs to be written")
 		res, err := tg.Exec(context.Background(), "rpm", "-q", "nginx", "redis")
 		require.NoError(t, err)
@@ -210,7 +173,7 @@ func TestServiceConfigsDriveRealDaemons(t *testing.T) {
 	t.Run("the real run takes the same steps and both daemons answer", func(t *testing.T) {
 		r := e.run(t, w.args())
 		require.False(t, r.Failed(), r.Msg())
-		assert.Equal(t, daemonSteps(check), daemonSteps(r))
+		assert.Equal(t, steps(check), steps(r))
 		assert.Equal(t, check["plan"], r["plan"], "check mode's plan is the real run's")
 		t.Logf("the service's plan: %v", r["plan"])
 		answers(t, tg, "hello")

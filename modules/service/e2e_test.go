@@ -67,8 +67,8 @@ func (e *env) events(t *testing.T) (starts, reloads int) {
 	return strings.Count(res.Stdout, "start "), strings.Count(res.Stdout, "reload ")
 }
 
-// steps is what each step did, in order: the packages operation, each file's operation,
-// each process's actions.
+// steps is what each step did, in order: the packages operation, each config's plan,
+// each file's operation, each process's actions.
 func steps(r testenv.Result) []string {
 	var out []string
 	if p := r.Map("packages"); p != nil {
@@ -77,6 +77,10 @@ func steps(r testenv.Result) []string {
 			ops = append(ops, fmt.Sprint(e.(map[string]any)["operation"]))
 		}
 		out = append(out, "packages "+strings.Join(ops, ","))
+	}
+	for _, c := range r["configs"].([]any) {
+		m := c.(map[string]any)
+		out = append(out, fmt.Sprintf("config %v %v", m["path"], m["plan"]))
 	}
 	for _, f := range r["files"].([]any) {
 		m := f.(map[string]any)
