@@ -12,6 +12,7 @@ import (
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lock"
+	"github.com/richt/services/pkg/rollback"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/service"
 	"github.com/richt/services/pkg/systemd"
@@ -21,8 +22,9 @@ import (
 // (cmd/richt-modules) calls it with os.Args set to this module's command line.
 func Main() {
 	store := durable.Default()
+	pkgs := rpm_exact.Deps(store)
 	ansible.Main(service.Spec(), service.Handler(service.Deps{
-		Packages:  service.Packages(rpm_exact.Deps(store)),
+		Packages:  service.Packages(pkgs),
 		Files:     service.Files(unit_override.Deps()),
 		Processes: service.Processes(systemd_lifecycle.Deps),
 		Configs:   service.ConfigFiles{Runner: runner.Exec{}, Lock: lock.In(lock.Dir())},
@@ -40,6 +42,12 @@ func Main() {
 		// The reload capability, checked before any change (the real root).
 		// The manager is asked, read only, for a unit in no unit directory on disk.
 		Units: &service.UnitFiles{Manager: systemd.Systemctl{Runner: runner.Exec{}}},
+		Rollback: &service.Rollbacks{
+			Store:  rollback.Store{},
+			Keeper: rollback.Keeper{Runner: runner.Exec{}},
+			Txn:    pkgs.Txn,
+			Runner: runner.Exec{},
+		},
 		Reload: func(ctx context.Context) error {
 			return systemd.ReloadSeen(ctx, systemd.Systemctl{Runner: runner.Exec{}}, store)
 		},

@@ -189,6 +189,11 @@ func (r *run) composePresent(ctx context.Context) (c *composed, err error) {
 	}
 	// Without a process nothing syncs the manager: the service does, once (present).
 	c.reload = len(r.order) == 0 && (unitFilesChange(c.pkg, c.configs, c.files) || r.syncDue())
+	// Before any change, in check mode too: what a rollback would put back, and whether it
+	// could.
+	if err := r.prepareRollback(ctx, c); err != nil {
+		return nil, err
+	}
 	if r.req.CheckMode {
 		if err := r.checkPresent(ctx, c); err != nil {
 			return nil, err

@@ -18,6 +18,8 @@ type Params struct {
 	// RemoveDependents lets a removal take installed packages outside Packages that
 	// require them.
 	RemoveDependents bool `ansible:"remove_dependents"`
+	// Rollback: a change that fails puts the state before it back (rollback.go).
+	Rollback bool `ansible:"rollback"`
 }
 
 // Package is one item of packages.

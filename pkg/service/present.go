@@ -41,6 +41,10 @@ func (r *run) present(ctx context.Context) (err error) {
 		return nil
 	}
 	ahead := plan.ahead
+	// The rollback's record, the last thing before the first change.
+	if err := r.beginRollback(); err != nil {
+		return err
+	}
 	// Before the packages step: what a package change will owe.
 	if err := r.record(ahead, ahead.pkg, false); err != nil {
 		return err

@@ -39,7 +39,12 @@ type Result struct {
 	// earlier steps do what their plans say. A real run adds only what a step's outcome
 	// forced beyond them (a record for a change the step's plan missed, a withdrawal after
 	// a failed write), before the processes' entries.
-	Plan []string      `json:"plan"`
+	Plan []string `json:"plan"`
+	// Rollback is what a rollback would put back (rollback: true, and the run changes
+	// something or an earlier run left a record), in check mode too.
+	Rollback *RollbackPlan `json:"rollback,omitempty"`
+	// RolledBack is what a rollback put back, after the change failed.
+	RolledBack *RolledBack `json:"rolled_back,omitempty"`
 	Diff *ansible.Diff `json:"diff,omitempty"`
 }
 

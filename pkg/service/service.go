@@ -161,6 +161,9 @@ type Deps struct {
 	// that can be reloaded needs, checked before any change (capability.go); nil: the
 	// service does not check it (tests), each process step still does.
 	Units *UnitFiles
+	// Rollback is what `rollback: true` needs on the target; nil: such a run fails
+	// before any change.
+	Rollback *Rollbacks
 }
 
 // Handler returns the service module's behaviour.
@@ -176,7 +179,7 @@ func Handler(d Deps) ansible.Handler {
 		if p.State == "absent" {
 			err = r.absent(ctx)
 		} else {
-			err = r.present(ctx)
+			err = r.endRollback(ctx, r.present(ctx))
 		}
 		r.res.Diff = r.diff()
 		return r.res, err
@@ -195,6 +198,9 @@ type run struct {
 	// parts are what the processes' reactions can name (package wiring).
 	parts wiring.Parts
 	res   *Result
+	// rb is the rollback's record in hand (rollback: true and a change, or a record an
+	// earlier run left); nil otherwise.
+	rb *rollbackRun
 }
 
 // plan asks m for its plan of a, the step's arguments as m's Spec validated and parsed

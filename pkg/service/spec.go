@@ -59,6 +59,26 @@ func Spec() *ansible.Spec {
 				they are named in C(removed_dependents) and a warning.`,
 				`When false, such a removal is refused before anything changes, naming them
 				(rpm's test removal on the installed packages finds them).`}},
+			{Name: "rollback", Kind: ansible.Bool, Default: false, VersionAdded: "0.2.0", Description: []string{
+				`With C(state=present): when the run changed something and then fails (a process
+				fails to start, restart or reload, its health probe fails after the settle, or any
+				later step fails), put back what it changed: the packages' previous builds in one
+				DNF transaction (a package it installed is removed), the configs, unit files and
+				drop-ins as they were (content, mode, owner; a file it created is removed), then
+				each process with the reactions that brings, proved again by its probe. The task
+				still fails; its message names the first failure and says whether the previous
+				state is back and healthy. C(rolled_back) says what was put back.`,
+				`Before any change the builds a rollback would install must be kept on the host
+				(C(/var/cache/richt/rpms), root-only; a real run keeps them there from the enabled
+				repositories, with the builds it installs, for the next change) or available from
+				the enabled repositories; otherwise the run is refused before any change, naming
+				the build (check mode too). The previous files are kept root-only in
+				C(/var/lib/richt/rollback) until the run ends; C(rollback) in the result lists what
+				would be put back.`,
+				`A run killed at any moment leaves that record: the next run with C(rollback=true)
+				keeps its older state, moves forward again, and puts the record's state back if
+				that fails, so the host ends all new or all old, never a mix. A removal
+				(C(state=absent)) is not rolled back. See docs/rollback.md.`}},
 			{Name: "units", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
 				`Owned full unit files (richt.services.unit_override), each unit once (C(foo) and
 				C(foo.service) are one unit).`}, Suboptions: fileOptions(false)},

@@ -1,0 +1,619 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+		"slices"
+	"strings"
+	"time"
+
+	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/rollback"
+	"github.com/richt/services/pkg/rpmexact"
+	"github.com/richt/services/pkg/runner"
+	"github.com/richt/services/pkg/timeout"
+	"github.com/richt/services/pkg/wiring"
+)
+
+// Keeper keeps the builds a rollback installs again on the host (rollback.Keeper).
+type Keeper interface {
+	// Ensure keeps each build (from the enabled repositories when not kept yet; in check
+	// mode it only asks) and returns those neither kept nor available.
+	Ensure(ctx context.Context, nevras []string, check bool) (missing []string, err error)
+	// Path is where a build is kept.
+	Path(nevra string) string
+	// Prune removes every kept build but keep.
+	Prune(keep []string) error
+}
+
+// Rollbacks are what `rollback: true` needs on the target.
+type Rollbacks struct {
+	Store  rollback.Store
+	Keeper Keeper
+	// Txn runs the restoring DNF transaction as rpm_exact runs its own (its lock, its
+	// supervisor: a killed module does not kill DNF).
+	Txn rpmexact.Transactor
+	// Runner reads the installed builds (one rpm query).
+	Runner runner.Runner
+}
+
+// RollbackPlan is what a rollback would put back (`rollback` in the result): the
+// packages with the builds they had (none: removed), the files (their content, or their
+// removal when they did not exist).
+type RollbackPlan struct {
+	Packages []RollbackPackage `json:"packages"`
+	Files    []RollbackFile    `json:"files"`
+	// Record is the record on the target that holds it, while the run is not over.
+	Record string `json:"record,omitempty"`
+}
+
+// RollbackPackage is one package of a rollback.
+type RollbackPackage struct {
+	Name string `json:"name"`
+	// Restore are the builds put back; empty: the package is removed.
+	Restore []string `json:"restore"`
+	// From are the builds it had before the rollback (rolled_back only).
+	From []string `json:"from,omitempty"`
+}
+
+// RollbackFile is one file of a rollback.
+type RollbackFile struct {
+	Path string `json:"path"`
+	// Restore is "content" (the content, mode and owner it had) or "removal".
+	Restore string `json:"restore"`
+}
+
+// RolledBack is what a rollback put back (`rolled_back`).
+type RolledBack struct {
+	Packages []RollbackPackage `json:"packages"`
+	Files    []RollbackFile    `json:"files"`
+	// Processes are the processes' results in the rollback, each proved again.
+	Processes []map[string]any `json:"processes"`
+	// Healthy: every process is back in its declared state and its probe answered.
+	Healthy bool `json:"healthy"`
+	// Failed names the part of the rollback that failed ("packages", "file PATH",
+	// "process UNIT"), when one did.
+	Failed string `json:"failed,omitempty"`
+}
+
+// rollbackRun is a rollback's record in hand during a run.
+type rollbackRun struct {
+	rec      rollback.Record
+	contents map[string][]byte
+	// begun: the record is on the target (the run's first change may follow).
+	begun bool
+	// fileRefs are the unit files' and drop-ins' parts by path, for the wiring of what a
+	// rollback puts back.
+	fileRefs map[string][]wiring.Ref
+}
+
+// befores is the packages step's plan as a rollback reads it.
+type befores interface {
+	// Befores are the packages the plan moves, with the builds they have.
+	Befores() []rollback.Package
+	// Pins are the exact builds the plan installs.
+	Pins() []string
+}
+
+// Befores implements befores.
+func (s packagesStep) Befores() []rollback.Package {
+	var out []rollback.Package
+	for _, e := range s.held.Plan().Entries {
+		if e.Operation != rpmexact.OpNone {
+			out = append(out, rollback.Package{Name: e.Name, Before: slices.Clone(e.Before)})
+		}
+	}
+	return out
+}
+
+// Pins implements befores.
+func (s packagesStep) Pins() []string {
+	var out []string
+	for _, e := range s.held.Plan().Entries {
+		if e.Operation == rpmexact.OpInstallNEVRA {
+			out = append(out, e.Expect...)
+		}
+	}
+	return out
+}
+
+// Path is the file the step writes.
+func (s *filesStep) Path() string { return s.plan.Want.Path }
+
+// prepareRollback makes the rollback's record from the composed plan, before any change:
+// the packages the plan moves with the builds they have, the configs, unit files and
+// drop-ins it writes as they are. Every build a rollback would install must be kept on
+// the host or available from the enabled repositories (a real run keeps it now, in
+// /var/cache/richt/rpms); one that is neither refuses the run here, before any change, in
+// check mode too. A record an earlier run left (killed, or its rollback failed) keeps its
+// older entries (rollback.Merge). Without a change and without such a record there is
+// nothing to put back and no record.
+func (r *run) prepareRollback(ctx context.Context, c *composed) error {
+	if !r.p.Rollback {
+		return nil
+	}
+	rb := r.d.Rollback
+	if rb == nil {
+		r.res.FailedStep = "rollback"
+		return errors.New("rollback: this build of the module cannot roll back (no rollback store)")
+	}
+	earlier, err := rb.Store.Load(r.p.Name)
+	if err != nil {
+		r.res.FailedStep = "rollback"
+		return fmt.Errorf("rollback: %w", err)
+	}
+	rec := rollback.Record{Service: r.p.Name, Phase: rollback.PhaseChanging}
+	var pins []string
+	if b, ok := c.pkg.(befores); ok && !planFailed(c.pkg) {
+		rec.Packages = b.Befores()
+		pins = b.Pins()
+	}
+	contents := map[string][]byte{}
+	refs := map[string][]wiring.Ref{}
+	observe := func(path string, sensitive, unitFile bool) error {
+		f, data, err := rollback.Observe(path)
+		if err != nil {
+			return err
+		}
+		f.Sensitive, f.UnitFile = sensitive, unitFile
+		rec.Files = append(rec.Files, f)
+		contents[path] = data
+		return nil
+	}
+	for _, cp := range c.configs {
+		if cp.changes() {
+			if err := observe(cp.cfg.Path, cp.cfg.Sensitive, cp.unitDir()); err != nil {
+				r.res.FailedStep = "rollback"
+				return fmt.Errorf("rollback: %w", err)
+			}
+		}
+	}
+	for i, f := range r.files {
+		st, ok := c.files[i].(*filesStep)
+		if !ok || planFailed(st) || !st.Changes() {
+			continue
+		}
+		sensitive, _ := f.args["sensitive"].(bool)
+		refs[st.Path()] = append(refs[st.Path()], fileRef(f))
+		if err := observe(st.Path(), sensitive, true); err != nil {
+			r.res.FailedStep = "rollback"
+			return fmt.Errorf("rollback: %w", err)
+		}
+	}
+	if earlier == nil && len(rec.Packages) == 0 && len(rec.Files) == 0 {
+		return nil
+	}
+	rec = rollback.Merge(earlier, rec)
+	var old []string
+	for _, p := range rec.Packages {
+		old = append(old, p.Before...)
+	}
+	// The builds a rollback installs, and (kept for the next change's rollback, so a
+	// repository that drops them later does not refuse it) the builds this change installs.
+	keep := append(slices.Clone(old), pins...)
+	if len(keep) > 0 {
+		missing, err := rb.Keeper.Ensure(ctx, keep, r.req.CheckMode)
+		if err != nil {
+			r.res.FailedStep = "rollback"
+			return fmt.Errorf("rollback: keep the builds a rollback would install: %w", err)
+		}
+		var refused []string
+		for _, m := range missing {
+			if slices.Contains(old, m) {
+				refused = append(refused, m)
+			}
+		}
+		if len(refused) > 0 {
+			r.res.FailedStep = "rollback"
+			return fmt.Errorf("rollback: the installed build %s cannot be installed again: no enabled repository has it and it is not kept in %s; a failed change could not be rolled back, so nothing was changed (make the build available, or run without rollback)",
+				strings.Join(refused, ", "), rollback.DefaultKeepDir)
+		}
+		for _, n := range old {
+			r.res.Plan = append(r.res.Plan, "rollback: keep "+n)
+		}
+	}
+	plan := &RollbackPlan{Packages: []RollbackPackage{}, Files: []RollbackFile{}}
+	for _, p := range rec.Packages {
+		plan.Packages = append(plan.Packages, RollbackPackage{Name: p.Name, Restore: nonNilStrings(p.Before)})
+	}
+	for _, f := range rec.Files {
+		restore := "content"
+		if !f.Existed {
+			restore = "removal"
+		}
+		plan.Files = append(plan.Files, RollbackFile{Path: f.Path, Restore: restore})
+		r.res.Plan = append(r.res.Plan, "rollback: save "+f.Path)
+	}
+	r.res.Plan = append(r.res.Plan, "rollback: record")
+	if !r.req.CheckMode {
+		plan.Record = rb.Store.RecordPath(r.p.Name)
+	}
+	r.res.Rollback = plan
+	r.rb = &rollbackRun{rec: rec, contents: contents, fileRefs: refs}
+	return nil
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// beginRollback writes the record on the target: the last thing before the first change.
+func (r *run) beginRollback() error {
+	if r.rb == nil || r.req.CheckMode {
+		return nil
+	}
+	if err := r.d.Rollback.Store.Begin(r.rb.rec, r.rb.contents); err != nil {
+		r.res.FailedStep = "rollback"
+		return fmt.Errorf("rollback: %w", err)
+	}
+	r.rb.begun = true
+	return nil
+}
+
+// endRollback ends a present run with rollback: a run that ended well removes the record
+// and keeps only the builds now installed; a run that failed after the record was written
+// puts the record's state back (rollBack). cause is the run's error.
+func (r *run) endRollback(ctx context.Context, cause error) error {
+	if r.rb == nil || r.req.CheckMode {
+		return cause
+	}
+	if !r.rb.begun {
+		// Failed before the record was written: nothing was changed.
+		return cause
+	}
+	if cause != nil {
+		return r.rollBack(ctx, cause)
+	}
+	if err := r.forget(ctx); err != nil {
+		r.req.Warn("rollback: the change succeeded, but its record could not be removed: %v", err)
+	}
+	return nil
+}
+
+// forget removes the record and the kept builds that are no longer installed.
+func (r *run) forget(ctx context.Context) error {
+	rb := r.d.Rollback
+	if err := rb.Store.Done(r.p.Name); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(r.rb.rec.Packages))
+	for _, p := range r.rb.rec.Packages {
+		names = append(names, p.Name)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	have, _, err := rpmexact.ObserveAll(ctx, rb.Runner, names)
+	if err != nil {
+		return err
+	}
+	var keep []string
+	for _, n := range names {
+		keep = append(keep, have[n].NEVRAs...)
+	}
+	return rb.Keeper.Prune(keep)
+}
+
+// rollBack puts the record's state back after the run failed with cause: the packages in
+// one DNF transaction, then the files, then each process in order with the reactions the
+// restored parts bring (the same wiring as the change's), each proved again by its probe.
+// The task fails either way: with cause, and whether the previous state is back.
+func (r *run) rollBack(ctx context.Context, cause error) error {
+	rb := r.d.Rollback
+	rec := &r.rb.rec
+	done := &RolledBack{Packages: []RollbackPackage{}, Files: []RollbackFile{}, Processes: []map[string]any{}}
+	r.res.RolledBack = done
+	fail := func(part string, err error) error {
+		done.Failed = part
+		return fmt.Errorf("%w; the rollback failed at %s: %v; the previous state is NOT back: the record %s is kept, and the next run with rollback moves forward again and puts it back if that fails",
+			cause, part, err, rb.Store.RecordPath(r.p.Name))
+	}
+	if err := rb.Store.SetPhase(rec, rollback.PhaseRestoring); err != nil {
+		return fail("record", err)
+	}
+	r.res.Plan = append(r.res.Plan, "rollback: phase restoring")
+	pkgRes, err := r.restorePackages(ctx, rec, done)
+	if err != nil {
+		return fail("packages", err)
+	}
+	out := packageOutcomes(r.parts.Packages, pkgRes)
+	unitFiles := false
+	for _, f := range rec.Files {
+		if f.UnitFile {
+			unitFiles = true
+		}
+	}
+	if unitFiles && r.d.MarkSync != nil {
+		// Recorded before a unit file moves back: a kill before the reload leaves it due.
+		if err := r.d.MarkSync(ctx, "rollback of service "+r.p.Name); err != nil {
+			return fail("record", err)
+		}
+	}
+	now := time.Now()
+	for _, f := range rec.Files {
+		changed, err := rb.Store.RestoreFile(rec, f)
+		if err != nil {
+			return fail("file "+f.Path, err)
+		}
+		if !changed {
+			continue
+		}
+		restore := "content"
+		if !f.Existed {
+			restore = "removal"
+		}
+		done.Files = append(done.Files, RollbackFile{Path: f.Path, Restore: restore})
+		r.res.Plan = append(r.res.Plan, "rollback: restore "+f.Path)
+		o := map[string]any{"changed": true}
+		if f.UnitFile {
+			o["unit_files_changed"] = true
+			o["daemon_reload"] = string(contract.ReloadNeeded)
+		}
+		var c contract.Change
+		c.Stamp(now)
+		o["changed_at"] = c.ChangedAt
+		for _, ref := range r.refsOf(f.Path) {
+			out[ref] = o
+		}
+	}
+	if len(r.order) == 0 {
+		if pkgUnitFiles(pkgRes) || len(done.Files) > 0 && unitFiles || r.syncDue() {
+			if err := r.reloadManager(ctx, nil, "putting back the unit files of"); err != nil {
+				return fail("daemon-reload", err)
+			}
+		}
+	}
+	for _, proc := range r.order {
+		restart, reload := r.triggers(proc, out)
+		args := processArgs(proc)
+		if len(restart) > 0 {
+			args["restart_on"] = restart
+		}
+		if len(reload) > 0 {
+			args["reload_on"] = reload
+		}
+		if facts := wiring.Facts(proc.Unit, r.parts, out); len(facts) > 0 {
+			args["facts_from"] = facts
+		}
+		step := "process " + unitOf(proc.Unit)
+		res, err := r.rollbackProcess(ctx, step, args)
+		done.Processes = append(done.Processes, res)
+		r.res.Plan = append(r.res.Plan, prefixed("rollback: "+step, stringsOf(res["plan"]))...)
+		if err != nil {
+			return fail(step, err)
+		}
+		if contract.Read(res).DaemonReload == contract.ReloadPerformed {
+			out = managerLoaded(out)
+		}
+	}
+	done.Healthy = true
+	if err := r.forget(ctx); err != nil {
+		r.req.Warn("rollback: the previous state is back, but its record could not be removed: %v", err)
+	}
+	return fmt.Errorf("%w; rolled back: %s; the previous state is back and healthy", cause, done.summary())
+}
+
+// rollbackProcess runs one process's step of a rollback: as the change's own steps run,
+// but its result is the rollback's (it does not make the task changed twice, and a
+// failure is the rollback's).
+func (r *run) rollbackProcess(ctx context.Context, step string, args map[string]any) (map[string]any, error) {
+	a, err := r.d.Processes.Spec.Args(args)
+	if err != nil {
+		return map[string]any{"failed": true, "msg": err.Error()}, err
+	}
+	st := r.plan(ctx, r.d.Processes, a)
+	res := ansible.CallArgs(ctx, a, false, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
+		return st.Run(ctx, req)
+	})
+	delete(res, "invocation")
+	for _, w := range stringsOf(res["warnings"]) {
+		r.req.Warn("rollback: %s: %s", step, w)
+	}
+	delete(res, "warnings")
+	if f, _ := res["failed"].(bool); f {
+		msg, _ := res["msg"].(string)
+		return res, fmt.Errorf("%s", msg)
+	}
+	return res, nil
+}
+
+// refsOf are the service's parts a file is: the config at that path, or the unit file or
+// drop-in.
+func (r *run) refsOf(path string) []wiring.Ref {
+	var out []wiring.Ref
+	for _, c := range r.configs {
+		if c.Path == path {
+			out = append(out, configRef(c.Name))
+		}
+	}
+	return append(out, r.rb.fileRefs[path]...)
+}
+
+func pkgUnitFiles(res map[string]any) bool {
+	u, _ := res["unit_files_changed"].(bool)
+	return u
+}
+
+// restorePackages puts the recorded builds back in one DNF transaction (`dnf shell`:
+// the kept builds installed, the packages the change installed removed), run as
+// rpm_exact runs its transactions (after the wait for one an earlier run left, under its
+// lock and supervisor), and checks that the database shows the recorded builds after it.
+// Its result has the packages step's shape, for the wiring.
+func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *RolledBack) (map[string]any, error) {
+	rb := r.d.Rollback
+	if len(rec.Packages) == 0 {
+		return map[string]any{"changed": false}, nil
+	}
+	names := make([]string, len(rec.Packages))
+	for i, p := range rec.Packages {
+		names[i] = p.Name
+	}
+	ctx, cancel := timeout.Deadline(ctx, r.packagesTimeout())
+	defer cancel()
+	release, _, err := rb.Txn.Begin(ctx, false, names)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	have, _, err := rpmexact.ObserveAll(ctx, rb.Runner, names)
+	if err != nil {
+		return nil, err
+	}
+	var install, remove []string
+	var moving []rollback.Package
+	for _, p := range rec.Packages {
+		now := have[p.Name].NEVRAs
+		if slices.Equal(now, p.Before) {
+			continue
+		}
+		moving = append(moving, p)
+		if len(p.Before) == 0 {
+			remove = append(remove, p.Name)
+			continue
+		}
+		for _, b := range p.Before {
+			if !slices.Contains(now, b) {
+				install = append(install, rb.Keeper.Path(b))
+			}
+		}
+	}
+	if len(moving) == 0 {
+		return map[string]any{"changed": false}, nil
+	}
+	script, err := rollback.RestoreScript(install, remove)
+	if err != nil {
+		return nil, err
+	}
+	path := rb.Store.ScriptPath(r.p.Name)
+	if err := atomicfile.Write(path, script, atomicfile.Options{Mode: 0o600, UID: -1, GID: -1}); err != nil {
+		return nil, err
+	}
+	argv := rollback.RestoreArgv(r.manager(), path)
+	r.res.Plan = append(r.res.Plan, "rollback: restore-packages "+strings.Join(names, " "))
+	o, err := rb.Txn.Run(ctx, rpmexact.Transaction{Argv: argv, Names: names, Reason: "rollback of service " + r.p.Name})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+	}
+	if o.ExitCode != 0 {
+		return nil, fmt.Errorf("%s failed (exit %d): %s", strings.Join(argv, " "), o.ExitCode, lastLines(o.Output(), 8))
+	}
+	if o.AfterErr != nil {
+		return nil, fmt.Errorf("read the installed builds after the rollback's transaction: %w", o.AfterErr)
+	}
+	entries := []any{}
+	for _, p := range moving {
+		after := o.After[p.Name]
+		if !slices.Equal(nonNilStrings(after), nonNilStrings(p.Before)) {
+			return nil, fmt.Errorf("after the rollback's transaction %s is %s, not %s", p.Name, describeBuilds(after), describeBuilds(p.Before))
+		}
+		done.Packages = append(done.Packages, RollbackPackage{Name: p.Name, Restore: nonNilStrings(p.Before), From: nonNilStrings(have[p.Name].NEVRAs)})
+		entries = append(entries, map[string]any{"name": p.Name, "operation": "restore", "before": toAny(have[p.Name].NEVRAs), "after": toAny(after)})
+	}
+	change := contract.Change{PackageChanged: true, UnitFilesChanged: o.UnitFilesChanged, DaemonReload: contract.ReloadNone}
+	if o.UnitFilesChanged {
+		change.DaemonReload = contract.ReloadNeeded
+	}
+	change.Stamp(time.Now())
+	if !o.FilesPlaced.IsZero() {
+		placed := o.FilesPlaced
+		change.FilesPlaced = &placed
+	}
+	res, err := asMap(change)
+	if err != nil {
+		return nil, err
+	}
+	res["changed"] = true
+	res["packages"] = entries
+	return res, nil
+}
+
+// packagesTimeout is the rollback transaction's deadline: the packages step's timeout
+// (the service's packages share one), or rpm_exact's default.
+func (r *run) packagesTimeout() time.Duration {
+	for _, p := range r.p.Packages {
+		if p.Timeout != nil {
+			if d, err := time.ParseDuration(*p.Timeout); err == nil && d > 0 {
+				return d
+			}
+		}
+	}
+	return 10 * time.Minute
+}
+
+// manager is the packages' DNF 4 command (the service's packages share one).
+func (r *run) manager() string {
+	for _, p := range r.p.Packages {
+		if p.Manager != nil && *p.Manager != "" {
+			return *p.Manager
+		}
+	}
+	return "dnf"
+}
+
+func describeBuilds(b []string) string {
+	if len(b) == 0 {
+		return "not installed"
+	}
+	return strings.Join(b, ", ")
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func asMap(v any) (map[string]any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(data, &m)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// summary says in a few words what a rollback put back.
+func (d *RolledBack) summary() string {
+	var parts []string
+	for _, p := range d.Packages {
+		parts = append(parts, fmt.Sprintf("%s to %s", p.Name, describeBuilds(p.Restore)))
+	}
+	if n := len(d.Files); n > 0 {
+		paths := make([]string, n)
+		for i, f := range d.Files {
+			paths[i] = f.Path
+		}
+		parts = append(parts, fmt.Sprintf("%d file(s) (%s)", n, strings.Join(paths, ", ")))
+	}
+	var acted []string
+	for _, p := range d.Processes {
+		if names := stringsOf(p["plan"]); len(names) > 0 {
+			unit, _ := p["unit"].(string)
+			acted = append(acted, fmt.Sprintf("%s %s", unit, strings.Join(names, ",")))
+		}
+	}
+	if len(acted) > 0 {
+		parts = append(parts, "processes: "+strings.Join(acted, "; "))
+	}
+	if len(parts) == 0 {
+		return "nothing had to move"
+	}
+	return strings.Join(parts, ", ")
+}
