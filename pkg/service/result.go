@@ -44,8 +44,8 @@ type Result struct {
 	// something or an earlier run left a record), in check mode too.
 	Rollback *RollbackPlan `json:"rollback,omitempty"`
 	// RolledBack is what a rollback put back, after the change failed.
-	RolledBack *RolledBack `json:"rolled_back,omitempty"`
-	Diff *ansible.Diff `json:"diff,omitempty"`
+	RolledBack *RolledBack   `json:"rolled_back,omitempty"`
+	Diff       *ansible.Diff `json:"diff,omitempty"`
 }
 
 // diff is one diff for the whole service: each step's, under its step's name.
