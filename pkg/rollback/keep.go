@@ -1,0 +1,428 @@
+package rollback
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/nevra"
+	"github.com/richt/services/pkg/rpmexact"
+	"github.com/richt/services/pkg/runner"
+	"github.com/richt/services/pkg/statedir"
+)
+
+// DefaultKeepDir is where a Keeper with no Dir keeps builds: root-only, because a
+// rollback installs what lies there.
+const DefaultKeepDir = "/var/cache/richt/rpms"
+
+// DefaultPython runs keep.py when the dnf command is not a script whose #! line names
+// an absolute interpreter.
+const DefaultPython = "/usr/bin/python3"
+
+// keepScript asks DNF 4's Python API for builds and downloads them (see its header).
+//
+//go:embed keep.py
+var keepScript string
+
+// keepMarker starts the stdout line that carries keep.py's answer.
+const keepMarker = "RICHT-KEEP-RESULT "
+
+// maxKeptName bounds a kept file's base name so that its temporary name
+// ("." + name + ".richt-" + up to 10 digits) fits in a 255-byte file name.
+const maxKeptName = 230
+
+// Keeper keeps RPM files of exact builds on the host, so that a rollback can reinstall
+// a build that the repositories no longer carry. Builds are written as the rpm query
+// prints them, NAME-EPOCH:VERSION-RELEASE.ARCH with the epoch always present.
+//
+// Ensure and Prune on one Dir must be serialized by the caller: Prune takes any
+// temporary file in Dir for a killed run's leftover.
+type Keeper struct {
+	Runner runner.Runner
+	Dir    string // DefaultKeepDir when empty
+	// Python runs keep.py; when empty, the interpreter on the dnf command's #! line
+	// (the one that imports DNF 4), else DefaultPython.
+	Python string
+}
+
+func (k Keeper) dir() string {
+	if k.Dir != "" {
+		return k.Dir
+	}
+	return DefaultKeepDir
+}
+
+// build is one parsed NEVRA.
+type build struct {
+	nevra string
+	name  string
+	evra  nevra.EVRA
+}
+
+// splitNEVRA reads NAME-EPOCH:VERSION-RELEASE.ARCH. A name may contain '-' but never
+// ':', and the epoch is digits, so the name ends at the last '-' before the only ':'.
+// Only the canonical form is accepted (no leading zeros in the epoch), so one build
+// has one spelling and one kept file.
+func splitNEVRA(s string) (build, error) {
+	colon := strings.IndexByte(s, ':')
+	if colon < 0 {
+		return build{}, fmt.Errorf("%w: build %+q is not NAME-EPOCH:VERSION-RELEASE.ARCH: the epoch is missing", nevra.ErrInvalid, s)
+	}
+	dash := strings.LastIndexByte(s[:colon], '-')
+	if dash < 0 {
+		return build{}, fmt.Errorf("%w: build %+q is not NAME-EPOCH:VERSION-RELEASE.ARCH: no '-' before the epoch", nevra.ErrInvalid, s)
+	}
+	name := s[:dash]
+	if err := nevra.ValidateName(name); err != nil {
+		return build{}, fmt.Errorf("build %+q: %w", s, err)
+	}
+	evra, err := nevra.ParseEVRA(s[dash+1:])
+	if err != nil {
+		return build{}, fmt.Errorf("build %+q: %w", s, err)
+	}
+	if evra.NEVRA(name) != s {
+		return build{}, fmt.Errorf("%w: build %+q is not in canonical form %+q", nevra.ErrInvalid, s, evra.NEVRA(name))
+	}
+	if len(keptName(s)) > maxKeptName {
+		return build{}, fmt.Errorf("%w: build %+q is too long to keep as a file", nevra.ErrInvalid, s)
+	}
+	return build{nevra: s, name: name, evra: evra}, nil
+}
+
+// keptName is the file name of a valid build: ':' becomes '~'. Neither a name nor an
+// epoch has '~', so the first '~' is the epoch's and two builds never share a file;
+// a ':' is kept out because some tools read it as a separator (scp's host:path, URLs).
+func keptName(nevra string) string {
+	return strings.Replace(nevra, ":", "~", 1) + ".rpm"
+}
+
+// Path is where the build is kept, or "" when nevra is not a valid
+// NAME-EPOCH:VERSION-RELEASE.ARCH (so no path outside Dir can be formed).
+func (k Keeper) Path(nevra string) string {
+	if _, err := splitNEVRA(nevra); err != nil {
+		return ""
+	}
+	return filepath.Join(k.dir(), keptName(nevra))
+}
+
+// kept reports whether path is a non-empty regular file (a link is not kept).
+func kept(path string) (bool, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("inspect kept build %s: %w", path, err)
+	}
+	return fi.Mode().IsRegular() && fi.Size() > 0, nil
+}
+
+// Ensure keeps every build in Dir that is not kept there yet, taking it from the enabled
+// repositories (one python3 process for all of them, through DNF 4's API). With check,
+// it only asks which builds are available, and changes nothing. missing are the builds
+// neither kept nor available (in input order, once each); a repository that cannot be
+// reached is skipped, so its builds are missing rather than an error. Bad input changes
+// nothing.
+func (k Keeper) Ensure(ctx context.Context, nevras []string, check bool) (missing []string, err error) {
+	var builds []build
+	seen := map[string]bool{}
+	for _, s := range nevras {
+		b, err := splitNEVRA(s)
+		if err != nil {
+			return nil, fmt.Errorf("keep builds: %w", err)
+		}
+		if !seen[s] {
+			seen[s] = true
+			builds = append(builds, b)
+		}
+	}
+	if len(builds) == 0 {
+		return nil, nil
+	}
+	dir := k.dir()
+	if check {
+		err = statedir.Check(dir)
+	} else {
+		err = statedir.Ensure(dir, 0o700)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("keep builds: %w", err)
+	}
+	var ask []build
+	for _, b := range builds {
+		ok, err := kept(k.Path(b.nevra))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			ask = append(ask, b)
+		}
+	}
+	if len(ask) == 0 {
+		return nil, nil
+	}
+	names := make([]string, len(ask))
+	for i, b := range ask {
+		names[i] = b.nevra
+	}
+	ans, err := k.lookup(ctx, ask, check)
+	if err != nil {
+		return nil, fmt.Errorf("find %s in the repositories: %w", strings.Join(names, ", "), err)
+	}
+	if !check {
+		if err := k.adopt(ask, ans.Found); err != nil {
+			return nil, err
+		}
+	}
+	gone := map[string]bool{}
+	for _, n := range ans.Missing {
+		gone[n] = true
+	}
+	for _, b := range ask {
+		if gone[b.nevra] {
+			missing = append(missing, b.nevra)
+		}
+	}
+	return missing, nil
+}
+
+// found is one build keep.py found: the repository, and in fetch mode the file.
+type found struct {
+	Repo string `json:"repo"`
+	Path string `json:"path"`
+}
+
+// answer is keep.py's output.
+type answer struct {
+	Found   map[string]found `json:"found"`
+	Missing []string         `json:"missing"`
+	Error   string           `json:"error"`
+}
+
+// scriptArgv is the command that runs keep.py for builds, copying into dir. Each build
+// is its own JSON argument, so no list of builds meets the kernel's limit on one
+// argument's length.
+func scriptArgv(python, dir string, builds []build, check bool) []string {
+	mode := "fetch"
+	if check {
+		mode = "check"
+	}
+	argv := []string{python, "-I", "-c", keepScript, mode, dir}
+	for _, b := range builds {
+		arg, _ := json.Marshal(map[string]any{
+			"nevra": b.nevra, "name": b.name, "epoch": b.evra.Epoch,
+			"version": b.evra.Version, "release": b.evra.Release, "arch": b.evra.Arch,
+			"file": keptName(b.nevra),
+		})
+		argv = append(argv, string(arg))
+	}
+	return argv
+}
+
+// lookup runs keep.py and checks that its answer accounts for every build exactly once.
+// The temporary files of a fetch are the caller's to adopt; when the answer is wrong,
+// lookup removes those it names (a file it does not name as a temporary file of the
+// build is never touched), and Prune any a garbled answer hid.
+func (k Keeper) lookup(ctx context.Context, builds []build, check bool) (_ answer, err error) {
+	python := k.Python
+	if python == "" {
+		python = dnfPython(rpmexact.LocateCommand, rpmexact.ReadManagerFile)
+	}
+	res, err := k.Runner.Run(ctx, scriptArgv(python, k.dir(), builds, check)...)
+	if err != nil {
+		return answer{}, err
+	}
+	ans, perr := parseAnswer(res.Stdout)
+	defer func() {
+		if err != nil && !check {
+			for n, f := range ans.Found {
+				if isTempOf(f.Path, k.Path(n)) {
+					_ = os.Remove(f.Path)
+				}
+			}
+		}
+	}()
+	switch {
+	case perr == nil && ans.Error != "":
+		return answer{}, fmt.Errorf("%s (exit %d)", ans.Error, res.ExitCode)
+	case res.ExitCode != 0:
+		return answer{}, fmt.Errorf("%s exited %d: %s", python, res.ExitCode, res.Output())
+	case perr != nil:
+		return answer{}, fmt.Errorf("%w: %s", perr, res.Output())
+	}
+	want := map[string]bool{}
+	for _, b := range builds {
+		want[b.nevra] = true
+	}
+	for _, n := range ans.Missing {
+		if !want[n] {
+			return answer{}, fmt.Errorf("answer names %+q twice or unasked", n)
+		}
+		delete(want, n)
+	}
+	for n, f := range ans.Found {
+		if !want[n] {
+			return answer{}, fmt.Errorf("answer names %+q twice or unasked", n)
+		}
+		delete(want, n)
+		if dst := k.Path(n); !check && !isTempOf(f.Path, dst) {
+			return answer{}, fmt.Errorf("answer gives %+q for %s, not a temporary file of %s", f.Path, n, dst)
+		}
+	}
+	for _, b := range builds {
+		if want[b.nevra] {
+			return answer{}, fmt.Errorf("answer leaves %s out", b.nevra)
+		}
+	}
+	return ans, nil
+}
+
+// parseAnswer reads the last marker line of keep.py's stdout.
+func parseAnswer(stdout string) (answer, error) {
+	i := strings.LastIndex(stdout, "\n"+keepMarker)
+	if i < 0 {
+		if !strings.HasPrefix(stdout, keepMarker) {
+			return answer{}, errors.New("no answer line in the output")
+		}
+	} else {
+		stdout = stdout[i+1:]
+	}
+	line, _, _ := strings.Cut(strings.TrimPrefix(stdout, keepMarker), "\n")
+	var ans answer
+	if err := json.Unmarshal([]byte(line), &ans); err != nil {
+		return answer{}, fmt.Errorf("answer line %+q: %w", line, err)
+	}
+	return ans, nil
+}
+
+// dnfPython is the interpreter that imports DNF 4: the absolute one on the dnf script's
+// #! line (as rpmexact.ScriptInterpreter reads it), else DefaultPython.
+func dnfPython(locate func(string) (string, error), read func(string) ([]byte, error)) string {
+	path, err := locate("dnf")
+	if err != nil {
+		return DefaultPython
+	}
+	src, err := read(path)
+	if err != nil {
+		return DefaultPython
+	}
+	if interp, ok := rpmexact.ScriptInterpreter(src); ok {
+		return interp
+	}
+	return DefaultPython
+}
+
+// isTempOf reports whether tmp is a temporary file of dst as keep.py names it:
+// ".BASE.richt-DIGITS" beside dst, where BASE is dst's base name.
+func isTempOf(tmp, dst string) bool {
+	return dst != "" && filepath.Dir(tmp) == filepath.Dir(dst) &&
+		strings.HasPrefix(filepath.Base(tmp), atomicfile.TempPrefix(dst)) && isKeptTemp(filepath.Base(tmp))
+}
+
+// adopt renames the temporary files keep.py made for the found builds into place, after
+// checking that each is a non-empty regular file, and syncs the directory. On an error it
+// removes the temporary files it did not rename.
+func (k Keeper) adopt(builds []build, found map[string]found) (err error) {
+	var temps []string
+	for _, b := range builds {
+		if f, ok := found[b.nevra]; ok {
+			temps = append(temps, f.Path)
+		}
+	}
+	if len(temps) == 0 {
+		return nil
+	}
+	renamed := 0
+	defer func() {
+		if err != nil {
+			for _, tmp := range temps[renamed:] {
+				_ = os.Remove(tmp)
+			}
+		}
+	}()
+	for _, b := range builds {
+		f, ok := found[b.nevra]
+		if !ok {
+			continue
+		}
+		fi, err := os.Lstat(f.Path)
+		if err != nil {
+			return fmt.Errorf("keep %s from repository %s: %w", b.nevra, f.Repo, err)
+		}
+		if !fi.Mode().IsRegular() || fi.Size() == 0 {
+			return fmt.Errorf("keep %s from repository %s: %s is not a non-empty regular file (%s, %d bytes)",
+				b.nevra, f.Repo, f.Path, fi.Mode().Type(), fi.Size())
+		}
+		if err := os.Rename(f.Path, k.Path(b.nevra)); err != nil {
+			return fmt.Errorf("keep %s from repository %s: %w", b.nevra, f.Repo, err)
+		}
+		renamed++
+	}
+	if err := atomicfile.SyncDir(k.dir()); err != nil {
+		return fmt.Errorf("keep builds: %w", err)
+	}
+	return nil
+}
+
+// isKeptTemp reports whether name is keep.py's temporary file for some kept file:
+// "." + NAME.rpm + ".richt-" + digits.
+func isKeptTemp(name string) bool {
+	const mid = ".rpm.richt-"
+	i := strings.LastIndex(name, mid)
+	if i < 2 || name[0] != '.' {
+		return false
+	}
+	digits := name[i+len(mid):]
+	return digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+// Prune removes every kept build in Dir that is not in keep, and the temporary files a
+// killed Ensure left. Other files are left alone; a missing Dir is fine. Bad input
+// removes nothing.
+func (k Keeper) Prune(keep []string) error {
+	want := map[string]bool{}
+	for _, s := range keep {
+		if _, err := splitNEVRA(s); err != nil {
+			return fmt.Errorf("prune kept builds: %w", err)
+		}
+		want[keptName(s)] = true
+	}
+	dir := k.dir()
+	if err := statedir.Check(dir); err != nil {
+		return fmt.Errorf("prune kept builds: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("prune kept builds: %w", err)
+	}
+	removed := false
+	for _, e := range entries {
+		name := e.Name()
+		if !(strings.HasSuffix(name, ".rpm") && !want[name]) && !isKeptTemp(name) {
+			continue
+		}
+		// Only files and links are the Keeper's; a directory is someone else's.
+		if e.IsDir() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("prune kept builds: %w", err)
+		}
+		removed = true
+	}
+	if removed {
+		if err := atomicfile.SyncDir(dir); err != nil {
+			return fmt.Errorf("prune kept builds: %w", err)
+		}
+	}
+	return nil
+}
