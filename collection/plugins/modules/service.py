@@ -117,6 +117,29 @@ options:
         removal on the installed packages finds them).
     type: bool
     default: false
+  rollback:
+    description:
+      - "With C(state=present): when the run changed something and then fails (a process fails
+        to start, restart or reload, its health probe fails after the settle, or any later step
+        fails), put back what it changed: the packages' previous builds in one DNF transaction
+        (a package it installed is removed), the configs, unit files and drop-ins as they were
+        (content, mode, owner; a file it created is removed), then each process with the
+        reactions that brings, proved again by its probe. The task still fails; its message
+        names the first failure and says whether the previous state is back and healthy.
+        C(rolled_back) says what was put back."
+      - Before any change the builds a rollback would install must be kept on the host
+        (C(/var/cache/richt/rpms), root-only; a real run keeps them there from the enabled
+        repositories, with the builds it installs, for the next change) or available from the
+        enabled repositories; otherwise the run is refused before any change, naming the build
+        (check mode too). The previous files are kept root-only in C(/var/lib/richt/rollback)
+        until the run ends; C(rollback) in the result lists what would be put back.
+      - "A run killed at any moment leaves that record: the next run with C(rollback=true) keeps
+        its older state, moves forward again, and puts the record's state back if that fails, so
+        the host ends all new or all old, never a mix. A removal (C(state=absent)) is not rolled
+        back. See docs/rollback.md."
+    type: bool
+    default: false
+    version_added: "0.2.0"
   units:
     description:
       - Owned full unit files (richt.services.unit_override), each unit once (C(foo) and
@@ -505,4 +528,22 @@ plan:
   type: list
   elements: str
   sample: [record-pending demo.service restart, "packages: install-nevra demo", "file demo.service/20-level.conf: write", "process demo.service: start"]
+rollback:
+  description:
+    - With I(rollback) and a run that changes something (or a record an earlier, killed run left), what a
+      rollback would put back, in check mode too - C(packages) (each C(name) with the builds it would
+      C(restore); none means removed) and C(files) (each C(path) with C(restore) C(content) or C(removal)),
+      and C(record), the record on the target while the run is not over.
+    - The plan lists C(rollback: keep BUILD), C(rollback: save PATH) and C(rollback: record) before the
+      first step, and, when a rollback ran, its steps under C(rollback:).
+  returned: with rollback, when something would be put back
+  type: dict
+rolled_back:
+  description:
+    - What the rollback put back after the change failed - C(packages) (C(name), C(restore) the builds put
+      back, C(from) the builds it had), C(files) (C(path), C(restore)), C(processes) (each process's
+      result in the rollback), C(healthy) (every process back and its probe answered) and C(failed), the
+      part of the rollback that failed, when one did.
+  returned: when a rollback ran
+  type: dict
 """
