@@ -84,6 +84,7 @@ var rows = []row{
 	{"role-noop", "demo role no-op re-run (role vs built-in play)", 0.15, 0.3},
 	{"service-converge", "demo service converge from clean (service module task vs built-in play)", 0.35, 1},
 	{"service-noop", "demo service no-op re-run (service module task vs built-in play)", 0.15, 0.3},
+	{"rollback", "failing upgrade until the old build serves again (service task with rollback vs block/rescue: dnf, systemd, wait_for)", 0.5, 1},
 	{"pkg-el", "EL-sized RPM database: converged exact package (rpm_exact vs dnf)", 0.35, 0.3},
 	{"upgrade-el", "EL-sized RPM database: upgrade 1.0 → 2.0 (rpm_exact vs dnf)", 0.9, 1},
 	{"downgrade-el", "EL-sized RPM database: downgrade 2.0 → 1.0 (rpm_exact vs dnf allow_downgrade)", 1, 1},

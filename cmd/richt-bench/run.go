@@ -46,7 +46,8 @@ func run(c config) error {
 		return fmt.Errorf("make build: %w\n%s", err, out)
 	}
 	fixtureDir, bulk := filepath.Join(b.work, "fixtures"), filepath.Join(b.work, "bulk")
-	pkgs := []testenv.Package{fixtures.DemoPackage("1.0"), fixtures.DemoPackage("2.0")}
+	// demoBroken: the rollback row's build that installs but cannot start.
+	pkgs := []testenv.Package{fixtures.DemoPackage("1.0"), fixtures.DemoPackage("2.0"), demoBroken()}
 	pkgs = append(append(pkgs, fixtures.PinnedSet("1.0")...), fixtures.PinnedSet("2.0")...)
 	if err := testenv.BuildRepoDir(fixtureDir, pkgs...); err != nil {
 		return err
@@ -93,12 +94,16 @@ func run(c config) error {
 	if err := b.pauseOthers(ctx, true); err != nil {
 		return err
 	}
-	b.log("rows on one target: cold, packages, service, drop-in reload, upgrade/downgrade, package sets, role (Mitogen: %v)", b.mitogen)
+	b.log("rows on one target: cold, packages, service, drop-in reload, upgrade/downgrade, package sets, config, role, service task, rollback (Mitogen: %v)", b.mitogen)
 	// A play that fails is reported with its rows marked failed; the other rows still run.
 	ts = append(ts, b.playRows(rowsPlay{name: "cold", hosts: "one", forks: 1}, coldPlay(root))...)
 	for _, rp := range append(singlePlays(c.rounds, c.mitogen), configPlay(root, "config", c.rounds, c.mitogen), rolePlay(c.rounds, c.mitogen), servicePlay(c.rounds, c.mitogen)) {
 		ts = append(ts, b.playRows(rp, rp.plays(root))...)
 	}
+	// Both sides of the rollback row fail on purpose half-way: rollbackTimings keeps only
+	// the failures that count.
+	rb := rollbackPlay(c.rounds, c.mitogen)
+	ts = append(ts, rollbackTimings(b.playRows(rb, rb.plays(root)))...)
 	var around *aroundDNF
 	if elsize != "" {
 		b.log("rows on an EL-sized RPM database: converged package, upgrade/downgrade, role; time around DNF")
