@@ -261,6 +261,16 @@ func (r *run) beginRollback() error {
 // and keeps only the builds now installed; a run that failed after the record was written
 // puts the record's state back (rollBack). cause is the run's error.
 func (r *run) endRollback(ctx context.Context, cause error) error {
+	if !r.p.Rollback && cause == nil && !r.req.CheckMode && r.d.Rollback != nil {
+		// A run without rollback that ended well: the state it leaves is the one asked
+		// for, and a record an earlier run with rollback left would take a later
+		// rollback back past it.
+		if rec, err := r.d.Rollback.Store.Load(r.p.Name); err == nil && rec != nil {
+			if err := r.d.Rollback.Store.Done(r.p.Name); err != nil {
+				r.req.Warn("rollback: an earlier run's record could not be removed: %v", err)
+			}
+		}
+	}
 	if r.rb == nil || r.req.CheckMode {
 		return cause
 	}
