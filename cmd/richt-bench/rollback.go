@@ -2,9 +2,6 @@ package main
 
 import (
 	"strings"
-
-	"github.com/richt/services/testenv"
-	"github.com/richt/services/testenv/fixtures"
 )
 
 // The rollback row times a failing upgrade until the old state serves again. Both sides
@@ -35,31 +32,6 @@ const (
 	builtinBrokenRestart = "built-in: restart on the broken build"
 	builtinBrokenProbe   = "built-in: probe on the broken build"
 )
-
-// brokenUnit is demo.service as the broken build ships it: the daemon is the good
-// build's, but the unit's start check fails at once, as nginx's ExecStartPre=nginx -t does
-// on a configuration it refuses. systemctl's start or restart job then fails: both sides
-// see the failure at the restart, and neither waits out a probe's deadline for it.
-const brokenUnit = `[Unit]
-Description=richt demo daemon 3.0 (broken build: its start check fails)
-
-[Service]
-Type=simple
-ExecStartPre=/bin/sh -c 'echo "demo 3.0: start check failed" >&2; exit 1'
-ExecStart=/usr/bin/demo-daemon
-
-[Install]
-WantedBy=multi-user.target
-`
-
-// demoBroken is the fixture package for the broken build: fixtures.DemoPackage("3.0")
-// with brokenUnit. It is added to the bench's repository beside the builds the other rows
-// use, whose content it leaves alone.
-func demoBroken() testenv.Package {
-	p := fixtures.DemoPackage("3.0")
-	p.Files["/usr/lib/systemd/system/demo.service"] = testenv.File{Content: brokenUnit, Mode: 0o644}
-	return p
-}
 
 // demoProbe is the demo play's health probe (banner 127.0.0.1:8080 expecting "demo
 // ready") as a user writes it with the built-ins: wait_for reading the greeting, bounded

@@ -88,7 +88,7 @@ func TestRollbackTimingsAreNeededForTheBuiltinSide(t *testing.T) {
 }
 
 func TestDemoBrokenIsTheDemoPackageWithAFailingStart(t *testing.T) {
-	good, broken := fixtures.DemoPackage("3.0"), demoBroken()
+	good, broken := fixtures.DemoPackage("3.0"), fixtures.DemoBroken("3.0")
 	assert.Equal(t, "demo", broken.Name)
 	assert.Equal(t, "demo-"+broken.Version+"-1.noarch", nevraBroken)
 	assert.Equal(t, "0:"+broken.Version+"-1.noarch", demoBrokenV)

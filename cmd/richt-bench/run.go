@@ -47,7 +47,7 @@ func run(c config) error {
 	}
 	fixtureDir, bulk := filepath.Join(b.work, "fixtures"), filepath.Join(b.work, "bulk")
 	// demoBroken: the rollback row's build that installs but cannot start.
-	pkgs := []testenv.Package{fixtures.DemoPackage("1.0"), fixtures.DemoPackage("2.0"), demoBroken()}
+	pkgs := []testenv.Package{fixtures.DemoPackage("1.0"), fixtures.DemoPackage("2.0"), fixtures.DemoBroken("3.0")}
 	pkgs = append(append(pkgs, fixtures.PinnedSet("1.0")...), fixtures.PinnedSet("2.0")...)
 	if err := testenv.BuildRepoDir(fixtureDir, pkgs...); err != nil {
 		return err
