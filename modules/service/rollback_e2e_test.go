@@ -59,7 +59,7 @@ func (g guarded) args() map[string]any {
 	// passed. Long enough for a loaded machine's start, short enough for a test.
 	nginx := map[string]any{"unit": "nginx.service", "enabled": true, "timeout": "45s",
 		"restart_on": []any{"package:nginx", "config:site"},
-		"health": map[string]any{"http": fmt.Sprintf("http://127.0.0.1:%d/", webPort)}}
+		"health":     map[string]any{"http": fmt.Sprintf("http://127.0.0.1:%d/", webPort)}}
 	dropins := []any{}
 	if g.dropin != "" {
 		dropins = append(dropins, map[string]any{"unit": "nginx.service", "name": "50-tuning.conf", "content": g.dropin})

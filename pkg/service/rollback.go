@@ -39,6 +39,9 @@ type Rollbacks struct {
 	Txn rpmexact.Transactor
 	// Runner reads the installed builds (one rpm query).
 	Runner runner.Runner
+	// ResetFailed clears a unit's failed state and its start rate counter before a
+	// rollback brings it back (nil: not cleared).
+	ResetFailed func(ctx context.Context, unit string) error
 }
 
 // RollbackPlan is what a rollback would put back (`rollback` in the result): the
@@ -381,6 +384,15 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		}
 	}
 	for _, proc := range r.order {
+		// The failed change's starts count against the unit's StartLimitBurst (5 in 10 s
+		// by default): a change that failed, run again at once, leaves the rollback's
+		// start refused with start-limit-hit. The counter is systemd's guard against a
+		// unit that keeps failing; the rollback's start is of the last good state.
+		if rb.ResetFailed != nil {
+			if err := rb.ResetFailed(ctx, unitOf(proc.Unit)); err != nil {
+				r.req.Warn("rollback: %s: reset-failed: %v", unitOf(proc.Unit), err)
+			}
+		}
 		restart, reload := r.triggers(proc, out)
 		args := processArgs(proc)
 		if len(restart) > 0 {
