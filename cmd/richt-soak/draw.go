@@ -16,13 +16,18 @@ var ops = []struct {
 	weight int
 }{
 	{"service", 4}, {"pin", 3}, {"set", 1}, {"dropin", 3}, {"lifecycle", 2},
+	{"rollback-good", 2}, {"rollback-build", 2}, {"rollback-config", 1},
 }
 
 // faultKinds are the faults the soak injects, drawn for about a third of the steps.
-var faultKinds = []string{"kill-module", "kill-supervisor", "stop-caller", "concurrent", "corrupt-record", "daemon-reexec", "full-disk", "reboot", "power-loss"}
+var faultKinds = []string{"kill-module", "kill-supervisor", "stop-caller", "concurrent", "corrupt-record", "daemon-reexec", "full-disk", "reboot", "power-loss", "kill-rollback"}
 
 // transactionFaults meet a package transaction: their step moves the version.
 var transactionFaults = []string{"kill-module", "kill-supervisor", "stop-caller", "concurrent", "daemon-reexec", "reboot", "power-loss"}
+
+// transactionOps are the steps that move a version: demo's service, pin and set, and the
+// rollback service's steps (which move its build when a transaction fault is drawn).
+var transactionOps = []string{"service", "pin", "set", "rollback-good", "rollback-build", "rollback-config"}
 
 // killingFaults can end a run between a reaction and the removal of its record: the
 // next run serves it again (at least once, by design), which is counted, not a violation.
@@ -47,12 +52,13 @@ func pickFaults(list string) ([]string, error) {
 	return kinds, nil
 }
 
-// Step is one drawn step: the operation, the fault (or none), check mode, and the version
-// and level it asks for.
+// Step is one drawn step: the operation, the fault (or none), check mode, the version and
+// level it asks of demo, and the state it asks of the rollback service (rollback ops).
 type Step struct {
 	Op, Fault      string
 	Check          bool
 	Version, Level string
+	Rb             rbState
 }
 
 // other is a value of list other than cur, drawn from r.
@@ -66,12 +72,16 @@ func other(r *rand.Rand, list []string, cur string) string {
 	return rest[r.Intn(len(rest))]
 }
 
-// Draw picks the next step from r given the version and level the service was last asked
-// for (what the target holds before the step): the whole sequence is a function of the
-// seed. A fault draws a step it can hit: a transaction fault one that moves the version
-// (pin, set or service; not in check mode), a full disk one that writes a drop-in, a
-// corrupt record one that reads it (service or lifecycle).
-func Draw(r *rand.Rand, version, level string) Step {
+// Draw picks the next step from r given the version and level demo was last asked for and
+// the rollback service's last good state (what the target holds before the step): the
+// whole sequence is a function of the seed. A rollback step asks for a good build and
+// config (rollback-good), the broken build with a good config (rollback-build), or a good
+// build with the moved config (rollback-config). A fault draws a step it can hit: a
+// transaction fault one that moves a version (pin, set, service, or a rollback step; not
+// in check mode), a full disk one that writes a drop-in, a corrupt record one that reads
+// it (service or lifecycle), kill-rollback a step that rolls back (rollback-build or
+// rollback-config).
+func Draw(r *rand.Rand, version, level string, rb rbState) Step {
 	total := 0
 	for _, o := range ops {
 		total += o.weight
@@ -90,14 +100,28 @@ func Draw(r *rand.Rand, version, level string) Step {
 	}
 	st.Check = r.Intn(5) == 0
 	st.Version, st.Level = versions[r.Intn(len(versions))], levels[r.Intn(len(levels))]
+	st.Rb = rbState{rbGood[r.Intn(len(rbGood))], rbGoodConfigs[r.Intn(len(rbGoodConfigs))]}
 	switch {
 	case slices.Contains(transactionFaults, st.Fault):
-		if !slices.Contains([]string{"service", "pin", "set"}, st.Op) {
-			st.Op = []string{"service", "pin", "set"}[r.Intn(3)]
+		if !slices.Contains(transactionOps, st.Op) {
+			st.Op = transactionOps[r.Intn(len(transactionOps))]
 		}
 		st.Check = false
 		if st.Version == version {
 			st.Version = other(r, versions, version)
+		}
+		if st.Rb.Version == rb.Version {
+			st.Rb.Version = other(r, rbGood, rb.Version)
+		}
+	case st.Fault == "kill-rollback":
+		if st.Op != "rollback-build" && st.Op != "rollback-config" {
+			st.Op = []string{"rollback-build", "rollback-config"}[r.Intn(2)]
+		}
+		st.Check = false
+		// The build moves too, so the rollback has a transaction to be killed in: one of
+		// a config alone is over in a moment.
+		if st.Rb.Version == rb.Version {
+			st.Rb.Version = other(r, rbGood, rb.Version)
 		}
 	case st.Fault == "full-disk":
 		if st.Op != "service" && st.Op != "dropin" {
@@ -113,20 +137,34 @@ func Draw(r *rand.Rand, version, level string) Step {
 		}
 		st.Check = false
 	}
+	switch st.Op {
+	case "rollback-build":
+		st.Rb.Version = rbBroken
+	case "rollback-config":
+		st.Rb.Config = rbMoved
+	}
 	return st
 }
 
 func (s *soak) step(ctx context.Context) {
 	s.steps++
-	st := Draw(s.rnd, s.version, s.level)
-	module, args := s.args(st.Op, st.Version, st.Level)
+	st := Draw(s.rnd, s.version, s.level, s.rb)
+	module, args := s.args(st)
 	if st.Check {
 		args["_ansible_check_mode"] = true
 	}
-	label := fmt.Sprintf("step %d: %s %s/%s%s", s.steps, st.Op, st.Version, st.Level, map[bool]string{true: " (check mode)"}[st.Check])
+	rollbackOp := slices.Contains(rollbackOps, st.Op)
+	asked := st.Version + "/" + st.Level
+	if rollbackOp {
+		asked = fmt.Sprintf("%s from %s", st.Rb, s.rb)
+		s.rbc.steps[st.Op]++
+	}
+	label := fmt.Sprintf("step %d: %s %s%s", s.steps, st.Op, asked, map[bool]string{true: " (check mode)"}[st.Check])
 	versionBefore, levelBefore := s.led.installed, s.levelNow
 	succeeded := false
-	if st.Fault != "" {
+	s.parsed = s.parsed[:0]
+	switch {
+	case st.Fault != "":
 		s.drawn[st.Fault]++
 		label += ", fault " + st.Fault
 		landed, note := s.inject(ctx, st.Fault, module, st.Op, args)
@@ -136,7 +174,12 @@ func (s *soak) step(ctx context.Context) {
 		if note != "" {
 			s.violations = append(s.violations, label+": "+note)
 		}
-	} else {
+		if rollbackOp {
+			s.afterRollbackFault(ctx, st, label, landed)
+		}
+	case rollbackOp:
+		s.rollbackRun(ctx, st, label, args)
+	default:
 		s.accounted(ctx, module, st.Check, func() bool {
 			r, err := s.run(ctx, module, args)
 			if err != nil {
@@ -169,8 +212,11 @@ func (s *soak) step(ctx context.Context) {
 }
 
 // args is a step's module and arguments.
-func (s *soak) args(op, version, level string) (string, map[string]any) {
-	switch op {
+func (s *soak) args(st Step) (string, map[string]any) {
+	version, level := st.Version, st.Level
+	switch st.Op {
+	case "rollback-good", "rollback-build", "rollback-config":
+		return "service", rollbackService(st.Rb)
 	case "pin":
 		return "rpm_exact", map[string]any{"name": "demo", "version": version}
 	case "set":

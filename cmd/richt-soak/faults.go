@@ -48,7 +48,17 @@ func (s *soak) inject(ctx context.Context, fault, module, op string, args map[st
 		}
 		return r
 	}
-	after := fmt.Sprintf("%.2f", s.rnd.Float64()*2.5) // after the scope appeared: in DNF or in the module's reactions
+	// After the scope appeared: in DNF or in the module's reactions. A rollback step's run
+	// goes on longer (the start that fails, the rollback's own transaction, the probe
+	// that fails for rbTimeout): a longer window lets a kill land in either half.
+	window := 2.5
+	switch op {
+	case "rollback-build":
+		window = 6
+	case "rollback-config":
+		window = 8
+	}
+	after := fmt.Sprintf("%.2f", s.rnd.Float64()*window)
 	failed := false
 	s.accounted(ctx, module, false, func() bool {
 		switch fault {
@@ -109,6 +119,16 @@ mount -t tmpfs -o size=64k soak-full $d && cp -a /var/tmp/soak-keep/. $d/ && dd 
 		case "reboot", "power-loss":
 			failed = true
 			landed = s.restart(ctx, fault, bin, &violation)
+		case "kill-rollback":
+			// SIGKILL once the rollback service's record says restoring, a random moment
+			// into the rollback (its transaction, its files, its restart and probe). It
+			// landed when the run was killed with the record still restoring.
+			_, landed = sh(fmt.Sprintf(`%[1]s /var/tmp/soak-args.json >/var/tmp/soak-out 2>&1 & p=$!
+restoring() { grep -qs '"phase": *"restoring"' %[2]s/*.json; }
+i=0; while [ $i -lt 3000 ] && alive $p && ! restoring; do i=$((i+1)); sleep 0.02; done
+sleep %[3]s; kill -9 $p 2>/dev/null; wait $p; rc=$?; cat /var/tmp/soak-out; echo
+[ $rc = 137 ] && restoring && echo soak-hit=1 || echo soak-hit=0`, bin, rbRecords, fmt.Sprintf("%.2f", s.rnd.Float64()*1.5)))
+			failed = true
 		}
 		return failed
 	})

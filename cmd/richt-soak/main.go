@@ -7,15 +7,22 @@
 //
 // The steps: rpm_exact pins moving up and down (one package and a set), unit_override
 // drop-ins changing, systemd_lifecycle with a restart_on, and the service module (with a
-// sensitive drop-in); check mode mixed in. The faults: SIGKILL of the module during its
-// run, SIGKILL of a transaction's supervisor, a stop of the caller's unit (the module run
-// by a oneshot unit), two runs at once, a corrupt durable record, systemctl daemon-reexec
-// during a run, a full disk under the drop-ins, a reboot of the target during a run (clean,
-// or a power loss). A fault that needs a package transaction forces a step that moves the
-// version, outside check mode; each fault records whether it landed (the process existed
-// and was killed, the run was cut short or overlapped, the write met the full disk, the
-// module read the corrupt record, the restart caught DNF at work), and a kind that never
-// landed fails the soak.
+// sensitive drop-in); check mode mixed in. Beside demo, a second service, soakrb (its own
+// package, unit and config, so demo's ledger never sees it), is run by the service module
+// with rollback: true: to a good build and config, to a build whose unit cannot start,
+// or to a config that moves the daemon away from its health probe (a banner on
+// 127.0.0.1:18081). The faults: SIGKILL of the module during its run, SIGKILL of a
+// transaction's supervisor, a stop of the caller's unit (the module run by a oneshot
+// unit), two runs at once, a corrupt durable record, systemctl daemon-reexec during a
+// run, a full disk under the drop-ins, a reboot of the target during a run (clean, or a
+// power loss), and SIGKILL of the module while soakrb's rollback record says restoring
+// (kill-rollback). A fault that needs a package transaction forces a step that moves a
+// version (demo's or soakrb's), outside check mode; each fault records whether it landed
+// (the process existed and was killed, the run was cut short or overlapped, the write met
+// the full disk, the module read the corrupt record, the restart caught DNF at work, the
+// kill met the rollback), and a kind that never landed fails the soak. A fault that ends
+// a soakrb run where it lands is counted by the phase of the record it left: restoring
+// (the kill landed during a rollback), changing (during the forward change), or none.
 //
 // After every step the service converges to what was last asked, and the soak checks: one
 // build per package name and `dnf check` clean; no temporary file left; the unit's
@@ -23,9 +30,20 @@
 // runs owed (none lost, none doubled, the last start on the installed version and the last
 // reaction with the asked level); a converging run after a successful one changes nothing;
 // a check-mode run changes nothing; the corrupt-record run's result; no secret in any
-// output (diff on, every run's output and the journal read). It prints the counts per fault
-// kind (drawn and landed) and, for a violation, the seed and the step; the same seed
-// replays the same sequence. Not part of make test: `make soak` (SOAK_ARGS=-for 30m).
+// output (diff on, every run's output and the journal read). For soakrb, after every step:
+// all new or all old, and running — one build installed, either the one last asked for
+// (only when it is good and its run succeeded) or the last good state before the failing
+// change, never the broken build or the moved config; the config that belongs with that
+// state; the unit active and enabled; the probe's address greeting with the installed
+// build and config; no rollback record left. A run to a broken state must fail with
+// rolled_back.healthy true and say the previous state is back and healthy; a run to a good
+// one, or in check mode, must succeed. A run a fault did not kill must already hold that
+// (a record allowed only when a result said its rollback failed); after any fault on a
+// soakrb step the soak runs the step again, as a play would be, and that next run must
+// restore it (up to five runs, while one refuses before any change). It prints the counts
+// per fault kind (drawn and landed), soakrb's rollback steps, rollbacks and kills during a
+// rollback, and, for a violation, the seed and the step; the same seed replays the same
+// sequence. Not part of make test: `make soak` (SOAK_ARGS=-for 30m).
 package main
 
 import (
@@ -37,6 +55,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -123,6 +142,12 @@ type soak struct {
 	// repeated counts reactions served twice after a fault that kills a run between a
 	// reaction and its record's removal (at-least-once, by design): not a violation.
 	repeated int
+
+	// rb is the rollback service's last good state: what it holds after the last step.
+	rb  rbState
+	rbc rbCounts
+	// parsed are the results read during the current step.
+	parsed []map[string]any
 }
 
 // pkgVersion is a version the soak pins, and whether its package restarts the unit from
@@ -167,7 +192,8 @@ func start(ctx context.Context, seed int64, prebuilt string) (*soak, error) {
 			return nil, err
 		}
 	}
-	s := &soak{rnd: rand.New(rand.NewSource(seed)), bins: map[string]string{}, drawn: map[string]int{}, landed: map[string]int{}}
+	s := &soak{rnd: rand.New(rand.NewSource(seed)), bins: map[string]string{}, drawn: map[string]int{}, landed: map[string]int{},
+		rbc: rbCounts{steps: map[string]int{}}}
 	s.led.restartsOnUpgradeFrom = func(v string) bool {
 		for _, p := range pkgVersions {
 			if p.version == v {
@@ -201,6 +227,9 @@ func start(ctx context.Context, seed int64, prebuilt string) (*soak, error) {
 	for _, v := range pkgVersions {
 		pkgs = append(pkgs, soakPackage(v))
 	}
+	for _, v := range append(slices.Clone(rbGood), rbBroken) {
+		pkgs = append(pkgs, rbPackage(v))
+	}
 	if err := testenv.BuildRepoDir(repo, pkgs...); err != nil {
 		return nil, err
 	}
@@ -209,6 +238,9 @@ func start(ctx context.Context, seed int64, prebuilt string) (*soak, error) {
 	}
 	s.version, s.level = versions[0], levels[0]
 	if _, err := s.converge(ctx, "set-up"); err != nil {
+		return nil, err
+	}
+	if err := s.setUpRollback(ctx); err != nil {
 		return nil, err
 	}
 	// The set-up's install and first start are owed by nothing the ledger tracks yet.

@@ -62,7 +62,8 @@ func (s *soak) run(ctx context.Context, module string, args map[string]any) (map
 }
 
 // result parses a module's output: one JSON object, whatever happened to the run (a module
-// that was not killed always answers).
+// that was not killed always answers). It counts the result's rollback, and keeps it for
+// the step's judgement (parsed).
 func (s *soak) result(module, out string) (map[string]any, error) {
 	var r map[string]any
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -71,6 +72,8 @@ func (s *soak) result(module, out string) (map[string]any, error) {
 	if d, _ := json.Marshal(r["diff"]); strings.Contains(string(d), "DEMO_LEVEL=") {
 		s.diffs++
 	}
+	s.countRollback(r)
+	s.parsed = append(s.parsed, r)
 	return r, nil
 }
 

@@ -100,6 +100,25 @@ func (s *soak) verdict() {
 	if s.diffs == 0 {
 		s.violations = append(s.violations, "no result showed a diff of the level drop-in: the secret check read no diff")
 	}
+	if s.rbc.healthy == 0 {
+		s.violations = append(s.violations, fmt.Sprintf("no run of the rollback service rolled back healthy (%d rollback steps): the soak did not exercise rollback", s.rbSteps()))
+	}
+}
+
+// rbSteps is the number of rollback steps.
+func (s *soak) rbSteps() int {
+	n := 0
+	for _, op := range rollbackOps {
+		n += s.rbc.steps[op]
+	}
+	return n
+}
+
+// rollbackLine says what the rollback service's steps did, for the report and the note.
+func (s *soak) rollbackLine() string {
+	return fmt.Sprintf("%d rollback steps (good %d, broken build %d, broken config %d), %d rollbacks (%d healthy), %d kills during a rollback (%d during the forward change, %d outside the record)",
+		s.rbSteps(), s.rbc.steps["rollback-good"], s.rbc.steps["rollback-build"], s.rbc.steps["rollback-config"],
+		s.rbc.rollbacks, s.rbc.healthy, s.rbc.killsInRollback, s.rbc.killsInForward, s.rbc.killsOutside)
 }
 
 func (s *soak) report(seed int64, ran time.Duration, at string) {
@@ -114,10 +133,12 @@ func (s *soak) report(seed int64, ran time.Duration, at string) {
 	}
 	fmt.Printf("\nricht-soak: seed %d: %d steps, %d module runs, faults drawn/landed %d/%d; restarts %d (owed %d), reloads %d (owed %d), %d served again after a kill; %d results with a diff; %d invariant violations\n",
 		seed, s.steps, s.runs, drawn, landed, s.led.starts, s.led.owedRestarts, s.led.reloads, s.led.owedReloads, s.repeated, s.diffs, len(s.violations))
+	fmt.Printf("richt-soak: rollback service: %s\n", s.rollbackLine())
 	fmt.Println("\nFor docs/reliability.md:\n\n| generation | seed | ran | steps | module runs | faults drawn/landed (by kind) | restarts / reloads (owed) | violations |\n| --- | ---: | --- | ---: | ---: | --- | --- | ---: |")
 	fmt.Printf("| %s | %d | %s, at %s | %d | %d | %d/%d: %s | %d (%d) / %d (%d), %d again after a kill | %d |\n",
 		generation(), seed, ran.Round(time.Second), at, s.steps, s.runs, drawn, landed, strings.Join(kinds, ", "),
 		s.led.starts, s.led.owedRestarts, s.led.reloads, s.led.owedReloads, s.repeated, len(s.violations))
+	fmt.Printf("\nRollback service (for the note): %s.\n", s.rollbackLine())
 	for _, v := range s.violations {
 		fmt.Printf("VIOLATION (seed %d): %s\n", seed, v)
 	}
