@@ -67,6 +67,10 @@ const (
 	Transaction = "rpm-transaction"
 )
 
+// Service is the name of the lock a service's runs with rollback share, for the whole
+// run: its rollback record is one. It is taken before any other lock.
+func Service(key string) string { return "service-" + key }
+
 // Unit is the name of the lock one unit's lifecycle and override runs share.
 func Unit(unit string) string { return "unit-" + unit }
 

@@ -89,7 +89,10 @@ func (s Store) dir() string {
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
-// key names a service's record on disk: readable, and unique whatever the name holds.
+// Key names a service's record (and its lock) on disk: readable, and unique whatever
+// the name holds.
+func Key(service string) string { return key(service) }
+
 func key(service string) string {
 	sum := sha256.Sum256([]byte(service))
 	readable := unsafeChars.ReplaceAllString(service, "_")

@@ -12,6 +12,7 @@ import (
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/rollback"
 	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/runner"
@@ -126,6 +127,23 @@ func (s packagesStep) Pins() []string {
 
 // Path is the file the step writes.
 func (s *filesStep) Path() string { return s.plan.Want.Path }
+
+// presentLocked is present and its rollback's end (endRollback); for a run with rollback,
+// under the service's own lock: two
+// runs of one service at once would each write, merge and remove the one record, and one
+// could roll back past the other's change. Taken before any other lock (the packages
+// step's, a unit's), so it adds no wait cycle.
+func (r *run) presentLocked(ctx context.Context) error {
+	if r.p.Rollback && !r.req.CheckMode && r.d.Lock != nil {
+		release, err := r.d.Lock(ctx, lock.Service(rollback.Key(r.p.Name)))
+		if err != nil {
+			r.res.FailedStep = "rollback"
+			return fmt.Errorf("rollback: wait for the service's other run: %w", err)
+		}
+		defer release()
+	}
+	return r.endRollback(ctx, r.present(ctx))
+}
 
 // prepareRollback makes the rollback's record from the composed plan, before any change:
 // the packages the plan moves with the builds they have, the configs, unit files and

@@ -179,7 +179,7 @@ func Handler(d Deps) ansible.Handler {
 		if p.State == "absent" {
 			err = r.absent(ctx)
 		} else {
-			err = r.endRollback(ctx, r.present(ctx))
+			err = r.presentLocked(ctx)
 		}
 		r.res.Diff = r.diff()
 		return r.res, err
