@@ -209,6 +209,8 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		return nil
 	}
 	rec = rollback.Merge(earlier, rec)
+	// This run moves forward, whatever phase an earlier run was killed in.
+	rec.Phase = rollback.PhaseChanging
 	var old []string
 	for _, p := range rec.Packages {
 		old = append(old, p.Before...)
