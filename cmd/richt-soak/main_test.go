@@ -206,7 +206,7 @@ func TestJudgeRollback(t *testing.T) {
 // state, or in check mode, succeeds.
 func TestJudgeResult(t *testing.T) {
 	broken, good := rbState{rbBroken, "a"}, rbState{"2.0", "a"}
-	healthy := map[string]any{"failed": true, "msg": "process soakrb.service: start failed; rolled back: soakrb to soakrb-0:1.0-1.noarch; the previous state is back and healthy",
+	healthy := map[string]any{"failed": true, "msg": "the change failed and was rolled back, the previous state is back and healthy; rolled back: soakrb to soakrb-0:1.0-1.noarch. The change's failure: process soakrb.service: start failed",
 		"rolled_back": map[string]any{"healthy": true}}
 	for _, tc := range []struct {
 		name  string
@@ -226,7 +226,7 @@ func TestJudgeResult(t *testing.T) {
 		{"broken, rollback not healthy", broken, false, map[string]any{"failed": true, "msg": "m", "rolled_back": map[string]any{"healthy": false, "failed": "packages"}},
 			"is not healthy (failed at packages)"},
 		{"broken, healthy but the message does not say so", broken, false, map[string]any{"failed": true, "msg": "start failed", "rolled_back": map[string]any{"healthy": true}},
-			"does not end saying the previous state is back and healthy"},
+			"does not say the previous state is back and healthy"},
 		{"no result", good, false, nil, "no result"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

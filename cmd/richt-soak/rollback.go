@@ -230,8 +230,8 @@ func judgeResult(st rbState, check bool, r map[string]any) []string {
 		out = append(out, fmt.Sprintf("the run to the broken %s failed without rolled_back: %s", st, msg))
 	case rb["healthy"] != true:
 		out = append(out, fmt.Sprintf("the rollback from the broken %s is not healthy (failed at %v): %s", st, rb["failed"], msg))
-	case !strings.HasSuffix(strings.TrimSpace(msg), "the previous state is back and healthy"):
-		out = append(out, fmt.Sprintf("the rolled-back run's message does not end saying the previous state is back and healthy: %s", msg))
+	case !strings.Contains(msg, "the previous state is back and healthy"):
+		out = append(out, fmt.Sprintf("the rolled-back run's message does not say the previous state is back and healthy: %s", msg))
 	}
 	return out
 }

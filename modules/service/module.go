@@ -43,8 +43,10 @@ func Main() {
 		// The manager is asked, read only, for a unit in no unit directory on disk.
 		Units: &service.UnitFiles{Manager: systemd.Systemctl{Runner: runner.Exec{}}},
 		Rollback: &service.Rollbacks{
-			Store:  rollback.Store{},
-			Keeper: rollback.Keeper{Runner: runner.Exec{}},
+			Store: rollback.Store{},
+			Keeper: func(name string) service.Keeper {
+				return rollback.Keeper{Runner: runner.Exec{}, Scope: rollback.Key(name)}
+			},
 			Txn:    pkgs.Txn,
 			Runner: runner.Exec{},
 			ResetFailed: func(ctx context.Context, unit string) error {

@@ -210,15 +210,25 @@ func TestRollbackPutsTheLastGoodStateBack(t *testing.T) {
 
 	// A SIGKILL of the module at each step of a failing run and of its rollback: the
 	// next run with the same arguments ends all old and answering, and leaves nothing.
-	kills := []struct{ name, when string }{
-		{"after the record, before the packages step", `ls /var/lib/richt/rollback/*.json >/dev/null 2>&1`},
-		{"between the new build and the failing start", `rpm -q nginx | grep -q 3.el10`},
-		{"during the rollback", `grep -qs '"phase": "restoring"' /var/lib/richt/rollback/*.json`},
+	kills := []struct {
+		name, when string
+		revert     bool
+	}{
+		{"after the record, before the packages step", `ls /var/lib/richt/rollback/*.json >/dev/null 2>&1`, false},
+		{"between the new build and the failing start", `rpm -q nginx | grep -q 3.el10`, false},
+		{"during the rollback", `grep -qs '"phase": "restoring"' /var/lib/richt/rollback/*.json`, false},
+		{"during the rollback, and the old arguments back", `grep -qs '"phase": "restoring"' /var/lib/richt/rollback/*.json`, true},
 	}
 	for _, k := range kills {
 		t.Run("a SIGKILL "+k.name+": the next run ends all old", func(t *testing.T) {
 			up := g
 			up.nginx = nginx3
+			// The next run: the same arguments, or (the last kill) the old ones back, as a
+			// user who reverts the change runs them.
+			next, fails := up, true
+			if k.revert {
+				next, fails = g, false
+			}
 			args, err := json.Marshal(testenv.ModuleArgs(e.module, up.args()))
 			require.NoError(t, err)
 			bin, err := tg.InstallModule(context.Background(), e.module)
@@ -229,9 +239,16 @@ i=0; until %s; do i=$((i+1)); [ $i -lt 1200 ] || break; sleep 0.025; done
 kill -9 $p; wait $p; echo "module exit $?"`, bin, k.when))
 			t.Logf("the kill: %s", strings.TrimSpace(out))
 			t.Logf("after the kill: %s; record: %s", installed(t, tg), tg.Shell(t, "cat /var/lib/richt/rollback/*.json 2>/dev/null | tr -d '\\n' | cut -c1-300 || true"))
-			r := e.run(t, up.args())
-			rolledBack(t, tg, r, "process nginx.service", nginx1, "kept")
+			r := e.run(t, next.args())
+			if fails {
+				rolledBack(t, tg, r, "process nginx.service", nginx1, "kept")
+			} else {
+				require.False(t, r.Failed(), r.Msg())
+				assert.Equal(t, nginx1, installed(t, tg))
+				answers(t, tg, "kept")
+			}
 			leftNothing(t, tg, nginx1)
+			tg.MustExec(t, "test", "!", "-e", "/var/lib/richt/pending/nginx.service.json")
 		})
 	}
 

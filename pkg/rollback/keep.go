@@ -46,16 +46,26 @@ const maxKeptName = 230
 type Keeper struct {
 	Runner runner.Runner
 	Dir    string // DefaultKeepDir when empty
+	// Scope, when set, keeps the builds in Dir/Scope: one service's own directory, so
+	// that its Prune never removes what another service keeps (rollback.Key).
+	Scope string
 	// Python runs keep.py; when empty, the interpreter on the dnf command's #! line
 	// (the one that imports DNF 4), else DefaultPython.
 	Python string
 }
 
-func (k Keeper) dir() string {
+func (k Keeper) base() string {
 	if k.Dir != "" {
 		return k.Dir
 	}
 	return DefaultKeepDir
+}
+
+func (k Keeper) dir() string {
+	if k.Scope != "" {
+		return filepath.Join(k.base(), k.Scope)
+	}
+	return k.base()
 }
 
 // build is one parsed NEVRA.
@@ -149,7 +159,13 @@ func (k Keeper) Ensure(ctx context.Context, nevras []string, check bool) (missin
 	if check {
 		err = statedir.Check(dir)
 	} else {
-		err = statedir.Ensure(dir, 0o700)
+		if k.Scope != "" {
+			// The shared parent root-only too, before the scope's own is made in it.
+			err = statedir.Ensure(k.base(), 0o700)
+		}
+		if err == nil {
+			err = statedir.Ensure(dir, 0o700)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("keep builds: %w", err)

@@ -136,6 +136,17 @@ func (s Store) Load(service string) (*Record, error) {
 	return &rec, nil
 }
 
+// Exists reports whether the service has a record, or saved contents a run killed while
+// it began one left without a record.
+func (s Store) Exists(service string) bool {
+	for _, p := range []string{s.RecordPath(service), s.savedDir(service)} {
+		if _, err := os.Lstat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Merge is the record a run writes when an earlier one is still there: the earlier
 // entries stay (they are the state before the first unfinished run), the new run's adds
 // what the earlier did not hold.

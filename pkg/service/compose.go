@@ -247,6 +247,14 @@ func (r *run) checkPresent(ctx context.Context, c *composed) error {
 // manager, the later ones get the changes marked as loaded (managerLoaded).
 func (r *run) processes(ctx context.Context, pkgRes map[string]any) error {
 	out := merged(packageOutcomes(r.parts.Packages, pkgRes), configOutcomes(r.configs, r.res.Configs), fileOutcomes(r.files, r.res.Files))
+	return r.eachProcess(ctx, out, r.process)
+}
+
+// eachProcess runs each process's step in order through step (the change's, or a
+// rollback's), with the triggers and facts the outcomes out give it (wiring, by name or by
+// default), and stops at the first that fails. Once a step reloaded the manager, the
+// later ones get the outcomes marked as loaded (managerLoaded).
+func (r *run) eachProcess(ctx context.Context, out outcomes, step func(ctx context.Context, proc Process, args map[string]any) (map[string]any, error)) error {
 	for _, proc := range r.order {
 		restart, reload := r.triggers(proc, out)
 		args := processArgs(proc)
@@ -261,7 +269,7 @@ func (r *run) processes(ctx context.Context, pkgRes map[string]any) error {
 		if facts := wiring.Facts(proc.Unit, r.parts, out); len(facts) > 0 {
 			args["facts_from"] = facts
 		}
-		res, err := r.process(ctx, proc, args)
+		res, err := step(ctx, proc, args)
 		if err != nil {
 			return err
 		}

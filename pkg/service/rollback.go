@@ -5,18 +5,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/configfile"
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lock"
+	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/rollback"
 	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/timeout"
+	"github.com/richt/services/pkg/unitfile"
 	"github.com/richt/services/pkg/wiring"
 )
 
@@ -33,8 +39,10 @@ type Keeper interface {
 
 // Rollbacks are what `rollback: true` needs on the target.
 type Rollbacks struct {
-	Store  rollback.Store
-	Keeper Keeper
+	Store rollback.Store
+	// Keeper keeps one service's builds (its own directory: a service's end never
+	// removes what another keeps).
+	Keeper func(service string) Keeper
 	// Txn runs the restoring DNF transaction as rpm_exact runs its own (its lock, its
 	// supervisor: a killed module does not kill DNF).
 	Txn rpmexact.Transactor
@@ -134,15 +142,47 @@ func (s *filesStep) Path() string { return s.plan.Want.Path }
 // could roll back past the other's change. Taken before any other lock (the packages
 // step's, a unit's), so it adds no wait cycle.
 func (r *run) presentLocked(ctx context.Context) error {
-	if r.p.Rollback && !r.req.CheckMode && r.d.Lock != nil {
-		release, err := r.d.Lock(ctx, lock.Service(rollback.Key(r.p.Name)))
-		if err != nil {
-			r.res.FailedStep = "rollback"
-			return fmt.Errorf("rollback: wait for the service's other run: %w", err)
-		}
-		defer release()
+	release, err := r.lockService(ctx, r.p.Rollback)
+	if err != nil {
+		return err
 	}
+	defer release()
 	return r.endRollback(ctx, r.present(ctx))
+}
+
+// absentLocked is absent; a removal that ends well removes the service's record and the
+// builds it keeps (a later install must not roll back to the removed service's state),
+// under the service's lock when there is a record.
+func (r *run) absentLocked(ctx context.Context) error {
+	release, err := r.lockService(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	err = r.absent(ctx)
+	if err == nil && !r.req.CheckMode && r.d.Rollback != nil {
+		if derr := r.d.Rollback.Store.Done(r.p.Name); derr != nil {
+			r.req.Warn("rollback: the service is removed, but its rollback record could not be: %v", derr)
+		}
+		if perr := r.d.Rollback.Keeper(r.p.Name).Prune(nil); perr != nil {
+			r.req.Warn("rollback: the service is removed, but the builds kept for its rollback could not be: %v", perr)
+		}
+	}
+	return err
+}
+
+// lockService takes the service's own lock for a real run with rollback, or for any real
+// run of a service that has a record (which that run may remove); a no-op otherwise.
+func (r *run) lockService(ctx context.Context, rollingBack bool) (func(), error) {
+	if r.req.CheckMode || r.d.Lock == nil || r.d.Rollback == nil || !(rollingBack || r.d.Rollback.Store.Exists(r.p.Name)) {
+		return func() {}, nil
+	}
+	release, err := r.d.Lock(ctx, lock.Service(rollback.Key(r.p.Name)))
+	if err != nil {
+		r.res.FailedStep = "rollback"
+		return nil, fmt.Errorf("rollback: wait for the service's other run: %w", err)
+	}
+	return release, nil
 }
 
 // prepareRollback makes the rollback's record from the composed plan, before any change:
@@ -172,6 +212,9 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	if b, ok := c.pkg.(befores); ok && !planFailed(c.pkg) {
 		rec.Packages = b.Befores()
 		pins = b.Pins()
+	} else if c.pkg != nil && !planFailed(c.pkg) && c.pkg.Changes() {
+		r.res.FailedStep = "rollback"
+		return errors.New("rollback: internal error: the packages plan does not say which builds it replaces")
 	}
 	contents := map[string][]byte{}
 	refs := map[string][]wiring.Ref{}
@@ -195,17 +238,33 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	}
 	for i, f := range r.files {
 		st, ok := c.files[i].(*filesStep)
-		if !ok || planFailed(st) || !st.Changes() {
+		if !ok {
+			if c.files[i].Changes() {
+				r.res.FailedStep = "rollback"
+				return fmt.Errorf("rollback: internal error: the plan of %s does not say its path", fileLabel(f))
+			}
+			continue
+		}
+		// Every declared file's part, changed now or not: a file an earlier, killed run
+		// wrote is put back with its reaction too.
+		refs[st.Path()] = append(refs[st.Path()], fileRef(f))
+		if planFailed(st) || !st.Changes() {
 			continue
 		}
 		sensitive, _ := f.args["sensitive"].(bool)
-		refs[st.Path()] = append(refs[st.Path()], fileRef(f))
 		if err := observe(st.Path(), sensitive, true); err != nil {
 			r.res.FailedStep = "rollback"
 			return fmt.Errorf("rollback: %w", err)
 		}
 	}
 	if earlier == nil && len(rec.Packages) == 0 && len(rec.Files) == 0 {
+		if !r.req.CheckMode && rb.Store.Exists(r.p.Name) {
+			// Saved contents a run killed while it began its record left, no record
+			// naming them: root-only, but not kept longer than needed.
+			if err := rb.Store.Done(r.p.Name); err != nil {
+				r.req.Warn("rollback: remove saved contents no record names: %v", err)
+			}
+		}
 		return nil
 	}
 	rec = rollback.Merge(earlier, rec)
@@ -219,7 +278,7 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	// repository that drops them later does not refuse it) the builds this change installs.
 	keep := append(slices.Clone(old), pins...)
 	if len(keep) > 0 {
-		missing, err := rb.Keeper.Ensure(ctx, keep, r.req.CheckMode)
+		missing, err := rb.Keeper(r.p.Name).Ensure(ctx, keep, r.req.CheckMode)
 		if err != nil {
 			r.res.FailedStep = "rollback"
 			return fmt.Errorf("rollback: keep the builds a rollback would install: %w", err)
@@ -232,7 +291,7 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		}
 		if len(refused) > 0 {
 			r.res.FailedStep = "rollback"
-			return fmt.Errorf("rollback: the installed build %s cannot be installed again: no enabled repository has it and it is not kept in %s; a failed change could not be rolled back, so nothing was changed (make the build available, or run without rollback)",
+			return fmt.Errorf("rollback: the build %s, which a rollback would install, cannot be installed again: no enabled repository has it and it is not kept in %s; a failed change could not be rolled back, so nothing was changed (make the build available, or run without rollback)",
 				strings.Join(refused, ", "), rollback.DefaultKeepDir)
 		}
 		for _, n := range old {
@@ -288,7 +347,7 @@ func (r *run) endRollback(ctx context.Context, cause error) error {
 		// A run without rollback that ended well: the state it leaves is the one asked
 		// for, and a record an earlier run with rollback left would take a later
 		// rollback back past it.
-		if rec, err := r.d.Rollback.Store.Load(r.p.Name); err == nil && rec != nil {
+		if r.d.Rollback.Store.Exists(r.p.Name) {
 			if err := r.d.Rollback.Store.Done(r.p.Name); err != nil {
 				r.req.Warn("rollback: an earlier run's record could not be removed: %v", err)
 			}
@@ -331,27 +390,39 @@ func (r *run) forget(ctx context.Context) error {
 	for _, n := range names {
 		keep = append(keep, have[n].NEVRAs...)
 	}
-	return rb.Keeper.Prune(keep)
+	return rb.Keeper(r.p.Name).Prune(keep)
 }
 
 // rollBack puts the record's state back after the run failed with cause: the packages in
 // one DNF transaction, then the files, then each process in order with the reactions the
 // restored parts bring (the same wiring as the change's), each proved again by its probe.
-// The task fails either way: with cause, and whether the previous state is back.
+// What the restored parts owe each process is recorded durably before the first of them
+// moves, and stamped again before the files move (as a change's reactions are), so a run
+// killed in the middle leaves it to the next run, whatever arguments that one has. The
+// task fails either way: saying whether the previous state is back, and with cause.
 func (r *run) rollBack(ctx context.Context, cause error) error {
 	rb := r.d.Rollback
 	rec := &r.rb.rec
 	done := &RolledBack{Packages: []RollbackPackage{}, Files: []RollbackFile{}, Processes: []map[string]any{}}
 	r.res.RolledBack = done
+	defer func() {
+		if len(done.Packages) > 0 || len(done.Files) > 0 {
+			r.res.Changed = true
+		}
+	}()
 	fail := func(part string, err error) error {
 		done.Failed = part
-		return fmt.Errorf("%w; the rollback failed at %s: %v; the previous state is NOT back: the record %s is kept, and the next run with rollback moves forward again and puts it back if that fails",
-			cause, part, err, rb.Store.RecordPath(r.p.Name))
+		return fmt.Errorf("the change failed, and the rollback failed at %s: %v; the previous state is NOT back: the record %s is kept, and the next run with rollback moves forward again and puts it back if that fails. The change's failure: %w",
+			part, err, rb.Store.RecordPath(r.p.Name), cause)
 	}
 	if err := rb.Store.SetPhase(rec, rollback.PhaseRestoring); err != nil {
 		return fail("record", err)
 	}
 	r.res.Plan = append(r.res.Plan, "rollback: phase restoring")
+	owed := dueFrom(r.order, r.parts, r.restoring(rec))
+	if err := r.recordRollback(owed); err != nil {
+		return fail("record", err)
+	}
 	pkgRes, err := r.restorePackages(ctx, rec, done)
 	if err != nil {
 		return fail("packages", err)
@@ -363,6 +434,13 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 			unitFiles = true
 		}
 	}
+	if len(rec.Files) > 0 {
+		// Stamped again: a restart a package scriptlet did in the transaction ran with
+		// the files not yet back.
+		if err := r.recordRollback(owed); err != nil {
+			return fail("record", err)
+		}
+	}
 	if unitFiles && r.d.MarkSync != nil {
 		// Recorded before a unit file moves back: a kill before the reload leaves it due.
 		if err := r.d.MarkSync(ctx, "rollback of service "+r.p.Name); err != nil {
@@ -371,7 +449,7 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 	}
 	now := time.Now()
 	for _, f := range rec.Files {
-		changed, err := rb.Store.RestoreFile(rec, f)
+		changed, err := r.restoreFile(ctx, rec, f)
 		if err != nil {
 			return fail("file "+f.Path, err)
 		}
@@ -403,43 +481,146 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 			}
 		}
 	}
-	for _, proc := range r.order {
+	removed := done.removedSomething(rec)
+	err = r.eachProcess(ctx, out, func(ctx context.Context, proc Process, args map[string]any) (map[string]any, error) {
+		unit := unitOf(proc.Unit)
+		step := "process " + unit
+		if removed && r.unitGone(unit) {
+			// A first install rolled back: the unit went with its package or its unit
+			// file, as it was before the change.
+			res := map[string]any{"unit": unit, "changed": false, "skipped": true,
+				"msg": "its unit is gone with the rollback, as it was before the change", "plan": []any{}}
+			// Nothing is owed to a unit that is not there: the reaction recorded for it
+			// ahead of the restore goes with it.
+			if r.d.Pending != nil {
+				if err := r.locked(unit, func() error { return r.d.Pending.ClearPending(unit) }); err != nil {
+					r.req.Warn("rollback: %s: clear its pending reaction: %v", unit, err)
+				}
+			}
+			done.Processes = append(done.Processes, res)
+			return res, nil
+		}
 		// The failed change's starts count against the unit's StartLimitBurst (5 in 10 s
 		// by default): a change that failed, run again at once, leaves the rollback's
 		// start refused with start-limit-hit. The counter is systemd's guard against a
 		// unit that keeps failing; the rollback's start is of the last good state.
 		if rb.ResetFailed != nil {
-			if err := rb.ResetFailed(ctx, unitOf(proc.Unit)); err != nil {
-				r.req.Warn("rollback: %s: reset-failed: %v", unitOf(proc.Unit), err)
+			if err := rb.ResetFailed(ctx, unit); err != nil {
+				r.req.Warn("rollback: %s: reset-failed: %v", unit, err)
 			}
 		}
-		restart, reload := r.triggers(proc, out)
-		args := processArgs(proc)
-		if len(restart) > 0 {
-			args["restart_on"] = restart
-		}
-		if len(reload) > 0 {
-			args["reload_on"] = reload
-		}
-		if facts := wiring.Facts(proc.Unit, r.parts, out); len(facts) > 0 {
-			args["facts_from"] = facts
-		}
-		step := "process " + unitOf(proc.Unit)
 		res, err := r.rollbackProcess(ctx, step, args)
 		done.Processes = append(done.Processes, res)
 		r.res.Plan = append(r.res.Plan, prefixed("rollback: "+step, stringsOf(res["plan"]))...)
+		if c, _ := res["changed"].(bool); c {
+			r.res.Changed = true
+		}
 		if err != nil {
-			return fail(step, err)
+			return res, fail(step, err)
 		}
-		if contract.Read(res).DaemonReload == contract.ReloadPerformed {
-			out = managerLoaded(out)
-		}
+		return res, nil
+	})
+	if err != nil {
+		return err
 	}
 	done.Healthy = true
 	if err := r.forget(ctx); err != nil {
 		r.req.Warn("rollback: the previous state is back, but its record could not be removed: %v", err)
 	}
-	return fmt.Errorf("%w; rolled back: %s; the previous state is back and healthy", cause, done.summary())
+	return fmt.Errorf("the change failed and was rolled back, the previous state is back and healthy; rolled back: %s. The change's failure: %w", done.summary(), cause)
+}
+
+// restoring are the outcomes a rollback of rec would bring if every part it holds moved
+// back: what it records as owed before the first one moves.
+func (r *run) restoring(rec *rollback.Record) outcomes {
+	out := outcomes{}
+	for _, p := range rec.Packages {
+		out[wiring.Ref{Kind: wiring.Package, Name: p.Name}] = map[string]any{"changed": true, "package_changed": true}
+	}
+	for _, f := range rec.Files {
+		for _, ref := range r.refsOf(f.Path) {
+			out[ref] = map[string]any{"changed": true}
+		}
+	}
+	return out
+}
+
+// recordRollback records, durably and stamped now, the reactions a rollback owes each
+// process (pending records, merged with what is there).
+func (r *run) recordRollback(owed map[string]reaction.Kind) error {
+	if r.d.Pending == nil {
+		return nil
+	}
+	a := &ahead{earlier: map[string]*durable.Pending{}, wrote: map[string]bool{}, written: map[string]durable.Pending{}}
+	for _, unit := range slices.Sorted(maps.Keys(owed)) {
+		if owed[unit] == reaction.None {
+			continue
+		}
+		if _, err := r.recordOne(a, unit, owed[unit], nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removedSomething: the rollback removed a package or a unit file (a first install or a
+// created unit undone), so a process's unit may be gone as it was before the change.
+func (d *RolledBack) removedSomething(rec *rollback.Record) bool {
+	for _, p := range d.Packages {
+		if len(p.Restore) == 0 {
+			return true
+		}
+	}
+	for _, f := range d.Files {
+		if f.Restore == "removal" && slices.ContainsFunc(rec.Files, func(g rollback.File) bool { return g.Path == f.Path && g.UnitFile }) {
+			return true
+		}
+	}
+	return false
+}
+
+// unitGone: no unit directory on the host holds the unit's file.
+func (r *run) unitGone(unit string) bool {
+	root := ""
+	if r.d.Units != nil {
+		root = r.d.Units.Root
+	}
+	frag, _ := unitfile.Files(root, unit)
+	return frag == ""
+}
+
+// restoreFile puts one recorded file back. A config goes through configfile's own rules
+// (its directory opened without following a link, trusted only as a config's may be): a
+// daemon's user who owns a directory above its config must not be able to point root's
+// restore elsewhere. A unit file or drop-in lives in root's unit directories.
+func (r *run) restoreFile(ctx context.Context, rec *rollback.Record, f rollback.File) (bool, error) {
+	if f.UnitFile || r.d.Configs == nil {
+		return r.d.Rollback.Store.RestoreFile(rec, f)
+	}
+	cfg := configfile.Config{Index: -1, Name: f.Path, Path: f.Path, Sensitive: f.Sensitive, Absent: !f.Existed,
+		Mode: f.Mode, Owner: strconv.Itoa(f.UID), Group: strconv.Itoa(f.GID)}
+	if f.Existed {
+		saved, err := r.d.Rollback.Store.Saved(rec, f)
+		if err != nil {
+			return false, err
+		}
+		cfg.Content = string(saved)
+	} else {
+		cfg.Mode = 0o644 // not used for a removal, but checked
+	}
+	cfg, err := cfg.Check()
+	if err != nil {
+		return false, err
+	}
+	plan, err := r.d.Configs.Plan(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	res, err := r.d.Configs.Apply(ctx, plan, nil)
+	if err != nil {
+		return false, err
+	}
+	return res != nil && res.Changed, nil
 }
 
 // rollbackProcess runs one process's step of a rollback: as the change's own steps run,
@@ -522,7 +703,7 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 		}
 		for _, b := range p.Before {
 			if !slices.Contains(now, b) {
-				install = append(install, rb.Keeper.Path(b))
+				install = append(install, rb.Keeper(r.p.Name).Path(b))
 			}
 		}
 	}

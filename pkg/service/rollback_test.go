@@ -128,7 +128,7 @@ func newTarget(t *testing.T) *rbTarget {
 }
 
 func (g *rbTarget) rollbacks() *Rollbacks {
-	return &Rollbacks{Store: g.store, Keeper: g.keeper, Txn: g.txn, Runner: g.rpm,
+	return &Rollbacks{Store: g.store, Keeper: func(string) Keeper { return g.keeper }, Txn: g.txn, Runner: g.rpm,
 		ResetFailed: func(_ context.Context, unit string) error { g.reset = append(g.reset, unit); return nil }}
 }
 
@@ -221,9 +221,23 @@ func demoMoves(rpm *fakeRPM) *movingPackages {
 type diskConfigs struct{ written []string }
 
 func (d *diskConfigs) Plan(_ context.Context, c configfile.Config) (configfile.Plan, error) {
-	p := configfile.Plan{Want: configfile.Want{Name: c.Name, Path: c.Path, Present: true, Content: []byte(c.Content), Mode: 0o644}}
-	if now, err := os.ReadFile(c.Path); err != nil || string(now) != c.Content {
+	mode := c.Mode
+	if mode == 0 {
+		mode = 0o644
+	}
+	p := configfile.Plan{Want: configfile.Want{Name: c.Name, Path: c.Path, Present: !c.Absent, Content: []byte(c.Content), Mode: mode}}
+	now, err := os.ReadFile(c.Path)
+	switch {
+	case c.Absent:
+		if err == nil {
+			p.Steps = []configfile.Step{configfile.StepRemove}
+		}
+	case err != nil || string(now) != c.Content:
 		p.Steps = []configfile.Step{configfile.StepWrite}
+	default:
+		if fi, err := os.Stat(c.Path); err == nil && fi.Mode().Perm() != mode {
+			p.Steps = []configfile.Step{configfile.StepChmod}
+		}
 	}
 	return p, nil
 }
@@ -239,7 +253,19 @@ func (d *diskConfigs) Apply(_ context.Context, p configfile.Plan, before func() 
 			return res, err
 		}
 	}
-	if err := os.WriteFile(p.Want.Path, p.Want.Content, 0o644); err != nil {
+	if !p.Want.Present {
+		if err := os.Remove(p.Want.Path); err != nil {
+			res.Changed = false
+			return res, err
+		}
+		d.written = append(d.written, p.Want.Path)
+		return res, nil
+	}
+	if err := os.WriteFile(p.Want.Path, p.Want.Content, p.Want.Mode); err != nil {
+		res.Changed = false
+		return res, err
+	}
+	if err := os.Chmod(p.Want.Path, p.Want.Mode); err != nil {
 		res.Changed = false
 		return res, err
 	}

@@ -177,7 +177,7 @@ func Handler(d Deps) ansible.Handler {
 		r := &run{d: d, req: req, p: p, order: task.Order, pkgs: task.Packages, files: task.Files, configs: task.Configs, parts: task.Parts,
 			res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Configs: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
 		if p.State == "absent" {
-			err = r.absent(ctx)
+			err = r.absentLocked(ctx)
 		} else {
 			err = r.presentLocked(ctx)
 		}
