@@ -534,8 +534,8 @@ rollback:
       rollback would put back, in check mode too - C(packages) (each C(name) with the builds it would
       C(restore); none means removed) and C(files) (each C(path) with C(restore) C(content) or C(removal)),
       and C(record), the record on the target while the run is not over.
-    - The plan lists C(rollback: keep BUILD), C(rollback: save PATH) and C(rollback: record) before the
-      first step, and, when a rollback ran, its steps under C(rollback:).
+    - "The plan lists C(rollback: keep BUILD), C(rollback: save PATH) and C(rollback: record) before the
+      first step, and, when a rollback ran, its steps under C(rollback:)."
   returned: with rollback, when something would be put back
   type: dict
 rolled_back:
