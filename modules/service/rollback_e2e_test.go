@@ -82,7 +82,7 @@ func (g guarded) args() map[string]any {
 func leftNothing(t *testing.T, tg *testenv.Target, build string) {
 	t.Helper()
 	assert.Equal(t, "", strings.TrimSpace(tg.Shell(t, "ls -A /var/lib/richt/rollback 2>/dev/null || true")), "no rollback record is left")
-	assert.Equal(t, "nginx-"+strings.Replace(build, ":", "~", 1)+".rpm", strings.TrimSpace(tg.Shell(t, "ls /var/cache/richt/rpms")),
+	assert.Equal(t, "nginx-"+strings.Replace(build, ":", "~", 1)+".rpm", strings.TrimSpace(tg.Shell(t, "ls /var/cache/richt/rpms/web-*/")),
 		"only the installed build is kept")
 	assert.Equal(t, "", strings.TrimSpace(tg.Shell(t, "ls -A /etc/nginx/conf.d | grep richt || true")), "no temporary file")
 }

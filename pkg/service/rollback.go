@@ -107,8 +107,6 @@ type rollbackRun struct {
 type befores interface {
 	// Befores are the packages the plan moves, with the builds they have.
 	Befores() []rollback.Package
-	// Pins are the exact builds the plan installs.
-	Pins() []string
 }
 
 // Befores implements befores.
@@ -117,17 +115,6 @@ func (s packagesStep) Befores() []rollback.Package {
 	for _, e := range s.held.Plan().Entries {
 		if e.Operation != rpmexact.OpNone {
 			out = append(out, rollback.Package{Name: e.Name, Before: slices.Clone(e.Before)})
-		}
-	}
-	return out
-}
-
-// Pins implements befores.
-func (s packagesStep) Pins() []string {
-	var out []string
-	for _, e := range s.held.Plan().Entries {
-		if e.Operation == rpmexact.OpInstallNEVRA {
-			out = append(out, e.Expect...)
 		}
 	}
 	return out
@@ -208,10 +195,8 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		return fmt.Errorf("rollback: %w", err)
 	}
 	rec := rollback.Record{Service: r.p.Name, Phase: rollback.PhaseChanging}
-	var pins []string
 	if b, ok := c.pkg.(befores); ok && !planFailed(c.pkg) {
 		rec.Packages = b.Befores()
-		pins = b.Pins()
 	} else if c.pkg != nil && !planFailed(c.pkg) && c.pkg.Changes() {
 		r.res.FailedStep = "rollback"
 		return errors.New("rollback: internal error: the packages plan does not say which builds it replaces")
@@ -274,22 +259,16 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	for _, p := range rec.Packages {
 		old = append(old, p.Before...)
 	}
-	// The builds a rollback installs, and (kept for the next change's rollback, so a
-	// repository that drops them later does not refuse it) the builds this change installs.
-	keep := append(slices.Clone(old), pins...)
-	if len(keep) > 0 {
-		missing, err := rb.Keeper(r.p.Name).Ensure(ctx, keep, r.req.CheckMode)
+	// The builds a rollback installs. The builds this change installs are kept when it
+	// ends well (forget), for the next change's rollback: not here, where a change that
+	// fails would pay for fetching the build it then removes.
+	if len(old) > 0 {
+		missing, err := rb.Keeper(r.p.Name).Ensure(ctx, old, r.req.CheckMode)
 		if err != nil {
 			r.res.FailedStep = "rollback"
 			return fmt.Errorf("rollback: keep the builds a rollback would install: %w", err)
 		}
-		var refused []string
-		for _, m := range missing {
-			if slices.Contains(old, m) {
-				refused = append(refused, m)
-			}
-		}
-		if len(refused) > 0 {
+		if refused := missing; len(refused) > 0 {
 			r.res.FailedStep = "rollback"
 			return fmt.Errorf("rollback: the build %s, which a rollback would install, cannot be installed again: no enabled repository has it and it is not kept in %s; a failed change could not be rolled back, so nothing was changed (make the build available, or run without rollback)",
 				strings.Join(refused, ", "), rollback.DefaultKeepDir)
@@ -370,25 +349,40 @@ func (r *run) endRollback(ctx context.Context, cause error) error {
 }
 
 // forget removes the record and the kept builds that are no longer installed.
+//
+// The builds now installed are kept first (after a change that ended well, the ones it
+// installed; after a rollback, the old ones, kept already): the next change's rollback
+// then needs no repository that still has them. One that no enabled repository has is a
+// warning: that next change will be refused before it changes anything.
 func (r *run) forget(ctx context.Context) error {
 	rb := r.d.Rollback
-	if err := rb.Store.Done(r.p.Name); err != nil {
-		return err
-	}
 	names := make([]string, 0, len(r.rb.rec.Packages))
 	for _, p := range r.rb.rec.Packages {
 		names = append(names, p.Name)
 	}
-	if len(names) == 0 {
-		return nil
+	var keep []string
+	if len(names) > 0 {
+		have, _, err := rpmexact.ObserveAll(ctx, rb.Runner, names)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			keep = append(keep, have[n].NEVRAs...)
+		}
+		missing, err := rb.Keeper(r.p.Name).Ensure(ctx, keep, false)
+		if err != nil {
+			r.req.Warn("rollback: keep the installed builds for the next change's rollback: %v", err)
+		} else if len(missing) > 0 {
+			r.req.Warn("rollback: the installed build %s is in no enabled repository and could not be kept: the next change with rollback will be refused until it is available", strings.Join(missing, ", "))
+		}
 	}
-	have, _, err := rpmexact.ObserveAll(ctx, rb.Runner, names)
-	if err != nil {
+	// The record goes before the builds it needs: a kill between leaves kept builds no
+	// record needs, removed by the next end, never a record whose builds are gone.
+	if err := rb.Store.Done(r.p.Name); err != nil {
 		return err
 	}
-	var keep []string
-	for _, n := range names {
-		keep = append(keep, have[n].NEVRAs...)
+	if len(names) == 0 {
+		return nil
 	}
 	return rb.Keeper(r.p.Name).Prune(keep)
 }
