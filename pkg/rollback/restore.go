@@ -66,3 +66,9 @@ func checkRestorePath(p string) error {
 func RestoreArgv(manager, script string) []string {
 	return []string{manager, "-y", "--setopt=skip_if_unavailable=True", "shell", script}
 }
+
+// RestoreArgvOffline is RestoreArgv with every repository disabled: the kept files and the
+// installed packages alone, without reading any repository's metadata.
+func RestoreArgvOffline(manager, script string) []string {
+	return []string{manager, "-y", "--disablerepo=*", "shell", script}
+}

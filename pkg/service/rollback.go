@@ -712,24 +712,39 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 	if err := atomicfile.Write(path, script, atomicfile.Options{Mode: 0o600, UID: -1, GID: -1}); err != nil {
 		return nil, err
 	}
-	argv := rollback.RestoreArgv(r.manager(), path)
 	r.res.Plan = append(r.res.Plan, "rollback: restore-packages "+strings.Join(names, " "))
-	o, err := rb.Txn.Run(ctx, rpmexact.Transaction{Argv: argv, Names: names, Reason: "rollback of service " + r.p.Name})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+	// First without any repository: the kept files and the installed packages are all a
+	// restore of the builds that were installed needs, and reading the repositories'
+	// metadata is most of what DNF spends. Should DNF need a repository (a dependency the
+	// change moved that the old build wants back), the same script again with them. A
+	// script whose transaction cannot be resolved does nothing (the whole goal is solved
+	// at its `run`), so the second is the restore, not half of it.
+	var o rpmexact.Outcome
+	var unitFiles bool
+	for i, argv := range [][]string{rollback.RestoreArgvOffline(r.manager(), path), rollback.RestoreArgv(r.manager(), path)} {
+		o, err = rb.Txn.Run(ctx, rpmexact.Transaction{Argv: argv, Names: names, Reason: "rollback of service " + r.p.Name})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+		}
+		unitFiles = unitFiles || o.UnitFilesChanged
+		if o.AfterErr != nil {
+			return nil, fmt.Errorf("read the installed builds after the rollback's transaction: %w", o.AfterErr)
+		}
+		err = restored(moving, o)
+		if err == nil {
+			break
+		}
+		if i == 1 {
+			if o.ExitCode != 0 {
+				return nil, fmt.Errorf("%s failed (exit %d): %s", strings.Join(argv, " "), o.ExitCode, lastLines(o.Output(), 8))
+			}
+			return nil, fmt.Errorf("%w (%s: %s)", err, strings.Join(argv, " "), lastLines(o.Output(), 8))
+		}
 	}
-	if o.ExitCode != 0 {
-		return nil, fmt.Errorf("%s failed (exit %d): %s", strings.Join(argv, " "), o.ExitCode, lastLines(o.Output(), 8))
-	}
-	if o.AfterErr != nil {
-		return nil, fmt.Errorf("read the installed builds after the rollback's transaction: %w", o.AfterErr)
-	}
+	o.UnitFilesChanged = unitFiles
 	entries := []any{}
 	for _, p := range moving {
 		after := o.After[p.Name]
-		if !slices.Equal(nonNilStrings(after), nonNilStrings(p.Before)) {
-			return nil, fmt.Errorf("after the rollback's transaction %s is %s, not %s", p.Name, describeBuilds(after), describeBuilds(p.Before))
-		}
 		done.Packages = append(done.Packages, RollbackPackage{Name: p.Name, Restore: nonNilStrings(p.Before), From: nonNilStrings(have[p.Name].NEVRAs)})
 		entries = append(entries, map[string]any{"name": p.Name, "operation": "restore", "before": toAny(have[p.Name].NEVRAs), "after": toAny(after)})
 	}
@@ -753,6 +768,17 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 
 // packagesTimeout is the rollback transaction's deadline: the packages step's timeout
 // (the service's packages share one), or rpm_exact's default.
+// restored checks that the database shows every moving package at its recorded builds
+// after the transaction o (DNF's shell exits 0 also when a line failed).
+func restored(moving []rollback.Package, o rpmexact.Outcome) error {
+	for _, p := range moving {
+		if after := o.After[p.Name]; !slices.Equal(nonNilStrings(after), nonNilStrings(p.Before)) {
+			return fmt.Errorf("after the rollback's transaction %s is %s, not %s", p.Name, describeBuilds(after), describeBuilds(p.Before))
+		}
+	}
+	return nil
+}
+
 func (r *run) packagesTimeout() time.Duration {
 	for _, p := range r.p.Packages {
 		if p.Timeout != nil {
