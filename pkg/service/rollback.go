@@ -674,7 +674,7 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 	}
 	ctx, cancel := timeout.Deadline(ctx, r.packagesTimeout())
 	defer cancel()
-	release, _, err := rb.Txn.Begin(ctx, false, names)
+	release, earlier, err := rb.Txn.Begin(ctx, false, names)
 	if err != nil {
 		return nil, err
 	}
@@ -683,6 +683,10 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 	if err != nil {
 		return nil, err
 	}
+	// A transaction an earlier run left (the change's, or a killed rollback's) is in what
+	// the rollback just read and puts back: not reported again as the next packages
+	// step's own (review32 L2).
+	rpmexact.MarkReported(earlier)
 	var install, remove []string
 	var moving []rollback.Package
 	for _, p := range rec.Packages {
