@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -271,7 +272,7 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		if refused := missing; len(refused) > 0 {
 			r.res.FailedStep = "rollback"
 			return fmt.Errorf("rollback: the build %s, which a rollback would install, cannot be installed again: no enabled repository has it and it is not kept in %s; a failed change could not be rolled back, so nothing was changed (make the build available, or run without rollback)",
-				strings.Join(refused, ", "), rollback.DefaultKeepDir)
+				strings.Join(refused, ", "), filepath.Dir(rb.Keeper(r.p.Name).Path(refused[0])))
 		}
 		for _, n := range old {
 			r.res.Plan = append(r.res.Plan, "rollback: keep "+n)
