@@ -332,6 +332,20 @@ func (s *soak) afterRollbackFault(ctx context.Context, st Step, label string, la
 		for _, v := range s.checkRollback(ctx, allowed, recordAllowed) {
 			s.violations = append(s.violations, label+": after the faulted run: "+v)
 		}
+		// What the faulted runs said, for the violation's reader: the failure, and what
+		// a rollback put back or where it failed.
+		if len(s.violations) > 0 {
+			for _, r := range results {
+				if f, _ := r["failed"].(bool); f {
+					msg, _ := r["msg"].(string)
+					if len(msg) > 1500 {
+						msg = msg[:1500] + "…"
+					}
+					rb, _ := r["rolled_back"].(map[string]any)
+					s.violations = append(s.violations, fmt.Sprintf("%s: the faulted run said: failed_step %v, rollback healthy %v failed at %v: %s", label, r["failed_step"], rb["healthy"], rb["failed"], msg))
+				}
+			}
+		}
 	}
 	r, vs := s.rbNext(ctx, st.Rb)
 	want := expectedState(s.rb, st.Rb, false, r)
