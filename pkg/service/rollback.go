@@ -499,12 +499,25 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		// by default): a change that failed, run again at once, leaves the rollback's
 		// start refused with start-limit-hit. The counter is systemd's guard against a
 		// unit that keeps failing; the rollback's start is of the last good state.
-		if rb.ResetFailed != nil {
-			if err := rb.ResetFailed(ctx, unit); err != nil {
-				r.req.Warn("rollback: %s: reset-failed: %v", unit, err)
+		resetFailed := func() {
+			if rb.ResetFailed != nil {
+				if err := rb.ResetFailed(ctx, unit); err != nil {
+					r.req.Warn("rollback: %s: reset-failed: %v", unit, err)
+				}
 			}
 		}
+		resetFailed()
 		res, err := r.rollbackProcess(ctx, step, args)
+		if err != nil {
+			// Once more: the rollback is what stands between the host and a service that
+			// stays down, and a step can fail for a moment's reason (the manager
+			// re-executing under it: soak seed 20261203, step 59, daemon-reexec). A last
+			// good state that really cannot start fails twice and is reported so.
+			r.req.Warn("rollback: %s failed, tried once more: %v", step, err)
+			r.res.Plan = append(r.res.Plan, prefixed("rollback: "+step, stringsOf(res["plan"]))...)
+			resetFailed()
+			res, err = r.rollbackProcess(ctx, step, args)
+		}
 		done.Processes = append(done.Processes, res)
 		r.res.Plan = append(r.res.Plan, prefixed("rollback: "+step, stringsOf(res["plan"]))...)
 		if c, _ := res["changed"].(bool); c {
