@@ -1,0 +1,223 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/rollback"
+	"github.com/richt/services/pkg/rpmexact"
+	"github.com/richt/services/pkg/timeout"
+)
+
+// restorePackages puts the recorded builds back in one DNF transaction (`dnf shell`:
+// the kept builds installed, the packages the change installed removed), run as
+// rpm_exact runs its transactions (after the wait for one an earlier run left, under its
+// lock and supervisor), and checks that the database shows the recorded builds after it.
+// Its result has the packages step's shape, for the wiring.
+func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *RolledBack) (map[string]any, error) {
+	rb := r.d.Rollback
+	if len(rec.Packages) == 0 {
+		return map[string]any{"changed": false}, nil
+	}
+	names := make([]string, len(rec.Packages))
+	for i, p := range rec.Packages {
+		names[i] = p.Name
+	}
+	ctx, cancel := timeout.Deadline(ctx, r.packagesTimeout())
+	defer cancel()
+	release, earlier, err := rb.Txn.Begin(ctx, false, names)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	have, _, err := rpmexact.ObserveAll(ctx, rb.Runner, names)
+	if err != nil {
+		return nil, err
+	}
+	// A transaction an earlier run left (the change's, or a killed rollback's) is in what
+	// the rollback just read and puts back: not reported again as the next packages
+	// step's own (review32 L2).
+	rpmexact.MarkReported(earlier)
+	var install, remove []string
+	var moving []rollback.Package
+	for _, p := range rec.Packages {
+		now := have[p.Name].NEVRAs
+		if slices.Equal(now, p.Before) {
+			continue
+		}
+		moving = append(moving, p)
+		if len(p.Before) == 0 {
+			remove = append(remove, p.Name)
+			continue
+		}
+		for _, b := range p.Before {
+			if !slices.Contains(now, b) {
+				install = append(install, rb.Keeper(r.p.Name).Path(b))
+			}
+		}
+	}
+	if len(moving) == 0 {
+		return map[string]any{"changed": false}, nil
+	}
+	script, err := rollback.RestoreScript(install, remove)
+	if err != nil {
+		return nil, err
+	}
+	path := rb.Store.ScriptPath(r.p.Name)
+	if err := atomicfile.Write(path, script, atomicfile.Options{Mode: 0o600, UID: -1, GID: -1}); err != nil {
+		return nil, err
+	}
+	r.res.Plan = append(r.res.Plan, "rollback: restore-packages "+strings.Join(names, " "))
+	// First without any repository: the kept files and the installed packages are all a
+	// restore of the builds that were installed needs, and reading the repositories'
+	// metadata is most of what DNF spends. Should DNF need a repository (a dependency the
+	// change moved that the old build wants back), the same script again with them. A
+	// script whose transaction cannot be resolved does nothing (the whole goal is solved
+	// at its `run`), so the second is the restore, not half of it.
+	var o rpmexact.Outcome
+	var unitFiles bool
+	for i, argv := range [][]string{rollback.RestoreArgvOffline(r.manager(), path), rollback.RestoreArgv(r.manager(), path)} {
+		o, err = rb.Txn.Run(ctx, rpmexact.Transaction{Argv: argv, Names: names, Reason: "rollback of service " + r.p.Name})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+		}
+		unitFiles = unitFiles || o.UnitFilesChanged
+		if o.AfterErr != nil {
+			return nil, fmt.Errorf("read the installed builds after the rollback's transaction: %w", o.AfterErr)
+		}
+		err = restored(moving, o)
+		if err == nil {
+			break
+		}
+		if i == 1 {
+			if o.ExitCode != 0 {
+				return nil, fmt.Errorf("%s failed (exit %d): %s", strings.Join(argv, " "), o.ExitCode, lastLines(o.Output(), 8))
+			}
+			return nil, fmt.Errorf("%w (%s: %s)", err, strings.Join(argv, " "), lastLines(o.Output(), 8))
+		}
+	}
+	o.UnitFilesChanged = unitFiles
+	entries := []any{}
+	for _, p := range moving {
+		after := o.After[p.Name]
+		done.Packages = append(done.Packages, RollbackPackage{Name: p.Name, Restore: nonNilStrings(p.Before), From: nonNilStrings(have[p.Name].NEVRAs)})
+		entries = append(entries, map[string]any{"name": p.Name, "operation": "restore", "before": toAny(have[p.Name].NEVRAs), "after": toAny(after)})
+	}
+	change := contract.Change{PackageChanged: true, UnitFilesChanged: o.UnitFilesChanged, DaemonReload: contract.ReloadNone}
+	if o.UnitFilesChanged {
+		change.DaemonReload = contract.ReloadNeeded
+	}
+	change.Stamp(time.Now())
+	if !o.FilesPlaced.IsZero() {
+		placed := o.FilesPlaced
+		change.FilesPlaced = &placed
+	}
+	res, err := asMap(change)
+	if err != nil {
+		return nil, err
+	}
+	res["changed"] = true
+	res["packages"] = entries
+	return res, nil
+}
+
+// restored checks that the database shows every moving package at its recorded builds
+// after the transaction o (DNF's shell exits 0 also when a line failed).
+func restored(moving []rollback.Package, o rpmexact.Outcome) error {
+	for _, p := range moving {
+		if after := o.After[p.Name]; !slices.Equal(nonNilStrings(after), nonNilStrings(p.Before)) {
+			return fmt.Errorf("after the rollback's transaction %s is %s, not %s", p.Name, describeBuilds(after), describeBuilds(p.Before))
+		}
+	}
+	return nil
+}
+
+// packagesTimeout is the rollback transaction's deadline: the packages step's timeout
+// (the service's packages share one), or rpm_exact's default.
+func (r *run) packagesTimeout() time.Duration {
+	for _, p := range r.p.Packages {
+		if p.Timeout != nil {
+			if d, err := time.ParseDuration(*p.Timeout); err == nil && d > 0 {
+				return d
+			}
+		}
+	}
+	return 10 * time.Minute
+}
+
+// manager is the packages' DNF 4 command (the service's packages share one).
+func (r *run) manager() string {
+	for _, p := range r.p.Packages {
+		if p.Manager != nil && *p.Manager != "" {
+			return *p.Manager
+		}
+	}
+	return "dnf"
+}
+
+func describeBuilds(b []string) string {
+	if len(b) == 0 {
+		return "not installed"
+	}
+	return strings.Join(b, ", ")
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func asMap(v any) (map[string]any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(data, &m)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// summary says in a few words what a rollback put back.
+func (d *RolledBack) summary() string {
+	var parts []string
+	for _, p := range d.Packages {
+		parts = append(parts, fmt.Sprintf("%s to %s", p.Name, describeBuilds(p.Restore)))
+	}
+	if n := len(d.Files); n > 0 {
+		paths := make([]string, n)
+		for i, f := range d.Files {
+			paths[i] = f.Path
+		}
+		parts = append(parts, fmt.Sprintf("%d file(s) (%s)", n, strings.Join(paths, ", ")))
+	}
+	var acted []string
+	for _, p := range d.Processes {
+		if names := stringsOf(p["plan"]); len(names) > 0 {
+			unit, _ := p["unit"].(string)
+			acted = append(acted, fmt.Sprintf("%s %s", unit, strings.Join(names, ",")))
+		}
+	}
+	if len(acted) > 0 {
+		parts = append(parts, "processes: "+strings.Join(acted, "; "))
+	}
+	if len(parts) == 0 {
+		return "nothing had to move"
+	}
+	return strings.Join(parts, ", ")
+}
