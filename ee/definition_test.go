@@ -1,0 +1,177 @@
+package ee
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The repository's execution-environment.yml is the one source of the image's content:
+// this is what make ee installs from it.
+func TestRepositoryDefinition(t *testing.T) {
+	req, err := ReadDefinition("../execution-environment.yml")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ansible-core", "openssh-client", "python3", "python3-ansible-runner"}, req.Packages)
+	assert.Equal(t, map[string]string{"ansible-core": ">=2.19.0,<2.20.0", "python3": ">=3.11"}, req.Constraints)
+	assert.Equal(t, []string{"richt.services"}, req.Collections)
+}
+
+const base = `version: 3
+dependencies:
+  ansible_core:
+    package_pip: ansible-core>=2.19.0,<2.20.0
+  ansible_runner:
+    package_pip: ansible-runner
+  galaxy:
+    collections:
+      - name: /build/collections/richt/services
+        type: dir
+`
+
+func TestParseDefinition(t *testing.T) {
+	for _, c := range []struct {
+		name, extra string
+		packages    []string
+		err         string
+	}{
+		{"minimal", "", []string{"ansible-core", "python3-ansible-runner"}, ""},
+		{"bindep lines for dpkg only", "  system:\n    - openssh-clients [platform:rpm]\n    - openssh-client [platform:dpkg]\n    - sshpass\n    - rsync [!platform:dpkg]\n    - git [platform:debian test]\n",
+			[]string{"ansible-core", "git", "openssh-client", "python3-ansible-runner", "sshpass"}, ""},
+		{"interpreter", "  python_interpreter:\n    package_system: python3.11\n    python_path: /usr/bin/python3.11\n",
+			[]string{"ansible-core", "python3", "python3-ansible-runner"}, ""},
+		{"a dependency without a row in the table", "  python:\n    - requests\n", nil, "dependencies.python: the Debian-built image has no mapping"},
+		{"exclude", "  exclude:\n    system: [foo]\n", nil, "dependencies.exclude: the Debian-built image has no mapping"},
+		{"another collection", "", nil, ""},
+		{"bindep version constraint", "  system:\n    - openssh-client >= 9 [platform:dpkg]\n", nil, "only a [selector] list may follow"},
+		{"bad interpreter", "  python_interpreter:\n    package_system: rh-python38\n", nil, "want pythonX.Y"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			def := base + c.extra
+			if c.name == "another collection" {
+				def = strings.Replace(def, "/build/collections/richt/services", "community.general", 1)
+				c.err = `collection "community.general": the Debian-built image installs only richt.services`
+			}
+			req, err := ParseDefinition([]byte(def))
+			if c.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.packages, req.Packages)
+		})
+	}
+}
+
+func TestParseDefinitionRefuses(t *testing.T) {
+	for _, c := range []struct{ name, def, err string }{
+		{"schema version 1", strings.Replace(base, "version: 3", "version: 1", 1), "version: 1, want 3"},
+		{"renamed pip package", strings.Replace(base, "package_pip: ansible-runner", "package_pip: ansible-runner-ng", 1), `names "ansible-runner-ng"`},
+		{"bad specifier", strings.Replace(base, ">=2.19.0,<2.20.0", ">=2.19.0,<<2.20", 1), "is not OP X.Y.Z"},
+		{"no runner", strings.Replace(base, "  ansible_runner:\n    package_pip: ansible-runner\n", "", 1), "dependencies.ansible_runner: missing"},
+		{"no collection", base[:strings.Index(base, "  galaxy:")], "names no collection"},
+		{"not YAML", "version: [3", "not a YAML definition"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseDefinition([]byte(c.def))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.err)
+		})
+	}
+}
+
+func TestSatisfies(t *testing.T) {
+	for _, c := range []struct {
+		deb, spec string
+		want      bool
+	}{
+		{"2.19.11-1", ">=2.19.0,<2.20.0", true},
+		{"2.14.18-0+deb12u2", ">=2.19.0,<2.20.0", false},
+		{"2.20.0-1", ">=2.19.0,<2.20.0", false},
+		{"1:2.19.4+dfsg-2", ">=2.19.0,<2.20.0", true},
+		{"3.13.5-1", ">=3.11", true},
+		{"3.11.2-1+b1", ">=3.11", true},
+		{"3.9.2-3", ">=3.11", false},
+		{"2.4.1-1", "", true},
+		{"2.19.11-1", "==2.19.*", true},
+		{"2.19.11-1", "~=2.19.0", true},
+		{"2.20.1-1", "~=2.19.0", false},
+		{"2.19.11-1", "!=2.19.11", false},
+	} {
+		got, err := Satisfies(c.deb, c.spec)
+		require.NoError(t, err, "%s %s", c.deb, c.spec)
+		assert.Equal(t, c.want, got, "%s %s", c.deb, c.spec)
+	}
+	_, err := Satisfies("git", ">=1")
+	assert.ErrorContains(t, err, "no numeric upstream version")
+}
+
+func TestCheckVersions(t *testing.T) {
+	req := Requirements{Packages: []string{"ansible-core", "openssh-client"}, Constraints: map[string]string{"ansible-core": ">=2.19.0,<2.20.0"}}
+	assert.NoError(t, checkVersions(req, map[string]string{"ansible-core": "2.19.11-1", "openssh-client": "1:10.0p1-7"}))
+	err := checkVersions(req, map[string]string{"ansible-core": "2.14.18-0+deb12u2"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ansible-core is 2.14.18-0+deb12u2, the definition wants >=2.19.0,<2.20.0")
+	assert.Contains(t, err.Error(), "openssh-client is not installed")
+	assert.Equal(t, map[string]string{"ansible-core": "2.19.11-1", "python3": "3.13.5-1"},
+		builtVersions("package ansible-core 2.19.11-1\nnoise\npackage python3 3.13.5-1\nbuilt x\n"))
+}
+
+// writeTarball writes a collection tarball with the given build time and files.
+func writeTarball(t *testing.T, path string, mtime time.Time, files map[string]string) {
+	t.Helper()
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	gz := gzip.NewWriter(f)
+	gz.ModTime = mtime
+	tw := tar.NewWriter(gz)
+	for _, name := range []string{"MANIFEST.json", "bin/richt-modules-x86_64"} {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(files[name])), ModTime: mtime, Typeflag: tar.TypeReg}))
+		_, err := tw.Write([]byte(files[name]))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, gz.Close())
+	require.NoError(t, f.Close())
+}
+
+// Two builds of one commit differ in their archives' times, not in content: one image.
+func TestCollectionDigestIgnoresBuildTimes(t *testing.T) {
+	dir := t.TempDir()
+	manifest := `{"collection_info": {"namespace": "richt", "name": "services", "version": "0.3.0"}}`
+	files := map[string]string{"MANIFEST.json": manifest, "bin/richt-modules-x86_64": "ELF one"}
+	a, b, c := filepath.Join(dir, "a.tar.gz"), filepath.Join(dir, "b.tar.gz"), filepath.Join(dir, "c.tar.gz")
+	writeTarball(t, a, time.Unix(1000, 0), files)
+	writeTarball(t, b, time.Unix(2000, 0), files)
+	files["bin/richt-modules-x86_64"] = "ELF two"
+	writeTarball(t, c, time.Unix(1000, 0), files)
+	ca, err := ReadCollection(a)
+	require.NoError(t, err)
+	cb, err := ReadCollection(b)
+	require.NoError(t, err)
+	cc, err := ReadCollection(c)
+	require.NoError(t, err)
+	assert.Equal(t, Collection{Name: "richt.services", Version: "0.3.0", Digest: ca.Digest}, ca)
+	assert.Equal(t, ca.Digest, cb.Digest)
+	assert.NotEqual(t, ca.Digest, cc.Digest)
+
+	req := Requirements{Packages: []string{"ansible-core"}}
+	assert.Equal(t, Tag(Suite, req, ca), Tag(Suite, req, cb))
+	assert.NotEqual(t, Tag(Suite, req, ca), Tag(Suite, req, cc))
+	assert.NotEqual(t, Tag(Suite, req, ca), Tag("bookworm", req, ca))
+	assert.NotEqual(t, Tag(Suite, req, ca), Tag(Suite, Requirements{Packages: []string{"ansible-core", "sshpass"}}, ca))
+	assert.True(t, strings.HasPrefix(Tag(Suite, req, ca), "richt-services-ee:0.3.0-"))
+
+	_, err = ReadCollection(filepath.Join(dir, "missing.tar.gz"))
+	assert.ErrorContains(t, err, "collection tarball")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plain"), []byte("not gzip"), 0o644))
+	_, err = ReadCollection(filepath.Join(dir, "plain"))
+	assert.ErrorContains(t, err, "collection tarball")
+}
