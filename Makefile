@@ -17,7 +17,7 @@ VERSION := $(shell awk '/^version:/{print $$2}' galaxy.yml)
 DEMO    ?= richt-demo
 VERSION_VAR := github.com/richt/services/pkg/ansible.Version
 
-.PHONY: all setup build collection test unit fuzz lint demo demo-stop bench bench-testenv soak clean
+.PHONY: all setup build collection ee test unit fuzz lint demo demo-stop bench bench-testenv soak clean
 
 all: build
 
@@ -67,6 +67,13 @@ build:
 collection: build
 	cd $(STAGE) && ansible-galaxy collection build --force --output-path $(abspath $(BUILD))
 	@echo "collection: $(BUILD)/richt-services-$(VERSION).tar.gz"
+
+# The execution environment for AWX/AAP (docs/ee.md), built from Debian trixie's packages
+# as the test targets are: what execution-environment.yml asks for, and the collection
+# installed from its own tarball. An image with the same content is reused. Prints the
+# image's tag, size and build time.
+ee: setup collection
+	$(GO) run ./cmd/richt-ee -collection $(BUILD)/richt-services-$(VERSION).tar.gz
 
 lint:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
