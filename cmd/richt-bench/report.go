@@ -342,6 +342,8 @@ func writeReport(w io.Writer, res results, scale []int) ([]plot.Bar, []plot.Poin
 		}
 	}
 
+	writeEE(w, res, scale)
+
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Direct converged runs on the target, no Ansible (ours: the cached binary; built-in: its AnsiballZ payload run by python3):")
 	fmt.Fprintln(w)
