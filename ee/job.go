@@ -318,7 +318,13 @@ func (r Result) Stats() (map[string]HostStats, error) {
 func (r Result) TaskResults(action string) []Event {
 	var out []Event
 	for _, e := range r.Events {
-		if strings.HasPrefix(e.Event, "runner_on_") && e.Event != "runner_on_start" && e.Action() == action {
+		switch e.Event {
+		case "runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable":
+		default:
+			// runner_on_start, and runner_on_file_diff (a --diff job's diff of the same task)
+			continue
+		}
+		if e.Action() == action {
 			out = append(out, e)
 		}
 	}
