@@ -85,8 +85,9 @@ lint:
 # rest, so they do not slow the module and playbook tests' deadlines. Test processes with
 # targets take turns, one per two CPUs (TESTENV_MAX_TARGET_PROCESSES, docs/testenv.md), and
 # a package's -timeout includes its wait for a turn: 45m covers waiting for the longest
-# package on 2 cores and running.
-test: setup lint ansible-gates
+# package on 2 cores and running. The execution environment is built (or reused) before
+# the tests start, so its cold build (about two minutes) overlaps no test's deadline.
+test: setup lint ansible-gates ee
 	$(GO) test -count=1 -timeout 45m $$($(GO) list ./... | grep -v '/testenv$$')
 	$(GO) test -count=1 -timeout 15m ./testenv
 
