@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,32 +57,41 @@ func ReadDefinition(path string) (Requirements, error) {
 	return req, nil
 }
 
-// ParseDefinition is ReadDefinition on the file's content.
+// ParseDefinition is ReadDefinition on the file's content. Every top-level key is either
+// followed by the Debian build or refused by name (topLevel), so the definition cannot ask
+// ansible-builder's image for something make ee's image silently lacks.
 func ParseDefinition(data []byte) (Requirements, error) {
-	var def struct {
-		Version      int                  `yaml:"version"`
-		Dependencies map[string]yaml.Node `yaml:"dependencies"`
-	}
+	var def map[string]yaml.Node
 	if err := yaml.Unmarshal(data, &def); err != nil {
 		return Requirements{}, fmt.Errorf("not a YAML definition: %w", err)
 	}
-	if def.Version != 3 {
-		return Requirements{}, fmt.Errorf("version: %d, want 3 (ansible-builder 3's schema)", def.Version)
-	}
-	req := Requirements{Constraints: map[string]string{}}
-	add := func(deb, constraint string) {
-		req.Packages = append(req.Packages, deb)
-		if constraint != "" {
-			req.Constraints[deb] = constraint
+	var version int
+	if node, ok := def["version"]; ok {
+		if err := node.Decode(&version); err != nil {
+			return Requirements{}, fmt.Errorf("version: %w", err)
 		}
 	}
-	keys := make([]string, 0, len(def.Dependencies))
-	for k := range def.Dependencies {
-		keys = append(keys, k)
+	if version != 3 {
+		return Requirements{}, fmt.Errorf("version: %d, want 3 (ansible-builder 3's schema)", version)
 	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		node := def.Dependencies[key]
+	for _, key := range sortedKeys(def) {
+		check, ok := topLevel[key]
+		if !ok {
+			return Requirements{}, fmt.Errorf("%s: not a key the Debian-built image follows (ee/definition.go allows %s)", key, strings.Join(sortedKeys(topLevel), ", "))
+		}
+		if err := check(def[key]); err != nil {
+			return Requirements{}, fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	deps := map[string]yaml.Node{}
+	if node, ok := def["dependencies"]; ok {
+		if err := node.Decode(&deps); err != nil {
+			return Requirements{}, fmt.Errorf("dependencies: a mapping: %w", err)
+		}
+	}
+	req := Requirements{Constraints: map[string]string{}}
+	for _, key := range sortedKeys(deps) {
+		node := deps[key]
 		switch key {
 		case "python_interpreter":
 			var v struct {
@@ -95,7 +105,9 @@ func ParseDefinition(data []byte) (Requirements, error) {
 			if err != nil {
 				return Requirements{}, fmt.Errorf("dependencies.%s.package_system: %w", key, err)
 			}
-			add(debian[key].deb, constraint)
+			if err := req.add("dependencies."+key, debian[key].deb, constraint); err != nil {
+				return Requirements{}, err
+			}
 		case "ansible_core", "ansible_runner":
 			var v struct {
 				PackagePip string `yaml:"package_pip"`
@@ -111,20 +123,16 @@ func ParseDefinition(data []byte) (Requirements, error) {
 			if _, err := parseSpec(spec); err != nil {
 				return Requirements{}, fmt.Errorf("dependencies.%s.package_pip: %w", key, err)
 			}
-			add(debian[key].deb, spec)
+			if err := req.add("dependencies."+key, debian[key].deb, spec); err != nil {
+				return Requirements{}, err
+			}
 		case "system":
 			var lines []string
 			if err := node.Decode(&lines); err != nil {
 				return Requirements{}, fmt.Errorf("dependencies.system: a list of bindep lines: %w", err)
 			}
-			for _, l := range lines {
-				pkg, ok, err := bindepDpkg(l)
-				if err != nil {
-					return Requirements{}, fmt.Errorf("dependencies.system: %w", err)
-				}
-				if ok {
-					add(pkg, "")
-				}
+			if err := req.addBindep(lines, func(i int) string { return fmt.Sprintf("dependencies.system[%d]", i) }); err != nil {
+				return Requirements{}, err
 			}
 		case "galaxy":
 			var v struct {
@@ -146,7 +154,7 @@ func ParseDefinition(data []byte) (Requirements, error) {
 		}
 	}
 	for _, key := range required {
-		if _, ok := def.Dependencies[key]; !ok {
+		if _, ok := deps[key]; !ok {
 			return Requirements{}, fmt.Errorf("dependencies.%s: missing; ansible-runner's worker needs it", key)
 		}
 	}
@@ -154,7 +162,145 @@ func ParseDefinition(data []byte) (Requirements, error) {
 		return Requirements{}, fmt.Errorf("dependencies.galaxy: names no collection; the image exists to carry richt.services")
 	}
 	sort.Strings(req.Packages)
+	req.Collections = unique(req.Collections)
 	return req, nil
+}
+
+// topLevel are the top-level keys of a definition the Debian build accepts, each with the
+// check that holds it to what the Debian build does. ansible-builder 3 also knows
+// additional_build_steps and build_arg_defaults: both change what ansible-builder's image
+// holds (commands run in its Containerfile, arguments to its galaxy and pip steps) in ways
+// make ee cannot follow, so they are refused like any key not listed here.
+var topLevel = map[string]func(yaml.Node) error{
+	// version: checked before everything else (3).
+	"version": func(yaml.Node) error { return nil },
+	// dependencies: mapped through the table (debian) in ParseDefinition.
+	"dependencies": func(yaml.Node) error { return nil },
+	// images: only base_image, the RPM build's starting point; the Debian build starts from
+	// the suite instead, which is the point of it.
+	"images": func(n yaml.Node) error {
+		var v map[string]yaml.Node
+		if err := n.Decode(&v); err != nil {
+			return fmt.Errorf("a mapping: %w", err)
+		}
+		for _, k := range sortedKeys(v) {
+			if k != "base_image" {
+				return fmt.Errorf("images.%s: the Debian-built image follows only images.base_image (replaced by Debian's suite)", k)
+			}
+		}
+		return nil
+	},
+	// additional_build_files: only the staged collection, which the Debian build installs
+	// from the collection's tarball; any other file would be in ansible-builder's build
+	// context for steps make ee does not run.
+	"additional_build_files": func(n yaml.Node) error {
+		var v []struct {
+			Src  string `yaml:"src"`
+			Dest string `yaml:"dest"`
+		}
+		if err := n.Decode(&v); err != nil {
+			return fmt.Errorf("a list of src and dest: %w", err)
+		}
+		for i, f := range v {
+			if !strings.HasSuffix(strings.TrimRight(f.Src, "/"), "ansible_collections/richt/services") {
+				return fmt.Errorf("additional_build_files[%d]: src %q: the Debian-built image copies only the staged collection (…/ansible_collections/richt/services)", i, f.Src)
+			}
+		}
+		return nil
+	},
+	// options: only package_manager_path, the RPM build's dnf; make ee installs with
+	// mmdebstrap. The other options (user, workdir, container_init, tags,
+	// skip_ansible_check, relax_passwd_permissions, ...) change the image or its checks.
+	"options": func(n yaml.Node) error {
+		var v map[string]yaml.Node
+		if err := n.Decode(&v); err != nil {
+			return fmt.Errorf("a mapping: %w", err)
+		}
+		for _, k := range sortedKeys(v) {
+			if k != "package_manager_path" {
+				return fmt.Errorf("options.%s: the Debian-built image follows only options.package_manager_path (its package manager is apt, through mmdebstrap)", k)
+			}
+		}
+		return nil
+	},
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func unique(s []string) []string {
+	sort.Strings(s)
+	var out []string
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// debianName is Debian's package name syntax (Debian Policy 5.6.7). Names reach a root
+// shell in build.sh: nothing else passes.
+var debianName = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+$`)
+
+// add adds a Debian package, from the definition's field, with its version specifier
+// (empty: any version); a second specifier for the same package is added to the first.
+func (r *Requirements) add(field, deb, constraint string) error {
+	if !debianName.MatchString(deb) {
+		return fmt.Errorf("%s: %q is not a Debian package name (%s)", field, deb, debianName)
+	}
+	if r.Constraints == nil {
+		r.Constraints = map[string]string{}
+	}
+	if !slices.Contains(r.Packages, deb) {
+		r.Packages = append(r.Packages, deb)
+		sort.Strings(r.Packages)
+	}
+	switch old := r.Constraints[deb]; {
+	case constraint == "" || old == constraint:
+	case old == "":
+		r.Constraints[deb] = constraint
+	default:
+		r.Constraints[deb] = old + "," + constraint
+	}
+	return nil
+}
+
+// addBindep adds the packages of bindep lines that apply to the image; field names line i
+// in errors.
+func (r *Requirements) addBindep(lines []string, field func(i int) string) error {
+	for i, l := range lines {
+		pkg, ok, err := bindepDpkg(l)
+		if err != nil {
+			return fmt.Errorf("%s: %w", field(i), err)
+		}
+		if ok {
+			if err := r.add(field(i), pkg, ""); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Merge returns the requirements of both: the packages of either, each package's
+// specifiers joined (both must hold), the collections of either.
+func (r Requirements) Merge(o Requirements) (Requirements, error) {
+	out := Requirements{Constraints: map[string]string{}, Collections: unique(append(slices.Clone(r.Collections), o.Collections...))}
+	for _, src := range []Requirements{r, o} {
+		for _, p := range src.Packages {
+			if err := out.add("package", p, src.Constraints[p]); err != nil {
+				return Requirements{}, err
+			}
+		}
+	}
+	return out, nil
 }
 
 // isThisCollection tells whether a galaxy entry's name is this collection: its FQCN, or
@@ -194,8 +340,11 @@ func splitRequirement(r string) (name, spec string) {
 	return m[1], strings.TrimSpace(m[2])
 }
 
-// bindepDpkg reads one bindep line and returns the package when the line applies to a
-// dpkg platform (no platform selector, or one naming dpkg or debian and none excluding it).
+// bindepDpkg reads one bindep line and returns the package when the line applies to the
+// image, as `bindep` decides it with no profile requested (ansible-builder's final stage):
+// a dpkg platform (no platform selector, or one naming dpkg or debian and none excluding
+// it) and the default profile (no profile selector, or one naming default and none
+// excluding it). A line for another profile (test, compile, doc) is left out.
 func bindepDpkg(line string) (string, bool, error) {
 	name, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 	rest = strings.TrimSpace(rest)
@@ -209,23 +358,29 @@ func bindepDpkg(line string) (string, bool, error) {
 		return "", false, fmt.Errorf("%q: only a [selector] list may follow the name here (no version constraints)", line)
 	}
 	platforms, dpkg := 0, false
+	profiles, defaultProfile := 0, false
 	for _, sel := range strings.Fields(strings.Trim(rest, "[]")) {
 		neg := strings.HasPrefix(sel, "!")
-		p, ok := strings.CutPrefix(strings.TrimPrefix(sel, "!"), "platform:")
-		if !ok {
-			continue // a profile (test, doc): the image installs the default profile's packages
-		}
-		isDpkg := p == "dpkg" || p == "debian"
-		if neg {
-			if isDpkg {
+		sel = strings.TrimPrefix(sel, "!")
+		p, isPlatform := strings.CutPrefix(sel, "platform:")
+		switch {
+		case isPlatform && neg:
+			if p == "dpkg" || p == "debian" {
 				return "", false, nil
 			}
-			continue
+		case isPlatform:
+			platforms++
+			dpkg = dpkg || p == "dpkg" || p == "debian"
+		case neg:
+			if sel == "default" {
+				return "", false, nil
+			}
+		default:
+			profiles++
+			defaultProfile = defaultProfile || sel == "default"
 		}
-		platforms++
-		dpkg = dpkg || isDpkg
 	}
-	return name, platforms == 0 || dpkg, nil
+	return name, (platforms == 0 || dpkg) && (profiles == 0 || defaultProfile), nil
 }
 
 // clause is one comparison of a version specifier.
@@ -248,7 +403,11 @@ func parseSpec(spec string) ([]clause, error) {
 		if m == nil {
 			return nil, fmt.Errorf("version specifier %q: %q is not OP X.Y.Z (ops ~= == != >= <= > <)", spec, part)
 		}
-		c := clause{op: m[1], version: numbers(m[2]), prefix: m[3] != ""}
+		v, err := numbers(m[2])
+		if err != nil {
+			return nil, fmt.Errorf("version specifier %q: %w", spec, err)
+		}
+		c := clause{op: m[1], version: v, prefix: m[3] != ""}
 		if c.prefix && c.op != "==" && c.op != "!=" {
 			return nil, fmt.Errorf("version specifier %q: .* only with == or !=", spec)
 		}
@@ -260,13 +419,18 @@ func parseSpec(spec string) ([]clause, error) {
 	return out, nil
 }
 
-func numbers(s string) []int {
+// numbers reads a dotted version ("2.19.0"); a part too large for an int is an error, not
+// a silent 0 that would turn >=99999999999999999999 into >=0.
+func numbers(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ".") {
-		n, _ := strconv.Atoi(f)
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s is out of range", f)
+		}
 		out = append(out, n)
 	}
-	return out
+	return out, nil
 }
 
 var upstreamPattern = regexp.MustCompile(`^\d+(?:\.\d+)*`)
@@ -285,7 +449,11 @@ func upstreamVersion(deb string) ([]int, error) {
 	if m == "" {
 		return nil, fmt.Errorf("Debian version %q has no numeric upstream version", deb)
 	}
-	return numbers(m), nil
+	n, err := numbers(m)
+	if err != nil {
+		return nil, fmt.Errorf("Debian version %q: %w", deb, err)
+	}
+	return n, nil
 }
 
 func compare(a, b []int) int {

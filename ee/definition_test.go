@@ -37,28 +37,45 @@ dependencies:
 
 func TestParseDefinition(t *testing.T) {
 	for _, c := range []struct {
-		name, extra string
-		packages    []string
-		err         string
+		name, def string
+		packages  []string
+		err       string
 	}{
-		{"minimal", "", []string{"ansible-core", "python3-ansible-runner"}, ""},
-		{"bindep lines for dpkg only", "  system:\n    - openssh-clients [platform:rpm]\n    - openssh-client [platform:dpkg]\n    - sshpass\n    - rsync [!platform:dpkg]\n    - git [platform:debian test]\n",
-			[]string{"ansible-core", "git", "openssh-client", "python3-ansible-runner", "sshpass"}, ""},
-		{"interpreter", "  python_interpreter:\n    package_system: python3.11\n    python_path: /usr/bin/python3.11\n",
+		{"minimal", base, []string{"ansible-core", "python3-ansible-runner"}, ""},
+		// bindep installs a profile-tagged line only when that profile is requested; the
+		// image, like ansible-builder's final stage, requests none beyond "default".
+		{"bindep lines for dpkg only", base + "  system:\n    - openssh-clients [platform:rpm]\n    - openssh-client [platform:dpkg]\n    - sshpass\n    - rsync [!platform:dpkg]\n    - git [platform:debian test]\n    - make [test]\n    - curl [!test]\n    - less [default]\n    - vim [platform:dpkg !test]\n    - gcc [compile platform:dpkg]\n",
+			[]string{"ansible-core", "curl", "less", "openssh-client", "python3-ansible-runner", "sshpass", "vim"}, ""},
+		{"interpreter", base + "  python_interpreter:\n    package_system: python3.11\n    python_path: /usr/bin/python3.11\n",
 			[]string{"ansible-core", "python3", "python3-ansible-runner"}, ""},
-		{"a dependency without a row in the table", "  python:\n    - requests\n", nil, "dependencies.python: the Debian-built image has no mapping"},
-		{"exclude", "  exclude:\n    system: [foo]\n", nil, "dependencies.exclude: the Debian-built image has no mapping"},
-		{"another collection", "", nil, ""},
-		{"bindep version constraint", "  system:\n    - openssh-client >= 9 [platform:dpkg]\n", nil, "only a [selector] list may follow"},
-		{"bad interpreter", "  python_interpreter:\n    package_system: rh-python38\n", nil, "want pythonX.Y"},
+		{"a dependency without a row in the table", base + "  python:\n    - requests\n", nil, "dependencies.python: the Debian-built image has no mapping"},
+		{"exclude", base + "  exclude:\n    system: [foo]\n", nil, "dependencies.exclude: the Debian-built image has no mapping"},
+		{"another collection", strings.Replace(base, "/build/collections/richt/services", "community.general", 1), nil,
+			`collection "community.general": the Debian-built image installs only richt.services`},
+		{"bindep version constraint", base + "  system:\n    - openssh-client >= 9 [platform:dpkg]\n", nil, "only a [selector] list may follow"},
+		{"bad interpreter", base + "  python_interpreter:\n    package_system: rh-python38\n", nil, "want pythonX.Y"},
+		// Package names reach a root shell: only Debian's package name syntax passes.
+		{"system name with shell", base + "  system:\n    - sshpass\n    - \"x;touch$IFS/tmp/owned\"\n", nil, `dependencies.system[1]: "x;touch$IFS/tmp/owned" is not a Debian package name`},
+		{"system name with capitals", base + "  system:\n    - OpenSSH-Client [platform:dpkg]\n", nil, `dependencies.system[0]: "OpenSSH-Client" is not a Debian package name`},
+		{"system name of one character", base + "  system:\n    - x\n", nil, `dependencies.system[0]: "x" is not a Debian package name`},
+		{"specifier out of range", strings.Replace(base, ">=2.19.0,<2.20.0", ">=99999999999999999999", 1), nil,
+			`dependencies.ansible_core.package_pip: version specifier ">=99999999999999999999": 99999999999999999999 is out of range`},
+		// Top-level keys: each either shapes nothing the Debian build must follow, or is
+		// held to what the Debian build does; anything else is refused by name.
+		{"images", base + "images:\n  base_image:\n    name: quay.io/centos/centos:stream9\n", []string{"ansible-core", "python3-ansible-runner"}, ""},
+		{"images other than the base", base + "images:\n  builder_image:\n    name: quay.io/x\n", nil, "images.builder_image: "},
+		{"additional_build_files of the collection", base + "additional_build_files:\n  - src: build/ansible_collections/richt/services\n    dest: collections/richt/services\n",
+			[]string{"ansible-core", "python3-ansible-runner"}, ""},
+		{"additional_build_files of something else", base + "additional_build_files:\n  - src: build/ansible_collections/richt/services\n    dest: collections/richt/services\n  - src: ansible.cfg\n    dest: configs\n",
+			nil, `additional_build_files[1]: src "ansible.cfg"`},
+		{"additional_build_steps", base + "additional_build_steps:\n  append_final:\n    - RUN dnf install -y git\n", nil, "additional_build_steps: "},
+		{"options.package_manager_path", base + "options:\n  package_manager_path: /usr/bin/dnf\n", []string{"ansible-core", "python3-ansible-runner"}, ""},
+		{"other options", base + "options:\n  package_manager_path: /usr/bin/dnf\n  user: '0'\n", nil, "options.user: "},
+		{"build_arg_defaults", base + "build_arg_defaults:\n  ANSIBLE_GALAXY_CLI_COLLECTION_OPTS: --pre\n", nil, "build_arg_defaults: "},
+		{"unknown key", base + "ansible_config: ansible.cfg\n", nil, "ansible_config: "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			def := base + c.extra
-			if c.name == "another collection" {
-				def = strings.Replace(def, "/build/collections/richt/services", "community.general", 1)
-				c.err = `collection "community.general": the Debian-built image installs only richt.services`
-			}
-			req, err := ParseDefinition([]byte(def))
+			req, err := ParseDefinition([]byte(c.def))
 			if c.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), c.err)
