@@ -6,10 +6,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,59 +37,75 @@ type DataDir struct {
 	Cmdline string
 }
 
-// Write lays the directory out at dir (created if missing).
+// Write lays the directory out at dir, which must be empty or missing (then it is created).
+//
+// A directory that already holds files is refused rather than cleared: ansible-runner
+// reads whatever is there, so an earlier job's env/cmdline (--check, say) would become
+// this job's whenever the new Cmdline is empty, and deleting a caller's files to avoid
+// that could take a directory that was never a private data dir. A new job gets a new
+// directory.
 func (d DataDir) Write(dir string) error {
-	write := func(rel string, data []byte, mode os.FileMode) error {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("private data dir: %w", err)
-		}
-		if err := os.WriteFile(p, data, mode); err != nil {
-			return fmt.Errorf("private data dir: %w", err)
-		}
-		return nil
+	if len(d.Project) == 0 {
+		return fmt.Errorf("private data dir: no project files")
 	}
-	asJSON := func(rel string, v any, mode os.FileMode) error {
+	for rel := range d.Project {
+		c := filepath.Clean(rel)
+		if filepath.IsAbs(rel) || c == "." || c == ".." || strings.HasPrefix(c, "../") {
+			return fmt.Errorf("private data dir: project file %q: not a relative path inside project/", rel)
+		}
+	}
+	switch entries, err := os.ReadDir(dir); {
+	case err == nil && len(entries) > 0:
+		return fmt.Errorf("private data dir %s: not empty (%s, ...): an earlier job's files would become this job's; write into a new directory", dir, entries[0].Name())
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("private data dir: %w", err)
+	}
+	// Every file is encoded before the first is written: bad input changes nothing.
+	type file struct {
+		rel  string
+		data []byte
+		mode os.FileMode
+	}
+	var files []file
+	for rel, data := range d.Project {
+		files = append(files, file{filepath.Join("project", rel), data, 0o644})
+	}
+	asJSON := func(rel string, v any) error {
 		data, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return fmt.Errorf("private data dir: %s: %w", rel, err)
 		}
-		return write(rel, data, mode)
-	}
-	if len(d.Project) == 0 {
-		return fmt.Errorf("private data dir: no project files")
-	}
-	for rel, data := range d.Project {
-		if filepath.IsAbs(rel) || strings.HasPrefix(filepath.Clean(rel), "..") {
-			return fmt.Errorf("private data dir: project file %q: not a relative path inside project/", rel)
-		}
-		if err := write(filepath.Join("project", rel), data, 0o644); err != nil {
-			return err
-		}
+		files = append(files, file{rel, data, 0o644})
+		return nil
 	}
 	if d.Inventory != nil {
-		if err := asJSON("inventory/hosts.json", d.Inventory, 0o644); err != nil {
-			return err
-		}
-	}
-	if len(d.SSHKey) > 0 {
-		if err := write("env/ssh_key", d.SSHKey, 0o600); err != nil {
+		if err := asJSON("inventory/hosts.json", d.Inventory); err != nil {
 			return err
 		}
 	}
 	if len(d.EnvVars) > 0 {
-		if err := asJSON("env/envvars", d.EnvVars, 0o644); err != nil {
+		if err := asJSON("env/envvars", d.EnvVars); err != nil {
 			return err
 		}
 	}
 	if len(d.ExtraVars) > 0 {
-		if err := asJSON("env/extravars", d.ExtraVars, 0o644); err != nil {
+		if err := asJSON("env/extravars", d.ExtraVars); err != nil {
 			return err
 		}
 	}
+	if len(d.SSHKey) > 0 {
+		files = append(files, file{"env/ssh_key", d.SSHKey, 0o600})
+	}
 	if d.Cmdline != "" {
-		if err := write("env/cmdline", []byte(d.Cmdline), 0o644); err != nil {
-			return err
+		files = append(files, file{"env/cmdline", []byte(d.Cmdline), 0o644})
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, f.rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("private data dir: %w", err)
+		}
+		if err := os.WriteFile(p, f.data, f.mode); err != nil {
+			return fmt.Errorf("private data dir: %w", err)
 		}
 	}
 	return nil
@@ -98,12 +117,14 @@ func (d DataDir) Write(dir string) error {
 // Transmit and process run in the image too, so all three stages are one ansible-runner
 // version (their stream format is versioned with it).
 type Job struct {
+	// Image is the execution environment's image (Image.Tag).
 	Image string
 	// Dir is the private data directory (DataDir.Write); Out receives the artifacts.
 	Dir, Out string
 	// Playbook is the playbook's path under project/.
 	Playbook string
-	// Ident names the job's artifact directory (default "job").
+	// Ident names the job's artifact directory (default "job"); Out/artifacts/Ident must
+	// not exist yet.
 	Ident string
 }
 
@@ -111,7 +132,7 @@ type Job struct {
 type Result struct {
 	// Status is the job's final status (successful, failed, error, timeout, canceled).
 	Status string
-	// RC is ansible-playbook's exit code (-1: none recorded).
+	// RC is ansible-playbook's exit code (-1: none recorded, or a signal ended it).
 	RC int
 	// Events are the job events in counter order.
 	Events []Event
@@ -121,12 +142,35 @@ type Result struct {
 	ArtifactDir string
 }
 
-// Run runs the job. An error means the pipeline itself broke; a job that ran and failed
-// returns its Result with Status "failed" and no error.
+// jobLabel marks every stage's container with the job's ident. Each runs with --rm, so a
+// finished stage leaves nothing; Run removes the containers of a stage it killed (ctx),
+// and a container that outlived a killed test or bench (its docker client gone, not the
+// container) is found by `docker ps -a --filter label=org.richt.ee.job`.
+const jobLabel = "org.richt.ee.job"
+
+// validIdent is what docker allows in a container's name.
+var validIdent = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// Run runs the job. An error means the pipeline itself broke: a stage that did not start
+// or was killed, docker's own failure (exit 125-127), transmit or process failing, or a
+// job that left no status. A job that ran and failed (ansible-playbook's exit 2 for a
+// failed host, 4 for an unreachable one, which the worker passes on) returns its Result
+// with Status "failed" and no error.
 func (j Job) Run(ctx context.Context) (Result, error) {
+	return j.run(ctx, dockerPipeline)
+}
+
+func (j Job) run(ctx context.Context, pipe pipeline) (Result, error) {
 	ident := j.Ident
 	if ident == "" {
 		ident = "job"
+	}
+	// The ident is a directory name under artifacts/ and part of the containers' names.
+	if !validIdent.MatchString(ident) {
+		return Result{}, fmt.Errorf("job: Ident %q: not a name of letters, digits, '.', '_' and '-' (starting with a letter or digit)", ident)
+	}
+	if j.Image == "" || j.Playbook == "" {
+		return Result{}, fmt.Errorf("job %s: Image and Playbook are required", ident)
 	}
 	dir, err := filepath.Abs(j.Dir)
 	if err != nil {
@@ -136,51 +180,155 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("job %s: artifacts dir: %w", ident, err)
 	}
+	// process adds its files to whatever is there: an earlier job's job_events under the
+	// same ident would become this job's events.
+	artifacts := filepath.Join(out, "artifacts", ident)
+	switch _, err := os.Lstat(artifacts); {
+	case err == nil:
+		return Result{}, fmt.Errorf("job %s: %s already exists: an earlier job's events would mix into this one's; use a new Ident or Out", ident, artifacts)
+	case !errors.Is(err, fs.ErrNotExist):
+		return Result{}, fmt.Errorf("job %s: artifacts dir: %w", ident, err)
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return Result{}, fmt.Errorf("job %s: artifacts dir: %w", ident, err)
 	}
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
-	name := "richt-ee-" + ident + "-" + hex.EncodeToString(suffix)
 	// The controller's stages run as this process's user, so they read the private data
-	// dir and the artifacts stay this user's; the worker runs as the image's runner, as
-	// on an execution node.
+	// dir and the artifacts stay this user's.
 	user := fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
-	stages := []struct {
-		name string
-		args []string
-	}{
-		{"transmit", []string{"run", "--rm", "--name", name + "-transmit", "--user", user, "-e", "HOME=/tmp",
+	stages := j.stages(dir, out, ident, "richt-ee-"+ident+"-"+hex.EncodeToString(suffix), user)
+	start := time.Now()
+	ended := pipe(ctx, stages)
+	wall := time.Since(start)
+	res, err := outcome(ident, stages, ended, func() (Result, error) { return ReadArtifacts(artifacts) })
+	if err != nil {
+		return Result{}, err
+	}
+	res.Wall = wall
+	return res, nil
+}
+
+// stage is one stage of a job: a docker run of the image.
+type stage struct {
+	name      string   // transmit, worker or process
+	container string   // the container's name, to remove it after a killed run
+	args      []string // docker's arguments
+}
+
+// stages are the job's three docker runs. The worker runs as the image's user, as on an
+// execution node, and sees nothing of this host but its stdin.
+func (j Job) stages(dir, out, ident, name, user string) []stage {
+	label := jobLabel + "=" + ident
+	return []stage{
+		{"transmit", name + "-transmit", []string{"run", "--rm", "--name", name + "-transmit", "--label", label, "--user", user, "-e", "HOME=/tmp",
 			"-v", dir + ":/job", j.Image, "ansible-runner", "transmit", "/job", "-p", j.Playbook, "--ident", ident}},
-		{"worker", []string{"run", "-i", "--rm", "--name", name + "-worker", "--label", "org.richt.ee.worker=1", j.Image, "ansible-runner", "worker"}},
-		{"process", []string{"run", "-i", "--rm", "--name", name + "-process", "--user", user, "-e", "HOME=/tmp",
+		{"worker", name + "-worker", []string{"run", "-i", "--rm", "--name", name + "-worker", "--label", label,
+			j.Image, "ansible-runner", "worker"}},
+		{"process", name + "-process", []string{"run", "-i", "--rm", "--name", name + "-process", "--label", label, "--user", user, "-e", "HOME=/tmp",
 			"-v", out + ":/out", j.Image, "ansible-runner", "process", "/out", "--ident", ident}},
 	}
+}
+
+// stageEnd is how a stage ended.
+type stageEnd struct {
+	// rc is the docker client's exit code: the stage's own, or docker's 125 (the daemon
+	// could not create or start the container) or 126/127 (the command in it could not be
+	// run); -1 when the stage did not start or a signal ended it (err says which).
+	rc  int
+	err error
+	// stderr is the last lines the stage wrote to stderr.
+	stderr string
+}
+
+// pipeline runs stages as one pipeline, each stage's stdout the next one's stdin, and
+// returns how each ended, one stageEnd per stage. dockerPipeline is the real one.
+type pipeline func(ctx context.Context, stages []stage) []stageEnd
+
+// outcome decides what the stages' ends mean. transmit and process exit 0 whatever the
+// playbook did; the worker exits with ansible-playbook's code (2: a host failed, 4: one was
+// unreachable), a job's normal outcome once process has written its status. Anything else
+// is the pipeline breaking: a stage that did not start or was killed, docker's own 125-127,
+// transmit or process failing, no status written. read reads the artifacts.
+func outcome(ident string, stages []stage, ended []stageEnd, read func() (Result, error)) (Result, error) {
+	codes := make([]string, len(stages))
+	for i, s := range stages {
+		codes[i] = fmt.Sprintf("%s %d", s.name, ended[i].rc)
+	}
+	broke := func(i int, how string, err error) error {
+		head := fmt.Sprintf("job %s: %s stage %s (exit codes: %s)", ident, stages[i].name, how, strings.Join(codes, ", "))
+		var said strings.Builder
+		for k, e := range ended {
+			if e.stderr != "" {
+				fmt.Fprintf(&said, "\n%s said:\n%s", stages[k].name, e.stderr)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w%s", head, err, said.String())
+		}
+		return errors.New(head + said.String())
+	}
+	for i, e := range ended {
+		switch {
+		case e.err != nil || e.rc < 0:
+			return Result{}, broke(i, "did not run to its end", e.err)
+		case e.rc >= 125 && e.rc <= 127:
+			return Result{}, broke(i, fmt.Sprintf("exited %d (docker could not run it)", e.rc), nil)
+		case e.rc != 0 && stages[i].name != "worker":
+			return Result{}, broke(i, fmt.Sprintf("exited %d", e.rc), nil)
+		}
+	}
+	res, err := read()
+	if err != nil {
+		for i, s := range stages {
+			if s.name == "worker" && ended[i].rc != 0 {
+				return Result{}, broke(i, fmt.Sprintf("exited %d and the job left no status", ended[i].rc), err)
+			}
+		}
+		return Result{}, broke(len(stages)-1, "left no result", err)
+	}
+	return res, nil
+}
+
+// dockerPipeline runs the stages' docker clients, piped together. A stage killed by ctx
+// leaves its container running (docker run does not pass SIGKILL on): then every stage's
+// container is removed by name.
+func dockerPipeline(ctx context.Context, stages []stage) []stageEnd {
+	ended := make([]stageEnd, len(stages))
 	cmds := make([]*exec.Cmd, len(stages))
 	stderr := make([]bytes.Buffer, len(stages))
-	var processOut bytes.Buffer
 	for i, s := range stages {
 		cmds[i] = exec.CommandContext(ctx, "docker", s.args...)
 		cmds[i].Stderr = &stderr[i]
+		// The last stage's stdout (process prints the playbook's output) is not kept:
+		// Result.Stdout has it from the events.
 	}
-	cmds[2].Stdout = &processOut
 	// Pipes between the stages: the parent closes its ends once the children hold them,
 	// so each stage sees end of input when the one before it exits.
 	var parentEnds []*os.File
+	defer func() {
+		for _, f := range parentEnds {
+			f.Close()
+		}
+	}()
 	for i := 0; i < len(cmds)-1; i++ {
 		r, w, err := os.Pipe()
 		if err != nil {
-			return Result{}, fmt.Errorf("job %s: pipe: %w", ident, err)
+			for k := range ended {
+				ended[k] = stageEnd{rc: -1, err: fmt.Errorf("pipe: %w", err)}
+			}
+			return ended
 		}
 		cmds[i].Stdout, cmds[i+1].Stdin = w, r
 		parentEnds = append(parentEnds, r, w)
 	}
-	start := time.Now()
 	started := 0
-	var startErr error
 	for i, c := range cmds {
 		if err := c.Start(); err != nil {
-			startErr = fmt.Errorf("job %s: start %s: %w", ident, stages[i].name, err)
+			ended[i] = stageEnd{rc: -1, err: fmt.Errorf("start: %w", err)}
+			for k := i + 1; k < len(cmds); k++ {
+				ended[k] = stageEnd{rc: -1, err: errors.New("not started: an earlier stage did not start")}
+			}
 			break
 		}
 		started++
@@ -188,71 +336,124 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 	for _, f := range parentEnds {
 		f.Close()
 	}
-	errs := make([]error, started)
+	parentEnds = nil
+	killed := started < len(cmds)
 	for i := 0; i < started; i++ {
-		errs[i] = cmds[i].Wait()
-	}
-	wall := time.Since(start)
-	broke := startErr
-	for i, err := range errs {
-		if err != nil && broke == nil {
-			broke = fmt.Errorf("job %s: %s: %w\n%s", ident, stages[i].name, err, tail(stderr[i].String(), 20))
+		err := cmds[i].Wait()
+		ended[i] = stageEnd{rc: -1, stderr: tail(stderr[i].String(), 20)}
+		// A stage that exited on its own has its code, even when ctx ended before Wait
+		// reaped it (Wait then reports ctx's error).
+		if ps := cmds[i].ProcessState; ps != nil && ps.Exited() {
+			ended[i].rc = ps.ExitCode()
+			continue
 		}
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (%w)", err, ctx.Err())
+		}
+		ended[i].err, killed = err, true
 	}
-	if broke != nil {
-		// A stage killed by ctx leaves its container running: docker run does not pass
-		// SIGKILL on to it.
+	if killed {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
 		for _, s := range stages {
-			_ = exec.Command("docker", "rm", "-f", name+"-"+s.name).Run()
+			_ = exec.CommandContext(cctx, "docker", "rm", "-f", s.container).Run()
 		}
-		return Result{}, broke
 	}
-	res, err := ReadArtifacts(filepath.Join(out, "artifacts", ident))
-	if err != nil {
-		return Result{}, fmt.Errorf("job %s: %w (worker said: %s)", ident, err, tail(stderr[1].String(), 20))
-	}
-	res.Wall = wall
-	return res, nil
+	return ended
 }
 
-// ReadArtifacts reads a job's artifact directory: status, rc and job_events.
+// ReadArtifacts reads a job's artifact directory: status, rc (missing, or None: RC -1) and
+// job_events/*.json.
 func ReadArtifacts(dir string) (Result, error) {
-	res := Result{RC: -1, ArtifactDir: dir}
 	status, err := os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
 		return Result{}, fmt.Errorf("artifacts: %w", err)
 	}
-	res.Status = strings.TrimSpace(string(status))
-	if rc, err := os.ReadFile(filepath.Join(dir, "rc")); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(rc))); err == nil {
-			res.RC = n
-		}
+	rc, err := os.ReadFile(filepath.Join(dir, "rc"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Result{}, fmt.Errorf("artifacts: %w", err)
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "job_events", "*.json"))
 	if err != nil {
 		return Result{}, fmt.Errorf("artifacts: %w", err)
 	}
+	events := make(map[string][]byte, len(files))
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
+		if events[filepath.Base(f)], err = os.ReadFile(f); err != nil {
 			return Result{}, fmt.Errorf("artifacts: %w", err)
 		}
-		var e Event
-		if err := json.Unmarshal(data, &e); err != nil {
-			return Result{}, fmt.Errorf("artifacts: event %s: %w", filepath.Base(f), err)
+	}
+	res, err := parseArtifacts(status, rc, events)
+	if err != nil {
+		return Result{}, fmt.Errorf("artifacts %s: %w", dir, err)
+	}
+	res.ArtifactDir = dir
+	return res, nil
+}
+
+// finalStatus are the statuses ansible-runner ends a job with.
+var finalStatus = map[string]bool{"successful": true, "failed": true, "error": true, "timeout": true, "canceled": true}
+
+// parseArtifacts parses the status file, the rc file (nil: none) and the job events by
+// file name.
+func parseArtifacts(status, rc []byte, events map[string][]byte) (Result, error) {
+	res := Result{Status: strings.TrimSpace(string(status)), RC: -1}
+	if !finalStatus[res.Status] {
+		return Result{}, fmt.Errorf("status %.40q: not a final job status (successful, failed, error, timeout, canceled)", res.Status)
+	}
+	// ansible-runner writes the exit status of ansible-playbook, 254 for a timeout or a
+	// cancel, and Python's None when a signal ended it.
+	if rc != nil && strings.TrimSpace(string(rc)) != "None" {
+		n, err := strconv.Atoi(strings.TrimSpace(string(rc)))
+		if err != nil || n < 0 {
+			return Result{}, fmt.Errorf("rc %.40q: not an exit code", rc)
 		}
+		res.RC = n
+	}
+	byCounter := map[int]string{}
+	for name, data := range events {
+		e, err := parseEvent(data)
+		if err != nil {
+			return Result{}, fmt.Errorf("event %s: %w", name, err)
+		}
+		if other, dup := byCounter[e.Counter]; dup {
+			return Result{}, fmt.Errorf("events %s and %s: both counter %d (two jobs' events in one directory?)", other, name, e.Counter)
+		}
+		byCounter[e.Counter] = name
 		res.Events = append(res.Events, e)
 	}
 	sort.Slice(res.Events, func(a, b int) bool { return res.Events[a].Counter < res.Events[b].Counter })
 	return res, nil
 }
 
+// parseEvent parses one job event: a JSON object with its event's name, a counter from 1
+// and a uuid.
+func parseEvent(data []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return Event{}, err
+	}
+	switch {
+	case e.Event == "":
+		return Event{}, errors.New("no event name")
+	case e.Counter < 1:
+		return Event{}, fmt.Errorf("counter %d: not a job event's (from 1)", e.Counter)
+	case e.UUID == "":
+		return Event{}, errors.New("no uuid")
+	}
+	return e, nil
+}
+
 // Event is one ansible-runner job event.
 type Event struct {
-	Event   string `json:"event"`
-	Counter int    `json:"counter"`
-	UUID    string `json:"uuid"`
-	Stdout  string `json:"stdout"`
+	// Event is the event's name: runner_on_ok, playbook_on_stats, ...
+	Event string `json:"event"`
+	// Counter orders the job's events, from 1.
+	Counter int `json:"counter"`
+	// UUID identifies the event.
+	UUID string `json:"uuid"`
+	// Stdout is what ansible-playbook printed for the event.
+	Stdout string `json:"stdout"`
 	// Data is event_data, kept raw: its keys depend on the event (a task result's host,
 	// task_action and res; the stats event's per-host counts).
 	Data map[string]json.RawMessage `json:"event_data"`
@@ -282,6 +483,8 @@ func (e Event) Res() map[string]any {
 
 // HostStats are one host's counts in the play recap.
 type HostStats struct {
+	// Ok, Changed, Failures and Skipped are the recap's ok, changed, failed and skipped
+	// task counts; Unreachable is its unreachable (runner's dark).
 	Ok, Changed, Failures, Unreachable, Skipped int
 }
 
