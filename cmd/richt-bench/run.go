@@ -127,7 +127,7 @@ func run(c config) error {
 		rp := scalePlay(n, c.scaleRounds)
 		ts = append(ts, b.playRows(rp, rp.plays(root))...)
 	}
-	// AWX's job path on every target, one execution node against two (ee.go; -only ee).
+	// AWX's job path on every target, one execution node against two (ee.go).
 	ts = append(ts, b.eeRows(ctx, root)...)
 	// Direct runs measure the modules on a machine that is otherwise idle: the other
 	// targets are not needed any more.
