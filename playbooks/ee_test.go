@@ -30,12 +30,46 @@ var eeCollection = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	eeTempDirs.add(dir)
 	out, err := exec.Command("make", "-C", root, "collection", "BUILD="+dir).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("make collection: %w\n%s", err, out)
 	}
 	return dir, nil
 })
+
+// eeTempDirs are the directories the package's tests share through a sync.Once (no test's
+// t.TempDir outlives the others), removed by TestMain once every test has ended.
+var eeTempDirs tempDirs
+
+type tempDirs struct {
+	mu   sync.Mutex
+	dirs []string
+}
+
+func (d *tempDirs) add(dir string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dirs = append(d.dirs, dir)
+}
+
+func (d *tempDirs) removeAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, dir := range d.dirs {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(os.Stderr, "remove %s: %v\n", dir, err)
+		}
+	}
+	d.dirs = nil
+}
+
+// TestMain removes the package's shared temporary directories after all its tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	eeTempDirs.removeAll()
+	os.Exit(code)
+}
 
 // eeImage builds the execution environment once per test process, or reuses the image
 // with the same content key (make ee's).
@@ -102,6 +136,54 @@ func resultKeys(res map[string]any) []string {
 	return keys
 }
 
+// volatileKeys are the keys, at any depth of the service's result, whose values differ
+// between two runs that did the same: the equality check leaves them out.
+var volatileKeys = map[string]string{
+	"changed_at":          "when the change was made, on the target's clock",
+	"files_placed":        "boot id and monotonic microseconds",
+	"main_pid":            "a PID",
+	"journal":             "journal lines, with times and PIDs",
+	"transaction_log":     "named by the transaction's start time",
+	"transaction_scope":   "named by the transaction's start time",
+	"earlier_transaction": "an earlier transaction's time-named record",
+	"stdout":              "DNF's output, with download times and speeds",
+	"stderr":              "DNF's output",
+	"attempts":            "the health probe's tries until it answered",
+	"observed":            "memo or rpm-query: a memo is only kept when the RPM database had settled, a race with the clock",
+}
+
+// stableResult is res without the keys resultKeys leaves out (top level, as the callback
+// prints) and without volatileKeys at any depth.
+func stableResult(res map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range resultKeys(res) {
+		if _, volatile := volatileKeys[k]; !volatile {
+			out[k] = stable(res[k])
+		}
+	}
+	return out
+}
+
+func stable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if _, volatile := volatileKeys[k]; !volatile {
+				out[k] = stable(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = stable(e)
+		}
+		return out
+	}
+	return v
+}
+
 var verboseResult = regexp.MustCompile(`^(ok|changed|failed|skipping): \[([^\]]+)\] => (\{.*\})\s*$`)
 
 // plainResults are the results ansible-playbook -v printed for the task named task, by
@@ -144,7 +226,8 @@ func lastLines(s string, n int) string {
 // written back by `ansible-runner process`, over SSH with a machine credential (a login
 // user, its key, become through sudo) to two targets at once. Each job's results equal a
 // plain ansible-playbook run of the same play (ansible-core 2.19, the image's generation)
-// on a target of its own: per-host ok and changed counts, and the role's one task's result.
+// on a target of its own: per-host ok and changed counts, and the role's one task's result
+// (its keys and values, less volatileKeys).
 func TestExecutionEnvironmentJobPath(t *testing.T) {
 	t.Parallel()
 	job1, job2, plain := target(t), target(t), target(t)
@@ -194,8 +277,9 @@ func TestExecutionEnvironmentJobPath(t *testing.T) {
 			HostVars: machineCredential, ExtraVars: extra, Args: append([]string{"-v"}, args...)}
 		return p.RunOK(t)
 	}
-	// equal holds a job's per-host counts and the role's one task's result to the plain
-	// run's; it returns the job's service results by host.
+	// equal holds a job's per-host counts and the role's one task's result (keys, and
+	// values less volatileKeys) to the plain run's; it returns the job's service results
+	// by host.
 	equal := func(t *testing.T, job ee.Result, p testenv.PlaybookResult) map[string]map[string]any {
 		t.Helper()
 		stats, err := job.Stats()
@@ -219,6 +303,9 @@ func TestExecutionEnvironmentJobPath(t *testing.T) {
 			res := e.Res()
 			assert.Equal(t, resultKeys(plainService), resultKeys(res), "%s: the service result has the plain run's keys", e.Host())
 			assert.Equal(t, plainService["changed"], res["changed"], "%s: changed as in the plain run", e.Host())
+			// packages, files, processes, plan, ...: the plain run's values, less the
+			// volatile ones.
+			assert.Equal(t, stableResult(plainService), stableResult(res), "%s: the service result's values as in the plain run", e.Host())
 			got[e.Host()] = res
 		}
 		return got
