@@ -5,20 +5,28 @@
 #
 # Usage: build.sh SUITE TAG PACKAGES COLLECTION_TARBALL
 #   PACKAGES is the comma-separated Debian package list that ee.ReadDefinition derives
-#   from execution-environment.yml; nothing is added here, so the definition stays the one
-#   source of the image's content. COLLECTION_TARBALL is `make collection`'s output.
+#   from execution-environment.yml (and the collection's meta/execution-environment.yml);
+#   nothing is added here, so the definitions stay the one source of the image's content.
+#   ee checks each name against Debian's package name syntax; here they are only ever
+#   passed quoted. COLLECTION_TARBALL is `make collection`'s output.
+#   TAG is the caller's unchecked tag: ee gives the image its content-keyed tag only after
+#   the versions printed here meet the definition.
 #
-# The image's content key (its tag) covers this file, the suite, the package list and the
-# collection's content, so a change to any of them builds a new image.
+# The image's content key covers this file, the suite, the requirements and the
+# collection's content (ee.Tag), so a change to any of them builds a new image.
 # Prints "package NAME VERSION" for each requested package (the caller checks them against
-# the definition's version constraints), then "built TAG".
+# the definition's version constraints) and records them in the image's label
+# org.richt.ee.versions ("NAME=VERSION ...") for a later reuse to check, then "built TAG".
+# SIGTERM (ee cancels a build by signalling its process group) ends it through the EXIT
+# trap, so the work directory (some 200 MB) goes with it.
 set -euo pipefail
 suite=$1 tag=$2 packages=$3 tarball=$4
 work=$(mktemp -d /tmp/richt-ee.XXXXXX)
 trap 'rm -rf "$work"' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 cp "$tarball" "$work/collection.tar.gz"
-# dpkg-query takes the names space-separated.
-query=${packages//,/ }
+IFS=, read -r -a wanted <<<"$packages"
 
 # runner (uid 1000, primary group root) and /runner as home and work directory, as AWX's
 # execution environments have them: group root with group write lets a platform that runs
@@ -37,8 +45,16 @@ mmdebstrap --quiet --variant=essential \
   --customize-hook="cp '$work/collection.tar.gz' \"\$1/tmp/richt-services.tar.gz\"" \
   --customize-hook='mkdir -p "$1/tmp/galaxy-home" && chroot "$1" env HOME=/tmp/galaxy-home LANG=C.UTF-8 ansible-galaxy collection install --offline -p /usr/share/ansible/collections /tmp/richt-services.tar.gz' \
   --customize-hook='rm -rf "$1/tmp/richt-services.tar.gz" "$1/tmp/galaxy-home"' \
-  --customize-hook="chroot \"\$1\" dpkg-query -W -f '\${Package} \${Version}\n' $query > '$work/versions'" \
+  --customize-hook="chroot \"\$1\" dpkg-query -W -f '\${Package} \${Version}\n' > '$work/installed'" \
   "$suite" "$work/rootfs.tar"
+
+# The requested packages' versions, in the requested order; the names stay data here
+# (awk -v), never shell text.
+: >"$work/versions"
+for p in "${wanted[@]}"; do
+  awk -v p="$p" '$1 == p' "$work/installed" >>"$work/versions"
+done
+label=$(awk '{printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $2}' "$work/versions")
 
 cat > "$work/Dockerfile" <<'DOCKERFILE'
 FROM scratch
@@ -49,6 +65,6 @@ USER 1000
 WORKDIR /runner
 CMD ["ansible-runner", "--help"]
 DOCKERFILE
-docker build --quiet --label "org.richt.ee.suite=$suite" -t "$tag" "$work" >/dev/null
+docker build --quiet --label "org.richt.ee.suite=$suite" --label "org.richt.ee.versions=$label" -t "$tag" "$work" >/dev/null
 sed 's/^/package /' "$work/versions"
 echo "built $tag"

@@ -175,7 +175,9 @@ func TestCollectionDigestIgnoresBuildTimes(t *testing.T) {
 	require.NoError(t, err)
 	cc, err := ReadCollection(c)
 	require.NoError(t, err)
-	assert.Equal(t, Collection{Name: "richt.services", Version: "0.3.0", Digest: ca.Digest}, ca)
+	assert.Equal(t, "richt.services", ca.Name)
+	assert.Equal(t, "0.3.0", ca.Version)
+	assert.Empty(t, ca.Requirements.Packages, "no meta/execution-environment.yml, requirements.txt or bindep.txt")
 	assert.Equal(t, ca.Digest, cb.Digest)
 	assert.NotEqual(t, ca.Digest, cc.Digest)
 
@@ -191,4 +193,85 @@ func TestCollectionDigestIgnoresBuildTimes(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "plain"), []byte("not gzip"), 0o644))
 	_, err = ReadCollection(filepath.Join(dir, "plain"))
 	assert.ErrorContains(t, err, "collection tarball")
+}
+
+// files serves a collection's files from a map, as the tarball would.
+func files(m map[string]string) func(string) ([]byte, bool) {
+	return func(name string) ([]byte, bool) {
+		s, ok := m[name]
+		return []byte(s), ok
+	}
+}
+
+// The collection's own meta/execution-environment.yml, which ansible-builder reads when
+// it installs the collection: it asks for nothing beyond the definition.
+func TestCollectionRequirementsOfThisCollection(t *testing.T) {
+	req, err := CollectionRequirements(func(name string) ([]byte, bool) {
+		data, err := os.ReadFile(filepath.Join("../collection", name))
+		return data, err == nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, req.Packages)
+	assert.Empty(t, req.Constraints)
+}
+
+func TestCollectionRequirements(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		files       map[string]string
+		packages    []string
+		constraints map[string]string
+		err         string
+	}{
+		{"no metadata, no files", map[string]string{}, nil, nil, ""},
+		{"empty dependencies", map[string]string{"meta/execution-environment.yml": "version: 1\ndependencies: {}\n"}, nil, nil, ""},
+		{"inline lists", map[string]string{"meta/execution-environment.yaml": "dependencies:\n  python:\n    - ansible-core>=2.18\n    - ansible_runner\n  system:\n    - sshpass [platform:dpkg]\n    - sshpass [platform:rpm]\n"},
+			[]string{"ansible-core", "python3-ansible-runner", "sshpass"}, map[string]string{"ansible-core": ">=2.18"}, ""},
+		{"files named by the metadata", map[string]string{"meta/execution-environment.yml": "dependencies:\n  python: meta/req.txt\n  system: bindep.txt\n",
+			"meta/req.txt": "# the controller\n-r more.txt\n\nansible-core<2.21  # comment\n", "meta/more.txt": "ansible-runner\n", "bindep.txt": "rsync\nmake [test]\n"},
+			[]string{"ansible-core", "python3-ansible-runner", "rsync"}, map[string]string{"ansible-core": "<2.21"}, ""},
+		{"files at the root without metadata", map[string]string{"requirements.txt": "ansible-runner\n", "bindep.txt": "  \n"},
+			[]string{"python3-ansible-runner"}, nil, ""},
+		{"metadata wins over root files", map[string]string{"meta/execution-environment.yml": "dependencies: {}\n", "requirements.txt": "requests\n"}, nil, nil, ""},
+		{"a pip package without a row", map[string]string{"meta/execution-environment.yml": "dependencies:\n  python:\n    - ansible-runner\n    - requests>=2\n"},
+			nil, nil, `dependencies.python[1]: "requests>=2": no row in the table in ee/definition.go maps pip's requests to a Debian package`},
+		{"a pip package without a row, in a file", map[string]string{"requirements.txt": "ansible-runner\njmespath\n"},
+			nil, nil, `requirements.txt line 2: "jmespath": no row in the table`},
+		{"a bad system name", map[string]string{"meta/execution-environment.yml": "dependencies:\n  system: [\"a;b\"]\n"},
+			nil, nil, `dependencies.system[0]: "a;b" is not a Debian package name`},
+		{"a missing file", map[string]string{"meta/execution-environment.yml": "dependencies:\n  system: bindep.txt\n"},
+			nil, nil, "dependencies.system: bindep.txt: not in the collection"},
+		{"an absolute path", map[string]string{"meta/execution-environment.yml": "dependencies:\n  python: /etc/passwd\n"},
+			nil, nil, "dependencies.python: /etc/passwd: not a relative path"},
+		{"another dependency", map[string]string{"meta/execution-environment.yml": "dependencies:\n  galaxy: requirements.yml\n"},
+			nil, nil, "dependencies.galaxy: ansible-builder reads only python and system"},
+		{"a requirements loop", map[string]string{"requirements.txt": "-r requirements.txt\n"}, nil, nil, "-r nests deeper than"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, err := CollectionRequirements(files(c.files))
+			if c.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.packages, req.Packages)
+			if c.constraints == nil {
+				c.constraints = map[string]string{}
+			}
+			assert.Equal(t, c.constraints, req.Constraints)
+		})
+	}
+}
+
+func TestMerge(t *testing.T) {
+	def := Requirements{Packages: []string{"ansible-core", "python3"}, Constraints: map[string]string{"ansible-core": ">=2.19.0,<2.20.0"}, Collections: []string{"richt.services"}}
+	coll := Requirements{Packages: []string{"ansible-core", "sshpass"}, Constraints: map[string]string{"ansible-core": ">=2.18"}}
+	got, err := def.Merge(coll)
+	require.NoError(t, err)
+	assert.Equal(t, Requirements{
+		Packages:    []string{"ansible-core", "python3", "sshpass"},
+		Constraints: map[string]string{"ansible-core": ">=2.19.0,<2.20.0,>=2.18"},
+		Collections: []string{"richt.services"},
+	}, got)
 }

@@ -1,7 +1,8 @@
 // Command richt-ee builds the collection's execution environment image from Debian's
 // packages (`make ee`, docs/ee.md): the packages execution-environment.yml asks for and
 // the collection installed from its tarball, as a non-root user runner in /runner. An image
-// with the same content key is reused. It prints the image's tag, size and build time.
+// with the same content key is reused. It prints the image's tag, size, build time and
+// package versions (ee.Image.Summary).
 //
 //	richt-ee -collection build/richt-services-VERSION.tar.gz [-definition execution-environment.yml] [-latest=true]
 package main
@@ -11,9 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"sort"
-	"strings"
+	"os/signal"
+	"syscall"
 
 	"github.com/richt/services/ee"
 )
@@ -28,28 +28,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "richt-ee: -collection: the collection tarball is required (make collection builds it)")
 		os.Exit(2)
 	}
-	img, err := ee.Ensure(context.Background(), ee.Options{Definition: *definition, Collection: *collection, Suite: *suite, Log: os.Stderr})
+	// The build runs in a process group of its own: ^C reaches it only through ctx.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	img, err := ee.Ensure(ctx, ee.Options{Definition: *definition, Collection: *collection, Suite: *suite, Latest: *latest, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "richt-ee:", err)
+		stop()
 		os.Exit(1)
 	}
-	if *latest {
-		if out, err := exec.Command("docker", "tag", img.Tag, ee.Repository+":latest").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "richt-ee: docker tag %s %s:latest: %v\n%s", img.Tag, ee.Repository, err, out)
-			os.Exit(1)
-		}
-	}
-	how := "reused (same content key; nothing built)"
-	if img.Built {
-		how = fmt.Sprintf("built in %.0f s", img.BuildTime.Seconds())
-	}
-	fmt.Printf("ee: %s: %s, size %.0f MB (%d bytes)\n", img.Tag, how, float64(img.Size)/1e6, img.Size)
-	if len(img.Versions) > 0 {
-		var v []string
-		for _, p := range img.Requirements.Packages {
-			v = append(v, p+" "+img.Versions[p])
-		}
-		sort.Strings(v)
-		fmt.Printf("ee: %s\n", strings.Join(v, ", "))
-	}
+	fmt.Print(img.Summary())
 }
