@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -494,8 +495,11 @@ func splitRequirement(r string) (name, spec string) {
 // it) and the default profile (no profile selector, or one naming default and none
 // excluding it). A line for another profile (test, compile, doc) is left out.
 func bindepDpkg(line string) (string, bool, error) {
-	name, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
-	rest = strings.TrimSpace(rest)
+	// bindep splits on any whitespace, tabs included.
+	name, rest := strings.TrimSpace(line), ""
+	if i := strings.IndexFunc(name, unicode.IsSpace); i >= 0 {
+		name, rest = name[:i], strings.TrimSpace(name[i:])
+	}
 	if name == "" {
 		return "", false, fmt.Errorf("%q: no package name", line)
 	}

@@ -5,6 +5,9 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,8 +47,8 @@ func TestParseDefinition(t *testing.T) {
 		{"minimal", base, []string{"ansible-core", "python3-ansible-runner"}, ""},
 		// bindep installs a profile-tagged line only when that profile is requested; the
 		// image, like ansible-builder's final stage, requests none beyond "default".
-		{"bindep lines for dpkg only", base + "  system:\n    - openssh-clients [platform:rpm]\n    - openssh-client [platform:dpkg]\n    - sshpass\n    - rsync [!platform:dpkg]\n    - git [platform:debian test]\n    - make [test]\n    - curl [!test]\n    - less [default]\n    - vim [platform:dpkg !test]\n    - gcc [compile platform:dpkg]\n",
-			[]string{"ansible-core", "curl", "less", "openssh-client", "python3-ansible-runner", "sshpass", "vim"}, ""},
+		{"bindep lines for dpkg only", base + "  system:\n    - openssh-clients [platform:rpm]\n    - openssh-client [platform:dpkg]\n    - sshpass\n    - rsync [!platform:dpkg]\n    - git [platform:debian test]\n    - make [test]\n    - curl [!test]\n    - less [default]\n    - vim [platform:dpkg !test]\n    - \"rsync\\t[platform:dpkg]\"\n    - gcc [compile platform:dpkg]\n",
+			[]string{"ansible-core", "curl", "less", "openssh-client", "python3-ansible-runner", "rsync", "sshpass", "vim"}, ""},
 		{"interpreter", base + "  python_interpreter:\n    package_system: python3.11\n    python_path: /usr/bin/python3.11\n",
 			[]string{"ansible-core", "python3", "python3-ansible-runner"}, ""},
 		{"a dependency without a row in the table", base + "  python:\n    - requests\n", nil, "dependencies.python: the Debian-built image has no mapping"},
@@ -274,4 +277,118 @@ func TestMerge(t *testing.T) {
 		Constraints: map[string]string{"ansible-core": ">=2.19.0,<2.20.0,>=2.18"},
 		Collections: []string{"richt.services"},
 	}, got)
+}
+
+// The definition is outside input: whatever it holds, ParseDefinition returns an error or
+// requirements build.sh can take (Debian names only, sorted and unique, parseable
+// specifiers for installed packages, the one collection).
+func FuzzParseDefinition(f *testing.F) {
+	def, err := os.ReadFile("../execution-environment.yml")
+	require.NoError(f, err)
+	f.Add(string(def))
+	f.Add(base)
+	f.Add(base + "  system:\n    - git [platform:debian test]\n    - \"x;y\"\n")
+	f.Add(base + "additional_build_steps:\n  append_final: [RUN x]\n")
+	f.Add(strings.Replace(base, ">=2.19.0,<2.20.0", ">=99999999999999999999", 1))
+	f.Fuzz(func(t *testing.T, data string) {
+		req, err := ParseDefinition([]byte(data))
+		if err != nil {
+			return
+		}
+		assert.True(t, sort.StringsAreSorted(req.Packages))
+		assert.Equal(t, unique(slices.Clone(req.Packages)), req.Packages)
+		for _, p := range req.Packages {
+			assert.Regexp(t, debianName, p)
+		}
+		for p, spec := range req.Constraints {
+			assert.Contains(t, req.Packages, p)
+			_, err := parseSpec(spec)
+			assert.NoError(t, err)
+		}
+		assert.Equal(t, []string{"richt.services"}, req.Collections)
+	})
+}
+
+// Specifiers come from the definition, versions from dpkg: a parse error or an answer,
+// consistent with the clauses one by one and with the version's own number.
+func FuzzSatisfies(f *testing.F) {
+	for _, s := range [][2]string{{"2.19.11-1", ">=2.19.0,<2.20.0"}, {"1:2.19.4+dfsg-2", "~=2.19.0"}, {"2.19.11-1", "==2.19.*"},
+		{"3.11.2-1+b1", ">=3.11"}, {"git", ">=1"}, {"2.4.1-1", ""}, {"1.0-1", ">=99999999999999999999"}, {"99999999999999999999", "!=1"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, deb, spec string) {
+		got, err := Satisfies(deb, spec)
+		if err != nil {
+			return
+		}
+		for _, part := range strings.Split(spec, ",") {
+			if strings.TrimSpace(spec) == "" {
+				break
+			}
+			one, err := Satisfies(deb, part)
+			require.NoError(t, err, "clause %q of %q", part, spec)
+			if !one {
+				assert.False(t, got, "%q fails clause %q but meets %q", deb, part, spec)
+			}
+		}
+		v, err := upstreamVersion(deb)
+		require.NoError(t, err)
+		var parts []string
+		for _, n := range v {
+			parts = append(parts, strconv.Itoa(n))
+		}
+		own := strings.Join(parts, ".")
+		for spec, want := range map[string]bool{">=" + own: true, "==" + own: true, "<=" + own: true, "<" + own: false, ">" + own: false, "!=" + own: false} {
+			ok, err := Satisfies(deb, spec)
+			require.NoError(t, err, spec)
+			assert.Equal(t, want, ok, "%q %s", deb, spec)
+		}
+	})
+}
+
+// A bindep line: an error, or a package name (one word) and whether the image installs it;
+// the bare name always applies.
+func FuzzBindepLine(f *testing.F) {
+	for _, l := range []string{"openssh-client [platform:dpkg]", "git [platform:debian test]", "rsync [!platform:dpkg]", "curl [!test]",
+		"less [default]", "openssh-client >= 9 [platform:dpkg]", "  ", "x [!default]"} {
+		f.Add(l)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		name, ok, err := bindepDpkg(line)
+		if err != nil || !ok {
+			return
+		}
+		assert.NotEmpty(t, name)
+		assert.Equal(t, strings.Fields(name), []string{name})
+		again, ok, err := bindepDpkg(name)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Equal(t, name, again)
+	})
+}
+
+// A collection's metadata and requirements files are outside input (any collection could
+// be installed): an error, or Debian names with parseable specifiers; -r loops end.
+func FuzzCollectionRequirements(f *testing.F) {
+	f.Add("dependencies:\n  python:\n    - ansible-core>=2.18\n  system: bindep.txt\n", "ansible-runner\n-r requirements.txt\n", "sshpass [platform:dpkg]\n")
+	f.Add("dependencies: {}\n", "", "")
+	f.Add("dependencies:\n  python: requirements.txt\n", "-r requirements.txt\n", "")
+	f.Fuzz(func(t *testing.T, meta, requirements, bindep string) {
+		m := map[string]string{"requirements.txt": requirements, "bindep.txt": bindep}
+		if meta != "" {
+			m["meta/execution-environment.yml"] = meta
+		}
+		req, err := CollectionRequirements(files(m))
+		if err != nil {
+			return
+		}
+		for _, p := range req.Packages {
+			assert.Regexp(t, debianName, p)
+		}
+		for p, spec := range req.Constraints {
+			assert.Contains(t, req.Packages, p)
+			_, err := parseSpec(spec)
+			assert.NoError(t, err)
+		}
+	})
 }

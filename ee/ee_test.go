@@ -262,3 +262,25 @@ func TestParseVersionsLabel(t *testing.T) {
 	assert.Empty(t, parseVersionsLabel(""))
 	assert.Empty(t, parseVersionsLabel("<no value>"))
 }
+
+// build.sh's output and an image's label are read back: any text gives one-word names and
+// versions, and a label written from the versions reads back the same.
+func FuzzBuiltVersions(f *testing.F) {
+	f.Add("package ansible-core 2.19.11-1\nnoise\npackage python3 3.13.5-1\nbuilt x\n")
+	f.Add("package a=b 1\npackage  x\n")
+	f.Fuzz(func(t *testing.T, out string) {
+		v := builtVersions(out)
+		var label []string
+		for name, version := range v {
+			assert.Equal(t, []string{name}, strings.Fields(name))
+			assert.Equal(t, []string{version}, strings.Fields(version))
+			if !strings.Contains(name, "=") {
+				label = append(label, name+"="+version)
+			} else {
+				delete(v, name) // not a Debian name: build.sh never writes it into a label
+			}
+		}
+		assert.Equal(t, v, parseVersionsLabel(strings.Join(label, " ")))
+		parseVersionsLabel(out)
+	})
+}
