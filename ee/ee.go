@@ -3,9 +3,11 @@
 // `ansible-runner transmit | ansible-runner worker | ansible-runner process`, each in a
 // container of the image (docs/ee.md).
 //
-// The image follows execution-environment.yml at the repository root: ReadDefinition turns
-// its dependencies into Debian packages through one table, and Ensure builds the image with
-// exactly those packages plus the collection installed from its own tarball.
+// The image follows execution-environment.yml at the repository root and the collection's
+// own meta/execution-environment.yml: ReadDefinition and CollectionRequirements turn their
+// dependencies into Debian packages through one table, and Ensure builds the image with
+// exactly those packages plus the collection installed from its own tarball, and gives it
+// its content-keyed tag only once the built versions meet the definition.
 package ee
 
 import (
