@@ -100,8 +100,9 @@ fuzz:
 	bash .ci/fuzz
 
 # The collection against Ansible's built-ins, side by side in one run over SSH with
-# pipelining, also under Mitogen, and on 1/8/24 targets (docs/benchmarks.md): about 30
-# minutes; the report, raw figures and plot land in build/bench. BENCH_ARGS=-rounds 9 for more.
+# pipelining, also under Mitogen, on 1/8/24 targets, and through AWX's job path in the
+# execution environment with one and two workers (docs/benchmarks.md): about 35 minutes;
+# the report, raw figures and plot land in build/bench. BENCH_ARGS=-rounds 9 for more.
 bench: setup
 	$(GO) run ./cmd/richt-bench $(BENCH_ARGS)
 
