@@ -153,7 +153,7 @@ var volatileKeys = map[string]string{
 }
 
 // stableResult is res without the keys resultKeys leaves out (top level, as the callback
-// prints) and without volatileKeys at any depth.
+// prints) and without volatileKeys at any depth, with the times in its strings masked.
 func stableResult(res map[string]any) map[string]any {
 	out := map[string]any{}
 	for _, k := range resultKeys(res) {
@@ -180,9 +180,15 @@ func stable(v any) any {
 			out[i] = stable(e)
 		}
 		return out
+	case string:
+		// A time inside a message ("restart due since 2026-12-02T15:04:44Z") is the
+		// target's clock: the rest of the message must still match.
+		return rfc3339.ReplaceAllString(x, "<time>")
 	}
 	return v
 }
+
+var rfc3339 = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 
 var verboseResult = regexp.MustCompile(`^(ok|changed|failed|skipping): \[([^\]]+)\] => (\{.*\})\s*$`)
 
