@@ -96,6 +96,9 @@ func ParseDefinition(data []byte) (Requirements, error) {
 		node := deps[key]
 		switch key {
 		case "python_interpreter":
+			if err := onlyKeys(&node, "dependencies."+key, "package_system", "python_path"); err != nil {
+				return Requirements{}, err
+			}
 			var v struct {
 				PackageSystem string `yaml:"package_system"`
 				PythonPath    string `yaml:"python_path"`
@@ -111,6 +114,9 @@ func ParseDefinition(data []byte) (Requirements, error) {
 				return Requirements{}, err
 			}
 		case "ansible_core", "ansible_runner":
+			if err := onlyKeys(&node, "dependencies."+key, "package_pip"); err != nil {
+				return Requirements{}, err
+			}
 			var v struct {
 				PackagePip string `yaml:"package_pip"`
 			}
@@ -137,15 +143,28 @@ func ParseDefinition(data []byte) (Requirements, error) {
 				return Requirements{}, err
 			}
 		case "galaxy":
+			// Roles, and a collection's source, version or signatures, would make
+			// ansible-builder install something else than the staged collection.
+			if err := onlyKeys(&node, "dependencies.galaxy", "collections"); err != nil {
+				return Requirements{}, err
+			}
 			var v struct {
-				Collections []struct {
-					Name string `yaml:"name"`
-				} `yaml:"collections"`
+				Collections []yaml.Node `yaml:"collections"`
 			}
 			if err := node.Decode(&v); err != nil {
 				return Requirements{}, fmt.Errorf("dependencies.galaxy: %w", err)
 			}
-			for _, c := range v.Collections {
+			for i, n := range v.Collections {
+				at := fmt.Sprintf("dependencies.galaxy.collections[%d]", i)
+				if err := onlyKeys(&n, at, "name", "type"); err != nil {
+					return Requirements{}, err
+				}
+				var c struct {
+					Name string `yaml:"name"`
+				}
+				if err := n.Decode(&c); err != nil {
+					return Requirements{}, fmt.Errorf("%s: %w", at, err)
+				}
 				if !isThisCollection(c.Name) {
 					return Requirements{}, fmt.Errorf("dependencies.galaxy: collection %q: the Debian-built image installs only richt.services, from its own tarball (no Galaxy server is reachable)", c.Name)
 				}
@@ -196,14 +215,22 @@ var topLevel = map[string]func(yaml.Node) error{
 	// from the collection's tarball; any other file would be in ansible-builder's build
 	// context for steps make ee does not run.
 	"additional_build_files": func(n yaml.Node) error {
-		var v []struct {
-			Src  string `yaml:"src"`
-			Dest string `yaml:"dest"`
-		}
-		if err := n.Decode(&v); err != nil {
+		var entries []yaml.Node
+		if err := n.Decode(&entries); err != nil {
 			return fmt.Errorf("a list of src and dest: %w", err)
 		}
-		for i, f := range v {
+		for i, e := range entries {
+			at := fmt.Sprintf("additional_build_files[%d]", i)
+			if err := onlyKeys(&e, at, "src", "dest"); err != nil {
+				return err
+			}
+			var f struct {
+				Src  string `yaml:"src"`
+				Dest string `yaml:"dest"`
+			}
+			if err := e.Decode(&f); err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
 			if !strings.HasSuffix(strings.TrimRight(f.Src, "/"), "ansible_collections/richt/services") {
 				return fmt.Errorf("additional_build_files[%d]: src %q: the Debian-built image copies only the staged collection (…/ansible_collections/richt/services)", i, f.Src)
 			}
@@ -225,6 +252,23 @@ var topLevel = map[string]func(yaml.Node) error{
 		}
 		return nil
 	},
+}
+
+// onlyKeys refuses a key of the mapping n (the definition's key at) that is not in allowed,
+// by its full path. yaml's Decode into a struct drops unknown keys silently, and
+// ansible-builder acts on keys the Debian build would not follow: each level is checked
+// before it is decoded.
+func onlyKeys(n *yaml.Node, at string, allowed ...string) error {
+	var m map[string]yaml.Node
+	if err := n.Decode(&m); err != nil {
+		return fmt.Errorf("%s: a mapping: %w", at, err)
+	}
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(allowed, k) {
+			return fmt.Errorf("%s.%s: not a key the Debian-built image follows (ee/definition.go allows %s there)", at, k, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -76,6 +76,22 @@ func TestParseDefinition(t *testing.T) {
 		{"other options", base + "options:\n  package_manager_path: /usr/bin/dnf\n  user: '0'\n", nil, "options.user: "},
 		{"build_arg_defaults", base + "build_arg_defaults:\n  ANSIBLE_GALAXY_CLI_COLLECTION_OPTS: --pre\n", nil, "build_arg_defaults: "},
 		{"unknown key", base + "ansible_config: ansible.cfg\n", nil, "ansible_config: "},
+		// Keys below the top level are allow-listed too: ansible-builder acts on each of
+		// these (installs roles, pulls a collection from elsewhere or at another version,
+		// signs), and decoding into a struct would drop them silently.
+		{"galaxy roles", base + "    roles:\n      - name: geerlingguy.ntp\n", nil, "dependencies.galaxy.roles: "},
+		{"collection source", strings.Replace(base, "        type: dir\n", "        type: dir\n        source: https://galaxy.example\n", 1), nil,
+			"dependencies.galaxy.collections[0].source: "},
+		{"collection version", strings.Replace(base, "        type: dir\n", "        type: dir\n        version: 9.9.9\n", 1), nil,
+			"dependencies.galaxy.collections[0].version: "},
+		{"ansible_core other key", strings.Replace(base, "    package_pip: ansible-core>=2.19.0,<2.20.0\n", "    package_pip: ansible-core>=2.19.0,<2.20.0\n    package_system: ansible-core\n", 1), nil,
+			"dependencies.ansible_core.package_system: "},
+		{"ansible_runner other key", strings.Replace(base, "    package_pip: ansible-runner\n", "    package_pip: ansible-runner\n    index_url: https://pypi.example\n", 1), nil,
+			"dependencies.ansible_runner.index_url: "},
+		{"python_interpreter other key", base + "  python_interpreter:\n    package_system: python3.11\n    venv: /opt/venv\n", nil,
+			"dependencies.python_interpreter.venv: "},
+		{"additional_build_files other key", base + "additional_build_files:\n  - src: build/ansible_collections/richt/services\n    dest: collections/richt/services\n    mode: '0777'\n",
+			nil, "additional_build_files[0].mode: "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req, err := ParseDefinition([]byte(c.def))
