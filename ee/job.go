@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -180,6 +181,13 @@ func (j Job) run(ctx context.Context, pipe pipeline) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("job %s: artifacts dir: %w", ident, err)
 	}
+	// Reading a --mount value turns a quoted \r\n into \n (encoding/csv), so a path with a
+	// carriage return could not reach docker as it is.
+	for _, p := range []struct{ field, path string }{{"Dir", dir}, {"Out", out}} {
+		if strings.Contains(p.path, "\r") {
+			return Result{}, fmt.Errorf("job %s: %s %q: a path with a carriage return cannot be passed to docker --mount", ident, p.field, p.path)
+		}
+	}
 	// process adds its files to whatever is there: an earlier job's job_events under the
 	// same ident would become this job's events.
 	artifacts := filepath.Join(out, "artifacts", ident)
@@ -209,6 +217,20 @@ func (j Job) run(ctx context.Context, pipe pipeline) (Result, error) {
 	return res, nil
 }
 
+// bind is docker's --mount value binding the host's src to dst in the container. docker's
+// CLI reads the value as one CSV record (encoding/csv), so each field is written by
+// encoding/csv too: a field with a comma or a double quote is quoted, which keeps the path
+// whole (test dirs carry commas from subtest names). A ':' needs nothing here, unlike in
+// -v's src:dst form, where it moved the split.
+func bind(src, dst string) string {
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	// Writing to a strings.Builder cannot fail.
+	_ = w.Write([]string{"type=bind", "src=" + src, "dst=" + dst})
+	w.Flush()
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 // stage is one stage of a job: a docker run of the image.
 type stage struct {
 	name      string   // transmit, worker or process
@@ -222,11 +244,11 @@ func (j Job) stages(dir, out, ident, name, user string) []stage {
 	label := jobLabel + "=" + ident
 	return []stage{
 		{"transmit", name + "-transmit", []string{"run", "--rm", "--name", name + "-transmit", "--label", label, "--user", user, "-e", "HOME=/tmp",
-			"-v", dir + ":/job", j.Image, "ansible-runner", "transmit", "/job", "-p", j.Playbook, "--ident", ident}},
+			"--mount", bind(dir, "/job"), j.Image, "ansible-runner", "transmit", "/job", "-p", j.Playbook, "--ident", ident}},
 		{"worker", name + "-worker", []string{"run", "-i", "--rm", "--name", name + "-worker", "--label", label,
 			j.Image, "ansible-runner", "worker"}},
 		{"process", name + "-process", []string{"run", "-i", "--rm", "--name", name + "-process", "--label", label, "--user", user, "-e", "HOME=/tmp",
-			"-v", out + ":/out", j.Image, "ansible-runner", "process", "/out", "--ident", ident}},
+			"--mount", bind(out, "/out"), j.Image, "ansible-runner", "process", "/out", "--ident", ident}},
 	}
 }
 

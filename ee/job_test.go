@@ -2,11 +2,13 @@ package ee
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +93,7 @@ func TestReadArtifacts(t *testing.T) {
 // fakeDocker puts a docker on PATH that plays the three stages without containers:
 // transmit prints a stream, worker reads it and exits FAKE_WORKER_RC, process reads the
 // worker's output and (FAKE_STATUS set) writes status, rc and one stats event under the
-// /out mount's artifacts/IDENT. Every call's arguments go to FAKE_DOCKER_LOG.
+// /out mount's src's artifacts/IDENT. Every call's arguments go to FAKE_DOCKER_LOG.
 func fakeDocker(t *testing.T) (log string) {
 	t.Helper()
 	bin := t.TempDir()
@@ -99,7 +101,11 @@ func fakeDocker(t *testing.T) (log string) {
 echo "$*" >>"$FAKE_DOCKER_LOG"
 vol= ident= prev=
 for a; do
-	[ "$prev" = -v ] && vol=$a
+	# The --mount value whose dst is /out, its src field unquoted (the test dirs' paths hold
+	# commas from subtest names, no double quotes).
+	if [ "$prev" = --mount ]; then
+		case $a in *,dst=/out) vol=${a#type=bind,}; vol=${vol%,dst=/out}; vol=${vol#\"}; vol=${vol%\"}; vol=${vol#src=} ;; esac
+	fi
 	[ "$prev" = --ident ] && ident=$a
 	prev=$a
 done
@@ -113,7 +119,7 @@ case " $* " in
 *" ansible-runner process "*)
 	read -r line; [ "$line" = EVENTS ] || [ -z "$FAKE_STATUS" ] || { echo "process read $line" >&2; exit 98; }
 	if [ -n "$FAKE_STATUS" ]; then
-		a=${vol%%:*}/artifacts/$ident
+		a=$vol/artifacts/$ident
 		mkdir -p "$a/job_events"
 		echo "$FAKE_STATUS" >"$a/status"; echo "${FAKE_WORKER_RC:-0}" >"$a/rc"
 		echo '{"event": "playbook_on_stats", "counter": 1, "uuid": "u1", "event_data": {"ok": {"t0": 1}}}' >"$a/job_events/1-u1.json"
@@ -218,6 +224,51 @@ func TestRunRefusesExistingArtifacts(t *testing.T) {
 	assert.NoFileExists(t, log, "no stage ran")
 }
 
+// The data and artifacts dirs reach docker as --mount values, which docker's CLI reads as
+// one CSV record (encoding/csv): a ':' or ',' in a path is part of the path (with -v a ':'
+// split it and changed the mount), and a path docker could not get back whole (a carriage
+// return) is refused before anything is created.
+func TestRunMountPaths(t *testing.T) {
+	mountSrc := func(t *testing.T, args []string) (src, dst string) {
+		i := slices.Index(args, "--mount")
+		require.GreaterOrEqual(t, i, 0, "a --mount in %q", args)
+		fields, err := csv.NewReader(strings.NewReader(args[i+1])).Read()
+		require.NoError(t, err)
+		require.Len(t, fields, 3)
+		assert.Equal(t, "type=bind", fields[0])
+		src, ok := strings.CutPrefix(fields[1], "src=")
+		require.True(t, ok, fields[1])
+		dst, ok = strings.CutPrefix(fields[2], "dst=")
+		require.True(t, ok, fields[2])
+		return src, dst
+	}
+	for _, name := range []string{"a:b", "a,b", `a"b`, "a\nb", "a=b"} {
+		base := t.TempDir()
+		dir, out := filepath.Join(base, "d"+name), filepath.Join(base, "o"+name)
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		var got []stage
+		fake := func(_ context.Context, stages []stage) []stageEnd {
+			got = stages
+			return []stageEnd{{rc: -1}, {rc: -1}, {rc: -1}}
+		}
+		_, _ = Job{Image: "img", Dir: dir, Out: out, Playbook: "demo.yml", Ident: "j1"}.run(t.Context(), fake)
+		require.Len(t, got, 3, name)
+		src, dst := mountSrc(t, got[0].args)
+		assert.Equal(t, [2]string{dir, "/job"}, [2]string{src, dst}, name)
+		src, dst = mountSrc(t, got[2].args)
+		assert.Equal(t, [2]string{out, "/out"}, [2]string{src, dst}, name)
+	}
+
+	base := t.TempDir()
+	ran := false
+	out := filepath.Join(base, "o\rut")
+	_, err := Job{Image: "img", Dir: base, Out: out, Playbook: "demo.yml", Ident: "j1"}.run(t.Context(),
+		func(context.Context, []stage) []stageEnd { ran = true; return []stageEnd{{rc: -1}, {rc: -1}, {rc: -1}} })
+	assert.ErrorContains(t, err, `Out "`)
+	assert.False(t, ran)
+	assert.NoDirExists(t, out, "nothing created")
+}
+
 // The three docker runs, written out: a fake that built them from the code's own
 // constants could not catch a wrong command line.
 func TestRunStages(t *testing.T) {
@@ -232,11 +283,11 @@ func TestRunStages(t *testing.T) {
 		assert.Regexp(t, `^richt-ee-j1-[0-9a-f]{8}$`, name, "the ident, and a suffix for two runs of one ident")
 		want := []stage{
 			{"transmit", name + "-transmit", []string{"run", "--rm", "--name", name + "-transmit", "--label", "org.richt.ee.job=j1",
-				"--user", user, "-e", "HOME=/tmp", "-v", dir + ":/job", "img:1", "ansible-runner", "transmit", "/job", "-p", "site/demo.yml", "--ident", "j1"}},
+				"--user", user, "-e", "HOME=/tmp", "--mount", "type=bind,src=" + dir + ",dst=/job", "img:1", "ansible-runner", "transmit", "/job", "-p", "site/demo.yml", "--ident", "j1"}},
 			{"worker", name + "-worker", []string{"run", "-i", "--rm", "--name", name + "-worker", "--label", "org.richt.ee.job=j1",
 				"img:1", "ansible-runner", "worker"}},
 			{"process", name + "-process", []string{"run", "-i", "--rm", "--name", name + "-process", "--label", "org.richt.ee.job=j1",
-				"--user", user, "-e", "HOME=/tmp", "-v", out + ":/out", "img:1", "ansible-runner", "process", "/out", "--ident", "j1"}},
+				"--user", user, "-e", "HOME=/tmp", "--mount", "type=bind,src=" + out + ",dst=/out", "img:1", "ansible-runner", "process", "/out", "--ident", "j1"}},
 		}
 		assert.Equal(t, want, stages)
 		// What process writes for a job whose one host failed.
