@@ -37,15 +37,19 @@ setup:
 # fast path (plugins/action) caches binaries under on targets: computed here once, never
 # per task.
 build:
+	# build/ is a module of its own before anything lands in it, so a `go vet ./...` or
+	# `go list ./...` running beside this recipe (make -j3 test-before) never sees the
+	# staged tree as part of this module, not even on a fresh tree.
+	mkdir -p $(BUILD)
+	printf 'module richt.invalid/staged\n' > $(BUILD)/go.mod
 	rm -rf $(STAGE)
 	mkdir -p $(STAGE)/bin
 	cp -a collection/. $(STAGE)/
 	cp -a galaxy.yml roles playbooks $(STAGE)/
 	# The staged tree is a product, not Go code: no test files in it, and build/ is a module
-	# of its own, so `go list ./...` (make test) never finds a second copy of a package.
+	# of its own (above), so `go list ./...` (make test) never finds a second copy of a package.
 	find $(STAGE) -name '*.go' -delete
 	rm -rf $(STAGE)/playbooks/testdata
-	printf 'module richt.invalid/staged\n' > $(BUILD)/go.mod
 	for pair in $(ARCHES); do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$${pair%=*} $(GO) build -trimpath -buildvcs=false \
 	    -ldflags='-s -w -buildid= -X $(VERSION_VAR)=$(VERSION)' -o $(STAGE)/bin/$(MULTICALL)-$${pair#*=} ./cmd/$(MULTICALL) || exit 1; \
@@ -75,8 +79,12 @@ collection: build
 ee: setup collection
 	$(GO) run ./cmd/richt-ee -collection $(BUILD)/richt-services-$(VERSION).tar.gz
 
+# gofmt checks the project's Go files as git lists them (tracked, and new ones not ignored):
+# `gofmt -l .` walked build/, where build (beside lint under make -j3 test-before) copies
+# playbooks/*.go in and deletes them again. An empty list would make gofmt read stdin.
 lint:
-	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
+	@files=$$(git ls-files --cached --others --exclude-standard '*.go') && test -n "$$files" || { echo "lint: git ls-files lists no Go files"; exit 1; }; \
+	  test -z "$$(gofmt -l $$files)" || { echo "gofmt would change:"; gofmt -l $$files; exit 1; }
 	$(GO) vet ./...
 
 # Everything: unit tests, fuzz seed corpora, and the end-to-end suite on real systemd
