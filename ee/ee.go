@@ -8,6 +8,12 @@
 // dependencies into Debian packages through one table, and Ensure builds the image with
 // exactly those packages plus the collection installed from its own tarball, and gives it
 // its content-keyed tag only once the built versions meet the definition.
+//
+// The image is built in two steps, so that a change to the collection (nearly every
+// commit) costs seconds rather than a ~100 s bootstrap: a base image (BaseTag; build.sh,
+// mmdebstrap) holds the Debian packages, and the EE image (Tag) adds the collection to it
+// with a thin docker build (layerDockerfile). Older keys of both are removed once a new
+// EE image is tagged (prune).
 package ee
 
 import (
@@ -27,6 +33,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +41,8 @@ import (
 	"time"
 )
 
+// buildScript builds the base image (build.sh's header says how).
+//
 //go:embed build.sh
 var buildScript []byte
 
@@ -41,8 +50,12 @@ var buildScript []byte
 // one execution-environment.yml's ansible_core specifier accepts.
 const Suite = "trixie"
 
-// Repository is the image's name; tags are content keys (Tag).
+// Repository is the EE image's name; tags are the collection's version and a content key
+// (Tag).
 const Repository = "richt-services-ee"
+
+// BaseRepository is the base image's name; tags are content keys (BaseTag).
+const BaseRepository = "richt-services-ee-base"
 
 // Options say what to build.
 type Options struct {
@@ -63,11 +76,19 @@ type Options struct {
 type Image struct {
 	// Tag is the image's name and content key (Tag), the only tag Ensure ever reuses.
 	Tag string
+	// Base is the base image's name and content key (BaseTag), the image Tag is built on.
+	Base string
 	// Built is false when an image with the same content key already existed.
 	Built bool
-	// BuildTime is how long the build took (zero when reused).
+	// BuildTime is how long the build took, the base's included when it was built too
+	// (zero when reused).
 	BuildTime time.Duration
-	// Size in bytes, as docker reports it.
+	// BaseBuilt is true when the base image was built as well (false: it existed, and only
+	// the collection's layer was built, or nothing was).
+	BaseBuilt bool
+	// BaseBuildTime is how long the base's build took (zero when reused).
+	BaseBuildTime time.Duration
+	// Size in bytes, as docker reports it (the base's layers included).
 	Size int64
 	// Versions of the requirements' Debian packages: found by the build, or recorded in
 	// the image's label (versionsLabel) when reused.
@@ -80,8 +101,11 @@ type Image struct {
 // long that took) or reused, its size, and its packages' versions.
 func (img Image) Summary() string {
 	how := "reused (same content key; nothing built)"
-	if img.Built {
-		how = fmt.Sprintf("built in %.0f s", img.BuildTime.Seconds())
+	switch {
+	case img.Built && img.BaseBuilt:
+		how = fmt.Sprintf("built in %.0f s (base %s built in %.0f s)", img.BuildTime.Seconds(), img.Base, img.BaseBuildTime.Seconds())
+	case img.Built:
+		how = fmt.Sprintf("built in %.0f s (the collection's layer on base %s, reused)", img.BuildTime.Seconds(), img.Base)
 	}
 	s := fmt.Sprintf("ee: %s: %s, size %.0f MB (%d bytes)\n", img.Tag, how, float64(img.Size)/1e6, img.Size)
 	var v []string
@@ -177,29 +201,101 @@ func ReadCollection(path string) (Collection, error) {
 	return c, nil
 }
 
-// Tag is the content-keyed tag of the image: a hash of the build recipe (build.sh), the
-// suite, everything in the requirements (packages, their version specifiers, collections)
-// and the collection's content. A change to any of them gives a new tag. What the key does
-// not cover is the state of Debian's archive: a suite's package updates build a different
-// image under the same key only when the image is built again (it is not while one with
-// the key exists); the recorded versions (versionsLabel) are checked again on reuse.
-func Tag(suite string, req Requirements, c Collection) string {
-	// encoding/json writes map keys sorted: one key for one content.
-	key, err := json.Marshal(struct {
+// BaseTag is the content-keyed tag of the base image: a hash of its build recipe
+// (build.sh), the suite and the requirements' packages and version specifiers. What the key
+// does not cover is the state of Debian's archive: a suite's package updates build a
+// different image under the same key only when the image is built again (it is not while
+// one with the key exists); the recorded versions (versionsLabel) are checked again on
+// reuse.
+func BaseTag(suite string, req Requirements) string {
+	return BaseRepository + ":" + baseKey(suite, req)[:keyLen]
+}
+
+// keyLen is how many hex digits of a content key go into a tag.
+const keyLen = 12
+
+func baseKey(suite string, req Requirements) string {
+	return contentKey(struct {
 		Script, Suite string
-		Requirements  Requirements
-		Collection    string
-	}{string(buildScript), suite, req, c.Digest})
+		Packages      []string
+		Constraints   map[string]string
+	}{string(buildScript), suite, req.Packages, req.Constraints})
+}
+
+// Tag is the content-keyed tag of the EE image: the collection's version (made a valid
+// docker tag: tagVersion) and a hash of the base's key (BaseTag), the layer's recipe
+// (layerDockerfile), the collections the definition installs and the collection's content.
+// A change to any of them gives a new tag; only a change to the base's part builds a new
+// base.
+func Tag(suite string, req Requirements, c Collection) string {
+	base := baseKey(suite, req)
+	key := contentKey(struct {
+		Base, Dockerfile string
+		Collections      []string
+		Collection       string
+	}{base, layerDockerfile(BaseRepository + ":" + base[:keyLen]), req.Collections, c.Digest})
+	return Repository + ":" + tagVersion(c.Version) + "-" + key[:keyLen]
+}
+
+// contentKey hashes a value's JSON: encoding/json writes map keys sorted, so one content
+// gives one key.
+func contentKey(v any) string {
+	data, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("ee: content key: %v", err)) // strings, slices and a map of strings always encode
+		panic(fmt.Sprintf("ee: content key: %v", err)) // strings, slices and maps of strings always encode
 	}
-	sum := sha256.Sum256(key)
-	return Repository + ":" + c.Version + "-" + hex.EncodeToString(sum[:])[:12]
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// maxTag is the longest tag docker accepts.
+const maxTag = 128
+
+// tagVersion makes the collection's version part of a docker tag, which allows only
+// [A-Za-z0-9_.-], may not start with '.' or '-' and has at most maxTag characters: any other
+// character becomes '-' (semver's "1.0.0+b1" is "1.0.0-b1"), a leading '.' or '-' becomes
+// '_', and the version is cut to leave room for "-" and the key.
+func tagVersion(v string) string {
+	b := []byte(v)
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+		if !ok {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 0 && (b[0] == '.' || b[0] == '-') {
+		b[0] = '_'
+	}
+	if n := maxTag - 1 - keyLen; len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+// layerDockerfile is the recipe of the EE image's layer on the base: ansible-galaxy installs
+// the collection from its own tarball, --offline (a collection without dependencies needs
+// no Galaxy server), as root into the system-wide collections path, with HOME a scratch
+// directory removed in the same RUN, so that no ~/.ansible is left in the image; then the
+// image runs as runner again. The tarball itself stays in the COPY layer (some 9 MB):
+// Debian 12's docker (20.10, the legacy builder) has no RUN --mount to avoid it. The base's
+// labels (the versions label) are inherited.
+func layerDockerfile(base string) string {
+	return "FROM " + base + `
+USER root
+COPY collection.tar.gz /tmp/collection.tar.gz
+RUN mkdir /tmp/galaxy-home && HOME=/tmp/galaxy-home ansible-galaxy collection install --offline -p /usr/share/ansible/collections /tmp/collection.tar.gz && rm -rf /tmp/galaxy-home /tmp/collection.tar.gz
+USER 1000
+`
 }
 
 // versionsLabel is the image label build.sh records the requested packages' versions in
-// ("NAME=VERSION NAME=VERSION"): a reused image is held to the requirements with it.
+// ("NAME=VERSION NAME=VERSION"): a reused image is held to the requirements with it. The EE
+// image inherits it from its base.
 const versionsLabel = "org.richt.ee.versions"
+
+// collectionLabel is the EE image's label naming the collection it installs
+// ("NAME VERSION DIGEST").
+const collectionLabel = "org.richt.ee.collection"
 
 // inspectFormat asks docker image inspect for the size and the versions label.
 const inspectFormat = `{{.Size}} {{index .Config.Labels "` + versionsLabel + `"}}`
@@ -207,11 +303,12 @@ const inspectFormat = `{{.Size}} {{index .Config.Labels "` + versionsLabel + `"}
 var suiteName = regexp.MustCompile(`^[a-z][a-z0-9.-]*$`)
 
 // Ensure returns the execution environment for the definition and the collection tarball,
-// building it from Debian packages when no image with its content key exists. Builds are
-// serialised across processes with a lock file, so parallel tests build once. Building
-// needs root, mmdebstrap and docker (.ci/setup-host installs them).
+// building it when no image with its content key exists: the base from Debian packages when
+// none with its key exists either, then the collection's layer on it. Builds are serialised
+// across processes with a lock file, so parallel tests build once. Building needs root,
+// mmdebstrap and docker (.ci/setup-host installs them).
 func Ensure(ctx context.Context, o Options) (Image, error) {
-	return builder{docker: runDocker, build: runBuild, lock: filepath.Join(os.TempDir(), "richt-ee-image.lock")}.ensure(ctx, o)
+	return builder{docker: runDocker, dockerInput: runDockerInput, build: runBuild, lock: filepath.Join(os.TempDir(), "richt-ee-image.lock")}.ensure(ctx, o)
 }
 
 // builder is Ensure with its side effects as fields: docker commands, the build script,
@@ -219,6 +316,8 @@ func Ensure(ctx context.Context, o Options) (Image, error) {
 type builder struct {
 	// docker runs docker with the arguments and returns its standard output.
 	docker func(ctx context.Context, args ...string) ([]byte, error)
+	// dockerInput is docker with the input on its standard input (docker build's context).
+	dockerInput func(ctx context.Context, input []byte, args ...string) ([]byte, error)
 	// build runs build.sh with the arguments and returns its output.
 	build func(ctx context.Context, args ...string) ([]byte, error)
 	lock  string
@@ -254,9 +353,9 @@ func (b builder) ensure(ctx context.Context, o Options) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	img := Image{Tag: Tag(suite, req, coll), Requirements: req}
+	img := Image{Tag: Tag(suite, req, coll), Base: BaseTag(suite, req), Requirements: req}
 	if !b.reuse(ctx, &img, logf) {
-		if err := b.buildChecked(ctx, &img, suite, o, logf); err != nil {
+		if err := b.buildChecked(ctx, &img, suite, coll, o, logf); err != nil {
 			return Image{}, err
 		}
 	}
@@ -268,75 +367,209 @@ func (b builder) ensure(ctx context.Context, o Options) (Image, error) {
 	return img, nil
 }
 
-// buildChecked builds the image under lock. The build tags it "unchecked-…", which is never
+// buildChecked builds the image under lock: the base first when none with its key exists,
+// then the collection's layer. Each build tags its image "unchecked-…", which is never
 // reused; only an image whose versions meet the requirements gets the final tag, so a
-// process that dies between build and check leaves nothing a later call would trust.
-func (b builder) buildChecked(ctx context.Context, img *Image, suite string, o Options, logf func(string, ...any)) error {
+// process that dies between build and check leaves nothing a later call would trust. Once
+// the EE image is tagged, images of older keys are removed (prune).
+func (b builder) buildChecked(ctx context.Context, img *Image, suite string, coll Collection, o Options, logf func(string, ...any)) error {
 	unlock, err := lockFile(ctx, b.lock)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	// Another process may have built it while this one waited for the lock.
+	// Another process may have built it while this one waited for the lock. The base is
+	// only looked at under the lock, so that look is already the second one.
 	if b.reuse(ctx, img, logf) {
 		return nil
 	}
-	tarball, err := filepath.Abs(o.Collection)
-	if err != nil {
-		return fmt.Errorf("collection tarball: %w", err)
-	}
-	key := strings.TrimPrefix(img.Tag, Repository+":")
-	unchecked := Repository + ":unchecked-" + key
-	req := img.Requirements
-	logf("ee: building %s from Debian %s: %s", img.Tag, suite, strings.Join(req.Packages, ", "))
 	start := time.Now()
-	out, err := b.build(ctx, suite, unchecked, strings.Join(req.Packages, ","), tarball)
-	if err != nil {
-		return fmt.Errorf("build image %s from Debian %s packages (needs root, mmdebstrap and docker): %w\n%s", img.Tag, suite, err, tail(string(out), 30))
+	if err := b.ensureBase(ctx, img, suite, o, logf); err != nil {
+		return err
 	}
-	buildTime := time.Since(start)
+	if err := b.buildLayer(ctx, img, coll, o, logf); err != nil {
+		return err
+	}
+	img.Built, img.BuildTime = true, time.Since(start)
+	b.prune(ctx, img, logf)
+	return nil
+}
+
+// ensureBase builds the base image with build.sh unless one with its key exists whose
+// versions meet the requirements.
+func (b builder) ensureBase(ctx context.Context, img *Image, suite string, o Options, logf func(string, ...any)) error {
+	req := img.Requirements
+	if _, _, ok := b.checked(ctx, img.Base, req, logf); ok {
+		logf("ee: base %s reused", img.Base)
+		return nil
+	}
+	unchecked := BaseRepository + ":unchecked-" + strings.TrimPrefix(img.Base, BaseRepository+":")
+	logf("ee: building base %s from Debian %s: %s", img.Base, suite, strings.Join(req.Packages, ", "))
+	start := time.Now()
+	out, err := b.build(ctx, suite, unchecked, strings.Join(req.Packages, ","))
+	if err != nil {
+		b.dropUnchecked(ctx, unchecked, logf) // a build stopped after docker build tagged it
+		return fmt.Errorf("build base image %s from Debian %s packages (needs root, mmdebstrap and docker): %w\n%s", img.Base, suite, err, tail(string(out), 30))
+	}
 	versions := builtVersions(string(out))
 	if err := checkVersions(req, versions); err != nil {
-		err = fmt.Errorf("%s: Debian %s does not meet %s: %w", img.Tag, suite, o.Definition, err)
-		if _, rmErr := b.docker(ctx, "image", "rm", unchecked); rmErr != nil {
+		err = fmt.Errorf("%s: Debian %s does not meet %s: %w", img.Base, suite, o.Definition, err)
+		if rmErr := b.dropUnchecked(ctx, unchecked, nil); rmErr != nil {
 			// Left under its unchecked tag, which nothing reuses.
 			err = fmt.Errorf("%w (and removing %s: %v)", err, unchecked, rmErr)
 		}
 		return err
 	}
-	if _, err := b.docker(ctx, "tag", unchecked, img.Tag); err != nil {
+	if _, err := b.docker(ctx, "tag", unchecked, img.Base); err != nil {
+		b.dropUnchecked(ctx, unchecked, logf)
 		return err
 	}
-	if _, err := b.docker(ctx, "image", "rm", unchecked); err != nil {
-		logf("ee: %s stays tagged %s too: %v", img.Tag, unchecked, err)
-	}
-	if !b.reuse(ctx, img, logf) {
-		return fmt.Errorf("image %s was built and tagged but docker cannot inspect it", img.Tag)
-	}
-	img.Built, img.BuildTime, img.Versions = true, buildTime, versions
+	b.dropUnchecked(ctx, unchecked, logf)
+	img.BaseBuilt, img.BaseBuildTime = true, time.Since(start)
 	return nil
+}
+
+// buildLayer builds the EE image on the base: the collection's layer (layerDockerfile), with
+// the Dockerfile and the tarball streamed to docker build as its context.
+func (b builder) buildLayer(ctx context.Context, img *Image, coll Collection, o Options, logf func(string, ...any)) error {
+	buildCtx, err := layerContext(layerDockerfile(img.Base), o.Collection)
+	if err != nil {
+		return err
+	}
+	unchecked := Repository + ":unchecked-" + strings.TrimPrefix(img.Tag, Repository+":")
+	logf("ee: building %s: %s %s on %s", img.Tag, coll.Name, coll.Version, img.Base)
+	out, err := b.dockerInput(ctx, buildCtx, "build", "--quiet",
+		"--label", collectionLabel+"="+coll.Name+" "+coll.Version+" "+coll.Digest,
+		"-t", unchecked, "-")
+	if err != nil {
+		b.dropUnchecked(ctx, unchecked, logf)
+		return fmt.Errorf("install %s on %s: %w\n%s", o.Collection, img.Base, err, tail(string(out), 30))
+	}
+	// The versions are the base's, checked there; read back through the new image they
+	// show that it is built on that base.
+	size, versions, ok := b.checked(ctx, unchecked, img.Requirements, logf)
+	if !ok {
+		b.dropUnchecked(ctx, unchecked, logf)
+		return fmt.Errorf("image %s was built on %s but does not record versions that meet the requirements", unchecked, img.Base)
+	}
+	if _, err := b.docker(ctx, "tag", unchecked, img.Tag); err != nil {
+		b.dropUnchecked(ctx, unchecked, logf)
+		return err
+	}
+	b.dropUnchecked(ctx, unchecked, logf)
+	img.Size, img.Versions = size, versions
+	return nil
+}
+
+// layerContext is docker build's context for the collection's layer, as a tar stream:
+// the Dockerfile and the collection tarball.
+func layerContext(dockerfile, tarball string) ([]byte, error) {
+	data, err := os.ReadFile(tarball)
+	if err != nil {
+		return nil, fmt.Errorf("collection tarball: %w", err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"Dockerfile", []byte(dockerfile)}, {"collection.tar.gz", data}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg}); err != nil {
+			return nil, fmt.Errorf("docker build context: %w", err)
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, fmt.Errorf("docker build context: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("docker build context: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// cleanupTimeout bounds the docker commands that clean up after a failed or cancelled build.
+const cleanupTimeout = 60 * time.Second
+
+// dropUnchecked removes an unchecked tag, also when ctx is cancelled (the cancel is often
+// why the build failed). Its error goes to logf when logf is not nil ("No such image" when
+// the build stopped before tagging), and is returned.
+func (b builder) dropUnchecked(ctx context.Context, unchecked string, logf func(string, ...any)) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_, err := b.docker(ctx, "image", "rm", unchecked)
+	if err != nil && logf != nil {
+		logf("ee: %s is left (nothing reuses an unchecked tag): %v", unchecked, err)
+	}
+	return err
+}
+
+// Tags of older keys that prune removes: the EE image's "VERSION-KEY" and the base's
+// "KEY", and either's "unchecked-" tags that a stopped build left. Other tags (latest, a
+// user's own) stay.
+var (
+	eeKeyTag   = regexp.MustCompile(`^(unchecked-)?[A-Za-z0-9_][A-Za-z0-9_.-]*-[0-9a-f]{12}$`)
+	baseKeyTag = regexp.MustCompile(`^(unchecked-)?[0-9a-f]{12}$`)
+)
+
+// prune removes the images of older keys once a new EE image is tagged (under the lock, so
+// no build of another process is under way): every content-keyed tag of Repository but
+// img.Tag, then every one of BaseRepository but img.Base (after the EE images, which are
+// built on them). docker image rm without -f refuses to remove an image a container uses;
+// that image stays, and so does any other that fails, with a log line: a prune that fails
+// is no reason to fail the build.
+func (b builder) prune(ctx context.Context, img *Image, logf func(string, ...any)) {
+	for _, r := range []struct {
+		repo, keep string
+		key        *regexp.Regexp
+	}{{Repository, img.Tag, eeKeyTag}, {BaseRepository, img.Base, baseKeyTag}} {
+		out, err := b.docker(ctx, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", r.repo)
+		if err != nil {
+			logf("ee: not removing older %s images: %v", r.repo, err)
+			continue
+		}
+		for _, name := range strings.Fields(string(out)) {
+			repo, tag, _ := strings.Cut(name, ":")
+			if repo != r.repo || name == r.keep || !r.key.MatchString(tag) {
+				continue
+			}
+			if _, err := b.docker(ctx, "image", "rm", name); err != nil {
+				logf("ee: keeping %s: %v", name, err)
+				continue
+			}
+			logf("ee: removed %s (an older key)", name)
+		}
+	}
 }
 
 // reuse fills in the image when one with its tag exists and the versions it records meet
 // the requirements.
 func (b builder) reuse(ctx context.Context, img *Image, logf func(string, ...any)) bool {
-	out, err := b.docker(ctx, "image", "inspect", "--format", inspectFormat, img.Tag)
+	size, versions, ok := b.checked(ctx, img.Tag, img.Requirements, logf)
+	if ok {
+		img.Size, img.Versions = size, versions
+	}
+	return ok
+}
+
+// checked inspects an image: ok when it exists and the versions it records meet the
+// requirements.
+func (b builder) checked(ctx context.Context, tag string, req Requirements, logf func(string, ...any)) (size int64, versions map[string]string, ok bool) {
+	out, err := b.docker(ctx, "image", "inspect", "--format", inspectFormat, tag)
 	if err != nil {
-		return false
+		return 0, nil, false
 	}
-	size, label, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
-	n, err := strconv.ParseInt(size, 10, 64)
+	s, label, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		logf("ee: %s: docker reports size %q; building it again", img.Tag, size)
-		return false
+		logf("ee: %s: docker reports size %q; building it again", tag, s)
+		return 0, nil, false
 	}
-	versions := parseVersionsLabel(label)
-	if err := checkVersions(img.Requirements, versions); err != nil {
-		logf("ee: %s exists, but the versions it records do not meet the requirements (%v); building it again", img.Tag, err)
-		return false
+	versions = parseVersionsLabel(label)
+	if err := checkVersions(req, versions); err != nil {
+		logf("ee: %s exists, but the versions it records do not meet the requirements (%v); building it again", tag, err)
+		return 0, nil, false
 	}
-	img.Size, img.Versions = n, versions
-	return true
+	return n, versions, true
 }
 
 // builtVersions reads build.sh's "package NAME VERSION" lines.
@@ -404,6 +637,19 @@ func runDocker(ctx context.Context, args ...string) ([]byte, error) {
 	return out, nil
 }
 
+// runDockerInput is runDocker with input on docker's standard input.
+func runDockerInput(ctx context.Context, input []byte, args ...string) ([]byte, error) {
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "docker", args...)
+	cmd.Stdin = bytes.NewReader(input)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
 // runBuild writes build.sh to a temporary file and runs it with the arguments.
 func runBuild(ctx context.Context, args ...string) ([]byte, error) {
 	f, err := os.CreateTemp("", "richt-ee-build-*.sh")
@@ -431,9 +677,18 @@ const scriptWaitDelay = 60 * time.Second
 // docker build are its children and would otherwise run on as orphans, and bash's TERM
 // trap (its cleanup) would never run under SIGKILL. Whatever is left after scriptWaitDelay
 // is killed.
+//
+// A caller that dies without cancelling (^C in a program that does not turn it into a
+// cancel, a go test timeout, SIGKILL) cannot signal the group; Pdeathsig has the kernel
+// send bash SIGTERM then, and build.sh's trap passes it on to the group. Pdeathsig fires
+// when the OS thread that started the child ends, not the process: the Go runtime ends a
+// thread when a goroutine locked to it exits, so the goroutine stays locked to its thread
+// from Start to Wait, and that thread ends only with the process (or after Wait).
 func runScript(ctx context.Context, script string, args ...string) ([]byte, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = scriptWaitDelay
 	out, err := cmd.CombinedOutput()
