@@ -22,12 +22,13 @@ import (
 
 var root, _ = filepath.Abs("..")
 
-// collection stages the collection once (make build), as users get it.
+// collection stages the collection once (make build), as users get it; TestMain removes it.
 var collection = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "richt-collection-")
 	if err != nil {
 		return "", err
 	}
+	sharedTempDirs.add(dir)
 	out, err := exec.Command("make", "-C", root, "build", "BUILD="+dir).CombinedOutput()
 	if err != nil {
 		return "", &buildError{string(out)}

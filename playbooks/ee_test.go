@@ -22,25 +22,42 @@ import (
 	"github.com/richt/services/testenv"
 )
 
-// eeCollection stages the collection and builds its tarball once (make collection), as
-// make ee does: the image installs the collection from that tarball, and the plain
-// ansible-playbook runs the test compares with use the same staged build.
-var eeCollection = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "richt-ee-collection-")
+// eeBuild is the collection as make ee takes it: the staged tree (a collections path) and
+// the tarball built from it.
+type eeBuild struct{ dir, tarball string }
+
+// eeCollection builds the collection's tarball once, from the stage the package's other
+// tests use (collection(), make build), with make collection's own command
+// (ansible-galaxy collection build in the staged tree): one test process compiles the
+// modules for four architectures once, not once for the stage and again for make
+// collection. The image installs the collection from the tarball, and the plain
+// ansible-playbook runs the test compares with use the same stage. (Tests that import the
+// stage's plugins may leave __pycache__ in it: ansible-galaxy leaves those out.)
+var eeCollection = sync.OnceValues(func() (eeBuild, error) {
+	dir, err := collection()
 	if err != nil {
-		return "", err
+		return eeBuild{}, err
 	}
-	eeTempDirs.add(dir)
-	out, err := exec.Command("make", "-C", root, "collection", "BUILD="+dir).CombinedOutput()
+	out, err := os.MkdirTemp("", "richt-ee-collection-")
 	if err != nil {
-		return "", fmt.Errorf("make collection: %w\n%s", err, out)
+		return eeBuild{}, err
 	}
-	return dir, nil
+	sharedTempDirs.add(out)
+	cmd := exec.Command("ansible-galaxy", "collection", "build", "--force", "--output-path", out)
+	cmd.Dir = filepath.Join(dir, "ansible_collections", "richt", "services")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return eeBuild{}, fmt.Errorf("ansible-galaxy collection build in %s: %w\n%s", cmd.Dir, err, msg)
+	}
+	tarballs, err := filepath.Glob(filepath.Join(out, "richt-services-*.tar.gz"))
+	if err != nil || len(tarballs) != 1 {
+		return eeBuild{}, fmt.Errorf("ansible-galaxy collection build left %d tarballs in %s: %v", len(tarballs), out, err)
+	}
+	return eeBuild{dir: dir, tarball: tarballs[0]}, nil
 })
 
-// eeTempDirs are the directories the package's tests share through a sync.Once (no test's
-// t.TempDir outlives the others), removed by TestMain once every test has ended.
-var eeTempDirs tempDirs
+// sharedTempDirs are the directories the package's tests share through a sync.Once (no
+// test's t.TempDir outlives the others), removed by TestMain once every test has ended.
+var sharedTempDirs tempDirs
 
 type tempDirs struct {
 	mu   sync.Mutex
@@ -67,24 +84,20 @@ func (d *tempDirs) removeAll() {
 // TestMain removes the package's shared temporary directories after all its tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	eeTempDirs.removeAll()
+	sharedTempDirs.removeAll()
 	os.Exit(code)
 }
 
 // eeImage builds the execution environment once per test process, or reuses the image
 // with the same content key (make ee's).
 var eeImage = sync.OnceValues(func() (ee.Image, error) {
-	dir, err := eeCollection()
+	build, err := eeCollection()
 	if err != nil {
 		return ee.Image{}, err
 	}
-	tarballs, err := filepath.Glob(filepath.Join(dir, "richt-services-*.tar.gz"))
-	if err != nil || len(tarballs) != 1 {
-		return ee.Image{}, fmt.Errorf("make collection left %d tarballs in %s: %v", len(tarballs), dir, err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	return ee.Ensure(ctx, ee.Options{Definition: filepath.Join(root, "execution-environment.yml"), Collection: tarballs[0]})
+	return ee.Ensure(ctx, ee.Options{Definition: filepath.Join(root, "execution-environment.yml"), Collection: build.tarball})
 })
 
 // machineCredential is what an AWX machine credential with privilege escalation gives a
@@ -245,8 +258,9 @@ func TestExecutionEnvironmentJobPath(t *testing.T) {
 	img, err := eeImage()
 	require.NoError(t, err)
 	t.Logf("execution environment %s (%d MB)", img.Tag, img.Size/1e6)
-	coll, err := eeCollection()
+	build, err := eeCollection()
 	require.NoError(t, err)
+	coll := build.dir
 	hash := buildHash(t, coll)
 	for _, tg := range append(jobTargets, plain) {
 		sshSudoer(t, tg, "deploy")
