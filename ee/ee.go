@@ -359,12 +359,32 @@ func (b builder) ensure(ctx context.Context, o Options) (Image, error) {
 			return Image{}, err
 		}
 	}
-	if o.Latest {
-		if _, err := b.docker(ctx, "tag", img.Tag, Repository+":latest"); err != nil {
+	if o.Latest && !img.Built { // buildChecked tagged a built one
+		if err := b.tagLatest(ctx, &img, logf); err != nil {
 			return Image{}, err
 		}
 	}
 	return img, nil
+}
+
+// tagLatest tags the image Repository:latest. An image that only latest held (prune
+// removed its own tag while latest kept it) would be left untagged, so it is removed
+// (docker image rm without -f: not while a container uses it).
+func (b builder) tagLatest(ctx context.Context, img *Image, logf func(string, ...any)) error {
+	latest := Repository + ":latest"
+	prev, inspectErr := b.docker(ctx, "image", "inspect", "--format", "{{.Id}} {{len .RepoTags}}", latest)
+	if _, err := b.docker(ctx, "tag", img.Tag, latest); err != nil {
+		return err
+	}
+	// Tagged twice (its key and latest) when it is img, or held by some other tag: kept.
+	if id, n, _ := strings.Cut(strings.TrimSpace(string(prev)), " "); inspectErr == nil && id != "" && n == "1" {
+		if _, err := b.docker(ctx, "image", "rm", id); err != nil {
+			logf("ee: keeping %s, the image %s was before: %v", id, latest, err)
+		} else {
+			logf("ee: removed %s, the image %s was before", id, latest)
+		}
+	}
+	return nil
 }
 
 // buildChecked builds the image under lock: the base first when none with its key exists,
@@ -391,6 +411,13 @@ func (b builder) buildChecked(ctx context.Context, img *Image, suite string, col
 		return err
 	}
 	img.Built, img.BuildTime = true, time.Since(start)
+	// latest first: an older image it still pointed to is then only under its own tag,
+	// which prune removes with it.
+	if o.Latest {
+		if err := b.tagLatest(ctx, img, logf); err != nil {
+			return err
+		}
+	}
 	b.prune(ctx, img, logf)
 	return nil
 }

@@ -155,6 +155,10 @@ func TestEnsure(t *testing.T) {
 		{ls(Repository), tag + "\n" + Repository + ":latest\n", nil},
 		{ls(BaseRepository), baseTag + "\n", nil},
 	}
+	inspectLatest := func(out string) call {
+		return call{[]string{"docker", "image", "inspect", "--format", "{{.Id}} {{len .RepoTags}}", Repository + ":latest"}, out, nil}
+	}
+	tagLatest := call{[]string{"docker", "tag", tag, Repository + ":latest"}, "", nil}
 	calls := func(c ...[]call) []call {
 		var all []call
 		for _, cs := range c {
@@ -171,7 +175,16 @@ func TestEnsure(t *testing.T) {
 		log              []string
 	}{
 		{"reused (base and layer)", false, []call{{inspect, goodLabel, nil}}, false, false, "", nil},
-		{"reused and tagged latest", true, []call{{inspect, goodLabel, nil}, {[]string{"docker", "tag", tag, "richt-services-ee:latest"}, "", nil}}, false, false, "", nil},
+		{"reused and tagged latest", true, []call{{inspect, goodLabel, nil}, inspectLatest("sha256:1234 2"), tagLatest}, false, false, "", nil},
+		{"reused and tagged latest, the image only latest held removed", true, []call{
+			{inspect, goodLabel, nil}, inspectLatest("sha256:0ld 1"), tagLatest, {rm("sha256:0ld"), "Deleted: sha256:0ld", nil},
+		}, false, false, "", []string{"removed sha256:0ld"}},
+		{"reused and tagged latest, which was not there", true, []call{
+			{inspect, goodLabel, nil}, {inspectLatest("").argv, "", missing}, tagLatest,
+		}, false, false, "", nil},
+		{"built and tagged latest before the older keys are removed", true, calls([]call{
+			{inspect, "", missing}, {inspect, "", missing}, {inspectBase, goodLabel, nil},
+		}, layer[:4], []call{inspectLatest("sha256:0ld 2"), tagLatest}, layer[4:]), true, false, "", nil},
 		{"base and layer built, checked, then tagged", false, calls([]call{
 			{inspect, "", missing}, {inspect, "", missing}, {inspectBase, "", missing},
 			{buildBase, good, nil},
