@@ -305,6 +305,7 @@ func FuzzParseDefinition(f *testing.F) {
 	f.Add(base)
 	f.Add(base + "  system:\n    - git [platform:debian test]\n    - \"x;y\"\n")
 	f.Add(base + "additional_build_steps:\n  append_final: [RUN x]\n")
+	f.Add(base + "    roles:\n      - name: geerlingguy.ntp\n")
 	f.Add(strings.Replace(base, ">=2.19.0,<2.20.0", ">=99999999999999999999", 1))
 	f.Fuzz(func(t *testing.T, data string) {
 		req, err := ParseDefinition([]byte(data))
