@@ -677,21 +677,11 @@ func runDockerInput(ctx context.Context, input []byte, args ...string) ([]byte, 
 	return out, nil
 }
 
-// runBuild writes build.sh to a temporary file and runs it with the arguments.
+// runBuild runs build.sh with the arguments. The script goes to bash as `bash -c SCRIPT
+// build.sh ARGS...` rather than as a file: a temporary file would be left behind by a
+// caller that is killed.
 func runBuild(ctx context.Context, args ...string) ([]byte, error) {
-	f, err := os.CreateTemp("", "richt-ee-build-*.sh")
-	if err != nil {
-		return nil, fmt.Errorf("write image build script: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(buildScript); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("write image build script: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("write image build script: %w", err)
-	}
-	return runScript(ctx, f.Name(), args...)
+	return runScript(ctx, append([]string{"-c", string(buildScript), "build.sh"}, args...)...)
 }
 
 // scriptWaitDelay is how long a cancelled build has after SIGTERM to clean up (build.sh
@@ -699,11 +689,11 @@ func runBuild(ctx context.Context, args ...string) ([]byte, error) {
 // killed.
 const scriptWaitDelay = 60 * time.Second
 
-// runScript runs a bash script in a process group of its own and returns its combined
-// output. Cancelling ctx sends SIGTERM to the whole group, not only to bash: mmdebstrap and
-// docker build are its children and would otherwise run on as orphans, and bash's TERM
-// trap (its cleanup) would never run under SIGKILL. Whatever is left after scriptWaitDelay
-// is killed.
+// runScript runs bash with the arguments (a script and its arguments) in a process group
+// of its own and returns its combined output. Cancelling ctx sends SIGTERM to the whole
+// group, not only to bash: mmdebstrap and docker build are its children and would
+// otherwise run on as orphans, and bash's TERM trap (its cleanup) would never run under
+// SIGKILL. Whatever is left after scriptWaitDelay is killed.
 //
 // A caller that dies without cancelling (^C in a program that does not turn it into a
 // cancel, a go test timeout, SIGKILL) cannot signal the group; Pdeathsig has the kernel
@@ -711,10 +701,10 @@ const scriptWaitDelay = 60 * time.Second
 // when the OS thread that started the child ends, not the process: the Go runtime ends a
 // thread when a goroutine locked to it exits, so the goroutine stays locked to its thread
 // from Start to Wait, and that thread ends only with the process (or after Wait).
-func runScript(ctx context.Context, script string, args ...string) ([]byte, error) {
+func runScript(ctx context.Context, bashArgs ...string) ([]byte, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
+	cmd := exec.CommandContext(ctx, "bash", bashArgs...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = scriptWaitDelay

@@ -471,10 +471,13 @@ func TestBuildStopsWhenItsCallerDies(t *testing.T) {
 	bin := filepath.Join(dir, "bin")
 	require.NoError(t, os.Mkdir(bin, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "mmdebstrap"), []byte(fakeMmdebstrap), 0o755))
+	tmp := filepath.Join(dir, "tmp") // the helper's TMPDIR: runBuild must leave nothing there
+	require.NoError(t, os.Mkdir(tmp, 0o755))
 	helper := exec.Command(os.Args[0], "-test.run=^TestRunBuildHelperProcess$", "-test.count=1")
 	helper.Env = append(os.Environ(),
 		buildHelperEnv+"="+strings.Join(buildTestArgs, " "),
 		"RICHT_FAKE_DIR="+dir,
+		"TMPDIR="+tmp,
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	require.NoError(t, helper.Start())
 	defer func() { _ = helper.Process.Kill(); _ = helper.Wait() }()
@@ -496,6 +499,9 @@ func TestBuildStopsWhenItsCallerDies(t *testing.T) {
 		_, err := os.Stat(strings.TrimSpace(string(work)))
 		return os.IsNotExist(err)
 	}, 60*time.Second, 50*time.Millisecond, "build.sh's work directory %s is left", work)
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left, "files the killed caller left in its TMPDIR")
 	if running(pid) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
