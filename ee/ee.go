@@ -664,10 +664,15 @@ func runDocker(ctx context.Context, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// runDockerInput is runDocker with input on docker's standard input.
+// runDockerInput is runDocker with input on docker's standard input. It runs the layer's
+// docker build, so it also ends with a caller that dies (Pdeathsig, locked to the thread as
+// in runScript): docker build stops when its client goes.
 func runDockerInput(ctx context.Context, input []byte, args ...string) ([]byte, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "docker", args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.Stdin = bytes.NewReader(input)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
