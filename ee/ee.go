@@ -74,7 +74,8 @@ type Options struct {
 
 // Image is a built or reused execution environment.
 type Image struct {
-	// Tag is the image's name and content key (Tag), the only tag Ensure ever reuses.
+	// Tag is the image's name and content key (Tag). Ensure reuses only final tags (this
+	// one and Base), never an unchecked one.
 	Tag string
 	// Base is the base image's name and content key (BaseTag), the image Tag is built on.
 	Base string
