@@ -199,16 +199,7 @@ var topLevel = map[string]func(yaml.Node) error{
 	// images: only base_image, the RPM build's starting point; the Debian build starts from
 	// the suite instead, which is the point of it.
 	"images": func(n yaml.Node) error {
-		var v map[string]yaml.Node
-		if err := n.Decode(&v); err != nil {
-			return fmt.Errorf("a mapping: %w", err)
-		}
-		for _, k := range sortedKeys(v) {
-			if k != "base_image" {
-				return fmt.Errorf("images.%s: the Debian-built image follows only images.base_image (replaced by Debian's suite)", k)
-			}
-		}
-		return nil
+		return onlyKey(n, "images", "base_image", "replaced by Debian's suite")
 	},
 	// additional_build_files: only the staged collection, which the Debian build installs
 	// from the collection's tarball; any other file would be in ansible-builder's build
@@ -240,17 +231,23 @@ var topLevel = map[string]func(yaml.Node) error{
 	// mmdebstrap. The other options (user, workdir, container_init, tags,
 	// skip_ansible_check, relax_passwd_permissions, ...) change the image or its checks.
 	"options": func(n yaml.Node) error {
-		var v map[string]yaml.Node
-		if err := n.Decode(&v); err != nil {
-			return fmt.Errorf("a mapping: %w", err)
-		}
-		for _, k := range sortedKeys(v) {
-			if k != "package_manager_path" {
-				return fmt.Errorf("options.%s: the Debian-built image follows only options.package_manager_path (its package manager is apt, through mmdebstrap)", k)
-			}
-		}
-		return nil
+		return onlyKey(n, "options", "package_manager_path", "its package manager is apt, through mmdebstrap")
 	},
+}
+
+// onlyKey refuses every key of the top-level mapping n (the definition's key at) but key,
+// saying why the Debian build follows that one only.
+func onlyKey(n yaml.Node, at, key, why string) error {
+	var v map[string]yaml.Node
+	if err := n.Decode(&v); err != nil {
+		return fmt.Errorf("a mapping: %w", err)
+	}
+	for _, k := range sortedKeys(v) {
+		if k != key {
+			return fmt.Errorf("%s.%s: the Debian-built image follows only %s.%s (%s)", at, k, at, key, why)
+		}
+	}
+	return nil
 }
 
 // onlyKeys refuses a key of the mapping n (the definition's key at) that is not in allowed,
