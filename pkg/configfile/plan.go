@@ -25,6 +25,10 @@ type Deps struct {
 	// processes, so a run killed after the move leaves it due. An error stops the step
 	// with nothing replaced.
 	BeforeReplace func() error
+
+	// renamed, when set, runs right after a write's rename, before the check that the
+	// path holds the file written: tests put another file there.
+	renamed func()
 }
 
 // Want is what the task asks for, resolved: owner and group as ids, the validator split.
@@ -66,7 +70,8 @@ type Step string
 // The steps, in the order a plan holds them:
 //   - remove-stale removes temporary files a killed run left (no change of the file);
 //   - write writes the content to a temporary file beside the path (root's, 0600), runs
-//     the validator on it, gives it its final owner and mode, and renames it over the path;
+//     the validator on a copy in ValidateDir, renames the file over the path and then
+//     gives it its final owner and mode;
 //   - chown and chmod give a file whose content is right its owner and group, its mode;
 //   - remove removes the path, and nothing else.
 const (
