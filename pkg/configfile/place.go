@@ -3,8 +3,8 @@ package configfile
 import (
 	"bytes"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path"
