@@ -3,6 +3,7 @@ package configfile
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/richt/services/pkg/ansible"
@@ -39,6 +40,8 @@ type Want struct {
 	Mode       os.FileMode
 	UID, GID   int
 	Sensitive  bool
+	// RootOnly is Config.RootOnly: the owner is root and the directories are root's alone.
+	RootOnly bool
 	// Validate is the validator's argv, with Placeholder in at least one word; nil for none.
 	Validate []string
 }
@@ -87,7 +90,7 @@ const (
 // observes the path and decides; it changes nothing. With an error, the plan is as far as
 // it got, with no steps.
 func (d Deps) Plan(ctx context.Context, c Config) (Plan, error) {
-	w := Want{Name: c.Name, Path: c.Path, Present: !c.Absent, Content: []byte(c.Content), Mode: c.Mode, Sensitive: c.Sensitive}
+	w := Want{Name: c.Name, Path: c.Path, Present: !c.Absent, Content: []byte(c.Content), Mode: c.Mode, Sensitive: c.Sensitive, RootOnly: c.RootOnly}
 	p := Plan{Want: w}
 	var err error
 	if !c.checked {
@@ -105,6 +108,10 @@ func (d Deps) Plan(ctx context.Context, c Config) (Plan, error) {
 		}
 		if w.GID, err = safefile.GID(ctx, d.Runner, c.param("group"), group); err != nil {
 			return p, err
+		}
+		if w.RootOnly && w.UID != 0 {
+			// A name Check let through (root's) that resolves to another uid.
+			return p, rootOnlyOwnerErr(c.param("owner"), c.Path, fmt.Sprintf("%q (uid %d)", owner, w.UID))
 		}
 	}
 	p.Want = w

@@ -118,6 +118,18 @@ func TestConfigsAndReactionsAreRefusedBeforeAnything(t *testing.T) {
 			`configs[0].timeout: "0s" must be a positive duration`},
 		{"no content", map[string]any{"configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf"}}},
 			`configs[0].content: required when the service is present`},
+		{"a config under a unit directory owned by a daemon's user", map[string]any{"configs": []any{map[string]any{"name": "env",
+			"path": "/etc/systemd/system/demo.service.d/50-env.conf", "content": "[Service]\n", "owner": "redis"}}},
+			`configs[0].owner: "redis" is not root, and /etc/systemd/system/demo.service.d/50-env.conf is under systemd's unit directories, where a file says what systemd runs as root`},
+		{"a config under a unit directory owned by uid 101", map[string]any{"configs": []any{map[string]any{"name": "env",
+			"path": "/usr/lib/systemd/system/demo.service.d/50-env.conf", "content": "[Service]\n", "owner": "101"}}},
+			`configs[0].owner: "101" is not root`},
+		{"a config under a unit directory, root's with another group: fine", map[string]any{"configs": []any{map[string]any{"name": "env",
+			"path": "/etc/systemd/system/demo.service.d/50-env.conf", "content": "[Service]\n", "owner": "root", "group": "redis", "mode": "0640"}}}, ""},
+		{"a config under a unit directory, absent with an owner: fine", map[string]any{"state": "absent", "configs": []any{map[string]any{"name": "env",
+			"path": "/etc/systemd/system/demo.service.d/50-env.conf", "owner": "redis"}}}, ""},
+		{"a config elsewhere owned by a daemon's user: fine", map[string]any{"configs": []any{map[string]any{"name": "cache",
+			"path": "/etc/redis/redis.conf", "content": "port 6379\n", "owner": "redis"}}}, ""},
 		{"no content, absent: fine", map[string]any{"state": "absent", "configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf"}}}, ""},
 		{"references to every kind of part: fine", map[string]any{
 			"packages":  []any{map[string]any{"name": "demo"}},
@@ -540,3 +552,4 @@ func TestAFailedRenameWithdrawsWhatItsHookRecorded(t *testing.T) {
 	assert.Equal(t, []any{"record-pending demo.service restart", "record-pending web.service restart",
 		"withdraw-pending demo.service", "withdraw-pending web.service"}, out["plan"])
 }
+
