@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -553,3 +554,44 @@ func TestAFailedRenameWithdrawsWhatItsHookRecorded(t *testing.T) {
 		"withdraw-pending demo.service", "withdraw-pending web.service"}, out["plan"])
 }
 
+// diffingConfigs is fakeConfigs whose writes carry a diff, with the old content in it.
+type diffingConfigs struct{ fakeConfigs }
+
+func (f *diffingConfigs) Plan(ctx context.Context, c configfile.Config) (configfile.Plan, error) {
+	p, err := f.fakeConfigs.Plan(ctx, c)
+	if p.Changed() {
+		p.Diff = &ansible.Diff{Before: "requirepass old-secret\n", After: c.Content}
+	}
+	return p, err
+}
+
+// A config's diff (its previous content, when not sensitive) is in the result only in
+// diff mode, as Ansible's own modules do: not in every result a controller stores, in
+// check mode or not.
+func TestAConfigsDiffOnlyInDiffMode(t *testing.T) {
+	for _, check := range []bool{false, true} {
+		for _, diff := range []bool{false, true} {
+			t.Run(fmt.Sprintf("check %v, diff %v", check, diff), func(t *testing.T) {
+				d := Deps{Configs: &diffingConfigs{fakeConfigs{write: true}}}
+				args := map[string]any{"name": "demo", "configs": []any{siteConfig("site")}}
+				out := ansible.Call(context.Background(), Spec(), args, check, diff, Handler(d))
+				require.Nil(t, out["failed"], out["msg"])
+				configs, _ := out["configs"].([]any)
+				require.Len(t, configs, 1)
+				c := configs[0].(map[string]any)
+				assert.Equal(t, true, c["changed"])
+				_, has := c["diff"]
+				assert.Equal(t, diff, has, "configs[0].diff")
+				_, has = out["diff"]
+				assert.Equal(t, diff, has, "diff")
+				if diff {
+					assert.Contains(t, out["diff"].(map[string]any)["before"], "requirepass old-secret")
+				} else {
+					data, err := json.Marshal(out)
+					require.NoError(t, err)
+					assert.NotContains(t, string(data), "old-secret", "the old content nowhere in the result")
+				}
+			})
+		}
+	}
+}
