@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/richt/services/pkg/atomicfile"
-	"github.com/richt/services/pkg/runner"
 )
 
 // daemonsDir lays out the config over "old\n" in a directory its owner (uid and gid 1)
@@ -204,15 +203,4 @@ func TestTheValidatorsDirectoryIsRootsAlone(t *testing.T) {
 			unchanged(t, root)
 		})
 	}
-}
-
-// A real validator sees its copy root's alone (0600 in a 0700 directory of root's).
-func TestARealValidatorSeesARootOnlyCopy(t *testing.T) {
-	needsRoot(t)
-	root := daemonsDir(t)
-	d := Deps{Runner: runner.Exec{}, Root: root}
-	plan, err := d.Plan(context.Background(), daemonsConfig(`sh -c 'test "$(stat -c %u:%a "$1" "${1%/*}")" = "$(printf "0:600\n0:700")" || { stat "$1" "${1%/*}"; exit 1; }' check %s`))
-	require.NoError(t, err)
-	_, err = d.Apply(context.Background(), plan)
-	require.NoError(t, err)
 }
