@@ -192,22 +192,33 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	}
 	contents := map[string][]byte{}
 	refs := map[string][]wiring.Ref{}
+	keep := func(f rollback.File, data []byte, sensitive, unitFile bool) {
+		f.Sensitive, f.UnitFile = sensitive, unitFile
+		rec.Files = append(rec.Files, f)
+		contents[f.Path] = data
+	}
 	observe := func(path string, sensitive, unitFile bool) error {
 		f, data, err := rollback.Observe(path)
 		if err != nil {
 			return err
 		}
-		f.Sensitive, f.UnitFile = sensitive, unitFile
-		rec.Files = append(rec.Files, f)
-		contents[path] = data
+		keep(f, data, sensitive, unitFile)
 		return nil
 	}
 	for _, cp := range c.configs {
-		if cp.changes() {
-			if err := observe(cp.cfg.Path, cp.cfg.Sensitive, cp.unitDir()); err != nil {
-				r.res.FailedStep = "rollback"
-				return fmt.Errorf("rollback: %w", err)
-			}
+		if !cp.changes() {
+			continue
+		}
+		if f, data, ok := beforeAsPlanned(cp); ok {
+			// The plan's own read (no link followed, its directories checked): the
+			// content saved is the one its write replaces, which checks that the file is
+			// still the one it read.
+			keep(f, data, cp.cfg.Sensitive, cp.unitDir())
+			continue
+		}
+		if err := observe(cp.cfg.Path, cp.cfg.Sensitive, cp.unitDir()); err != nil {
+			r.res.FailedStep = "rollback"
+			return fmt.Errorf("rollback: %w", err)
 		}
 	}
 	for i, f := range r.files {
@@ -242,6 +253,10 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		return nil
 	}
 	rec = rollback.Merge(earlier, rec)
+	if err := r.restorable(ctx, rec, contents); err != nil {
+		r.res.FailedStep = "rollback"
+		return err
+	}
 	// This run moves forward, whatever phase an earlier run was killed in.
 	rec.Phase = rollback.PhaseChanging
 	var old []string
@@ -284,6 +299,50 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	}
 	r.res.Rollback = plan
 	r.rb = &rollbackRun{rec: rec, contents: contents, fileRefs: refs}
+	return nil
+}
+
+// beforeAsPlanned is a config's state before the change as its plan read it, when the plan was
+// made (not deferred to the packages step, not failed).
+func beforeAsPlanned(cp configPlan) (rollback.File, []byte, bool) {
+	if cp.err != nil || cp.deferred {
+		return rollback.File{}, nil, false
+	}
+	pf := cp.plan.File
+	f := rollback.File{Path: cp.cfg.Path, Existed: pf.Exists}
+	if !pf.Exists {
+		return f, nil, true
+	}
+	f.Mode, f.UID, f.GID = pf.Mode, pf.UID, pf.GID
+	return f, slices.Clone(pf.Content), true
+}
+
+// restorable plans, reading only, how a rollback would put back each config the record
+// holds that existed (restorePlan): a state today's rules refuse to write (a mode group or
+// others could write through, a set-id bit, a directory no longer trusted) refuses the run
+// here, before any change, as a build that could not be installed again does.
+func (r *run) restorable(ctx context.Context, rec rollback.Record, contents map[string][]byte) error {
+	if r.d.Configs == nil {
+		return nil
+	}
+	for _, f := range rec.Files {
+		if f.UnitFile || !f.Existed {
+			continue
+		}
+		saved, ok := contents[f.Path]
+		if f.Saved != "" {
+			// An earlier run's saved content.
+			var err error
+			if saved, err = r.d.Rollback.Store.Saved(&rec, f); err != nil {
+				return fmt.Errorf("rollback: %w", err)
+			}
+		} else if !ok {
+			continue
+		}
+		if _, err := r.restorePlan(ctx, f, saved); err != nil {
+			return fmt.Errorf("rollback: %s could not be put back as it is now (%w); a failed change could not be rolled back, so nothing was changed (make the file one a config may be, or run without rollback)", f.Path, err)
+		}
+	}
 	return nil
 }
 

@@ -218,7 +218,11 @@ func demoMoves(rpm *fakeRPM) *movingPackages {
 
 // diskConfigs writes the configs' content to their paths (mode 0644): a plan writes a
 // file whose content differs.
-type diskConfigs struct{ written []string }
+type diskConfigs struct {
+	written []string
+	// planned, when set, runs after each plan's read.
+	planned func(path string)
+}
 
 func (d *diskConfigs) Plan(_ context.Context, c configfile.Config) (configfile.Plan, error) {
 	mode := c.Mode
@@ -226,6 +230,15 @@ func (d *diskConfigs) Plan(_ context.Context, c configfile.Config) (configfile.P
 		mode = 0o644
 	}
 	p := configfile.Plan{Want: configfile.Want{Name: c.Name, Path: c.Path, Present: !c.Absent, Content: []byte(c.Content), Mode: mode}}
+	// The file as configfile's plan reads it (the rollback's record takes it from there).
+	f, err := configfile.Observe("", c.Path)
+	if err != nil {
+		return p, err
+	}
+	p.File = f
+	if d.planned != nil {
+		d.planned(c.Path)
+	}
 	now, err := os.ReadFile(c.Path)
 	switch {
 	case c.Absent:
@@ -731,4 +744,76 @@ func TestAMergedRecordIsChangingWhileTheRunMovesForward(t *testing.T) {
 	require.Nil(t, out["failed"], out["msg"])
 	require.NotNil(t, during)
 	assert.Equal(t, rollback.PhaseChanging, during.Phase, "the run moves forward, whatever phase the earlier run was killed in")
+}
+
+// A config whose state before the change today's rules would not write back (a mode the
+// group can write through, a set-id bit) refuses the run before any change, in check mode
+// too: its rollback could not put it back. Refused after the change, the host would be
+// left with the failed change.
+func TestRollbackRefusesAFileItCouldNotPutBackBeforeAnyChange(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mode os.FileMode
+		why  string
+	}{
+		{"group-writable", 0o664, "lets group or others write"},
+		{"setgid", 0o644 | os.ModeSetgid, "setgid"},
+	} {
+		for _, check := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s check=%v", c.name, check), func(t *testing.T) {
+				g := newTarget(t)
+				path := filepath.Join(t.TempDir(), "site.conf")
+				require.NoError(t, os.WriteFile(path, []byte("listen 80\n"), 0o600))
+				require.NoError(t, os.Chmod(path, c.mode))
+				pkgs := demoMoves(g.rpm)
+				procs := &failingProcess{fail: []bool{true}}
+				out := ansible.Call(context.Background(), Spec(), rbArgs(path, "listen 81\n", map[string]any{"unit": "demo"}), check, false,
+					Handler(rbDeps(g, pkgs, procs)))
+				require.Equal(t, true, out["failed"], "refused")
+				assert.Equal(t, "rollback", out["failed_step"])
+				msg, _ := out["msg"].(string)
+				assert.Contains(t, msg, path+" could not be put back")
+				assert.Contains(t, msg, c.why)
+				assert.Contains(t, msg, "nothing was changed")
+				assert.NotContains(t, msg, "configs[-1]", "the message names the saved state, not an entry the task does not have")
+				assert.Zero(t, pkgs.runs, "the packages step never ran")
+				assert.Empty(t, procs.calls)
+				data, err := os.ReadFile(path)
+				require.NoError(t, err)
+				assert.Equal(t, "listen 80\n", string(data))
+				assert.NoDirExists(t, g.store.Dir, "no record")
+			})
+		}
+	}
+}
+
+// The content a record saves for a config is the one its plan read (through a descriptor
+// opened without following a link) and its write checks it still replaces: a link to a
+// root-only secret put at the config's path after the plan (by the daemon's user, who
+// owns the directory) never reaches the record.
+func TestRollbackSavesTheConfigItsPlanRead(t *testing.T) {
+	g := newTarget(t)
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "shadow")
+	require.NoError(t, os.WriteFile(secret, []byte("root:$6$secret\n"), 0o600))
+	path := filepath.Join(dir, "site.conf")
+	require.NoError(t, os.WriteFile(path, []byte("listen 80\n"), 0o640))
+	pkgs := demoMoves(g.rpm)
+	var saved []string
+	pkgs.during = func() {
+		rec := g.record(t)
+		require.NotNil(t, rec)
+		for _, f := range rec.Files {
+			data, err := g.store.Saved(rec, f)
+			require.NoError(t, err)
+			saved = append(saved, string(data))
+		}
+	}
+	d := rbDeps(g, pkgs, &failingProcess{})
+	d.Configs.(*diskConfigs).planned = func(p string) {
+		require.NoError(t, os.Rename(p, p+".away"))
+		require.NoError(t, os.Symlink(secret, p))
+	}
+	ansible.Call(context.Background(), Spec(), rbArgs(path, "listen 81\n", map[string]any{"unit": "demo"}), false, false, Handler(d))
+	assert.Equal(t, []string{"listen 80\n"}, saved, "the plan's read, never the link's target")
 }
