@@ -398,15 +398,25 @@ func (r *run) endRollback(ctx context.Context, cause error) error {
 
 // forget removes the record and the kept builds that are no longer installed.
 //
+// The builds kept are those of every package of the service, not only the ones this run
+// moved: a run that moves only one package must not remove the build another's next
+// change needs (that change would be refused for want of it). A run that moved no package
+// prunes nothing.
+//
 // The builds now installed are kept first (after a change that ended well, the ones it
 // installed; after a rollback, the old ones, kept already): the next change's rollback
 // then needs no repository that still has them. One that no enabled repository has is a
 // warning: that next change will be refused before it changes anything.
 func (r *run) forget(ctx context.Context) error {
 	rb := r.d.Rollback
-	names := make([]string, 0, len(r.rb.rec.Packages))
+	names := make([]string, 0, len(r.rb.rec.Packages)+len(r.p.Packages))
 	for _, p := range r.rb.rec.Packages {
 		names = append(names, p.Name)
+	}
+	for _, p := range r.p.Packages {
+		if len(r.rb.rec.Packages) > 0 && !slices.Contains(names, p.Name) {
+			names = append(names, p.Name)
+		}
 	}
 	var keep []string
 	if len(names) > 0 {

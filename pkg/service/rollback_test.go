@@ -817,3 +817,18 @@ func TestRollbackSavesTheConfigItsPlanRead(t *testing.T) {
 	ansible.Call(context.Background(), Spec(), rbArgs(path, "listen 81\n", map[string]any{"unit": "demo"}), false, false, Handler(d))
 	assert.Equal(t, []string{"listen 80\n"}, saved, "the plan's read, never the link's target")
 }
+
+// A run that moves only one of the service's packages keeps the other's installed build
+// when it prunes: the other's next change needs it for its own rollback.
+func TestRollbackPruneKeepsTheBuildsOfPackagesTheRunDidNotMove(t *testing.T) {
+	const otherBuild = "other-0:1.0-1.noarch"
+	g := newTarget(t)
+	g.rpm.installed["other"] = []string{otherBuild}
+	pkgs := demoMoves(g.rpm)
+	args := rbArgs("", "", map[string]any{"unit": "demo"})
+	args["packages"] = append(args["packages"].([]any), map[string]any{"name": "other", "version": "0:1.0-1.noarch"})
+	out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(rbDeps(g, pkgs, &failingProcess{})))
+	require.Nil(t, out["failed"], out["msg"])
+	require.Len(t, g.keeper.pruned, 1)
+	assert.ElementsMatch(t, []string{demoNew, otherBuild}, g.keeper.pruned[0], "other's build stays kept")
+}
