@@ -128,9 +128,11 @@ func (r *run) presentLocked(ctx context.Context) error {
 
 // absentLocked is absent; a removal that ends well removes the service's record and the
 // builds it keeps (a later install must not roll back to the removed service's state),
-// under the service's lock when there is a record.
+// under the service's lock: also without a record, since a run with rollback that is
+// keeping builds at that moment has no record yet, and a prune beside it would remove
+// the files it is writing.
 func (r *run) absentLocked(ctx context.Context) error {
-	release, err := r.lockService(ctx, false)
+	release, err := r.lockService(ctx, true)
 	if err != nil {
 		return err
 	}

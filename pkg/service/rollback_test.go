@@ -38,6 +38,7 @@ type fakeKeeper struct {
 	asked   [][]string
 	checks  []bool
 	pruned  [][]string
+	onPrune func()
 }
 
 func (k *fakeKeeper) Ensure(_ context.Context, nevras []string, check bool) ([]string, error) {
@@ -56,6 +57,9 @@ func (k *fakeKeeper) Path(nevra string) string { return rollback.DefaultKeepDir 
 
 func (k *fakeKeeper) Prune(keep []string) error {
 	k.pruned = append(k.pruned, slices.Clone(keep))
+	if k.onPrune != nil {
+		k.onPrune()
+	}
 	return nil
 }
 
@@ -831,4 +835,60 @@ func TestRollbackPruneKeepsTheBuildsOfPackagesTheRunDidNotMove(t *testing.T) {
 	require.Nil(t, out["failed"], out["msg"])
 	require.Len(t, g.keeper.pruned, 1)
 	assert.ElementsMatch(t, []string{demoNew, otherBuild}, g.keeper.pruned[0], "other's build stays kept")
+}
+
+// A rollback of a first install removes the package: when a package outside the service
+// has come to require it since, DNF would remove that one too. The rollback fails at
+// packages, naming it, and runs no transaction; a dependent that is the service's own
+// package goes with it.
+func TestRollbackRemovesNoPackageThatIsNotTheServices(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		dependents []string
+		refused    bool
+	}{
+		{"another package requires it: refused", []string{"appb-1.0-1.noarch"}, true},
+		{"only the service's own require it", []string{"demo-2.0-1.noarch"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := newTarget(t)
+			delete(g.rpm.installed, "demo")
+			pkgs := &movingPackages{befores: []rollback.Package{{Name: "demo"}}, pins: []string{demoNew}, rpm: g.rpm}
+			d := rbDeps(g, pkgs, &failingProcess{fail: []bool{true}})
+			d.Predict = fakePredict{dependents: c.dependents}
+			out := ansible.Call(context.Background(), Spec(), rbArgs("", "", map[string]any{"unit": "demo"}), false, false, Handler(d))
+			require.Equal(t, true, out["failed"])
+			done := resultOf(out, "rolled_back")
+			require.NotNil(t, done)
+			if !c.refused {
+				require.Len(t, g.txn.ran, 1)
+				assert.Equal(t, "remove demo\nrun\n", g.txn.script)
+				return
+			}
+			assert.Empty(t, g.txn.ran, "no transaction")
+			assert.Equal(t, "packages", done["failed"])
+			assert.Contains(t, out["msg"], "would also remove appb-1.0-1.noarch")
+			require.NotNil(t, g.record(t), "the record is kept")
+		})
+	}
+}
+
+// A removal prunes the service's kept builds under the service's lock even when it has no
+// record: a run with rollback keeping builds at that moment has none yet.
+func TestARemovalPrunesUnderTheServicesLock(t *testing.T) {
+	g := newTarget(t)
+	var locked []string
+	held := false
+	d := rbDeps(g, nil, &failingProcess{})
+	d.Lock = func(_ context.Context, name string) (func(), error) {
+		locked = append(locked, name)
+		held = true
+		return func() { held = false }, nil
+	}
+	pruned := false
+	g.keeper.onPrune = func() { pruned = held }
+	out := ansible.Call(context.Background(), Spec(), map[string]any{"name": "demo", "state": "absent"}, false, false, Handler(d))
+	require.Nil(t, out["failed"], out["msg"])
+	assert.Contains(t, locked, "service-"+rollback.Key("demo"))
+	assert.True(t, pruned, "pruned while the lock was held")
 }
