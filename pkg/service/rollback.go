@@ -255,6 +255,7 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		return nil
 	}
 	rec = rollback.Merge(earlier, rec)
+	rec.Files = r.declaredOnly(rec.Files, c, refs)
 	if err := r.restorable(ctx, rec, contents); err != nil {
 		r.res.FailedStep = "rollback"
 		return err
@@ -302,6 +303,28 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	r.res.Rollback = plan
 	r.rb = &rollbackRun{rec: rec, contents: contents, fileRefs: refs}
 	return nil
+}
+
+// declaredOnly drops the files of an earlier run's record that the task no longer
+// declares (a config or file since taken out of the service): a rollback acts only on the
+// service's files, and one no longer declared may be someone else's now. Each is a
+// warning: its earlier state is not put back.
+func (r *run) declaredOnly(files []rollback.File, c *composed, refs map[string][]wiring.Ref) []rollback.File {
+	declared := func(path string) bool {
+		if _, ok := refs[path]; ok {
+			return true
+		}
+		return slices.ContainsFunc(c.configs, func(cp configPlan) bool { return cp.cfg.Path == path })
+	}
+	var out []rollback.File
+	for _, f := range files {
+		if declared(f.Path) {
+			out = append(out, f)
+			continue
+		}
+		r.req.Warn("rollback: %s, which an earlier unfinished run changed, is no longer one of the service's files: a rollback leaves it as it is", f.Path)
+	}
+	return out
 }
 
 // beforeAsPlanned is a config's state before the change as its plan read it, when the plan was

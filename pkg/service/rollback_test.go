@@ -892,3 +892,24 @@ func TestARemovalPrunesUnderTheServicesLock(t *testing.T) {
 	assert.Contains(t, locked, "service-"+rollback.Key("demo"))
 	assert.True(t, pruned, "pruned while the lock was held")
 }
+
+// A file an earlier unfinished run recorded that the task no longer declares is left as
+// it is by the rollback (with a warning): it may be someone else's now.
+func TestRollbackLeavesAFileNoLongerDeclared(t *testing.T) {
+	g := newTarget(t)
+	dir := t.TempDir()
+	gone, site := filepath.Join(dir, "gone.conf"), filepath.Join(dir, "site.conf")
+	require.NoError(t, os.WriteFile(gone, []byte("someone else's now\n"), 0o644))
+	beginEarlier(t, g, rollback.PhaseRestoring, gone, "the service's once\n")
+	args := rbArgs(site, "listen 81\n", map[string]any{"unit": "demo"})
+	delete(args, "packages")
+	g.rpm.installed["demo"] = []string{demoOldest} // as the earlier record has it
+	out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(rbDeps(g, nil, &failingProcess{fail: []bool{true}})))
+	require.Equal(t, true, out["failed"])
+	assert.Contains(t, out["msg"], "the previous state is back")
+	data, err := os.ReadFile(gone)
+	require.NoError(t, err)
+	assert.Equal(t, "someone else's now\n", string(data), "not written back")
+	assert.Contains(t, fmt.Sprint(out["warnings"]), gone+", which an earlier unfinished run changed, is no longer one of the service's files")
+	assert.NoFileExists(t, site, "the declared file is put back (it did not exist)")
+}
