@@ -24,6 +24,9 @@ type Keeper interface {
 	Path(nevra string) string
 	// Prune removes every kept build but keep.
 	Prune(keep []string) error
+	// GPGCheck reports whether the build was kept from a repository with gpgcheck on
+	// (its signature checked then, and to be checked again when it is installed).
+	GPGCheck(nevra string) bool
 }
 
 // Rollbacks are what `rollback: true` needs on the target.

@@ -46,6 +46,9 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 	rpmexact.MarkReported(earlier)
 	var install, remove []string
 	var moving []rollback.Package
+	// gpgcheck: a kept build came from a repository with gpgcheck on; the transaction
+	// checks the kept files' signatures as DNF checked them there.
+	gpgcheck := false
 	for _, p := range rec.Packages {
 		now := have[p.Name].NEVRAs
 		if slices.Equal(now, p.Before) {
@@ -59,6 +62,7 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 		for _, b := range p.Before {
 			if !slices.Contains(now, b) {
 				install = append(install, rb.Keeper(r.p.Name).Path(b))
+				gpgcheck = gpgcheck || rb.Keeper(r.p.Name).GPGCheck(b)
 			}
 		}
 	}
@@ -85,7 +89,7 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 	// at its `run`), so the second is the restore, not half of it.
 	var o rpmexact.Outcome
 	var unitFiles bool
-	for i, argv := range [][]string{rollback.RestoreArgvOffline(r.manager(), path), rollback.RestoreArgv(r.manager(), path)} {
+	for i, argv := range [][]string{rollback.RestoreArgvOffline(r.manager(), path, gpgcheck), rollback.RestoreArgv(r.manager(), path, gpgcheck)} {
 		o, err = rb.Txn.Run(ctx, rpmexact.Transaction{Argv: argv, Names: names, Reason: "rollback of service " + r.p.Name})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)

@@ -39,7 +39,11 @@ type fakeKeeper struct {
 	checks  []bool
 	pruned  [][]string
 	onPrune func()
+	// signed are the builds kept from a repository with gpgcheck on.
+	signed []string
 }
+
+func (k *fakeKeeper) GPGCheck(nevra string) bool { return slices.Contains(k.signed, nevra) }
 
 func (k *fakeKeeper) Ensure(_ context.Context, nevras []string, check bool) ([]string, error) {
 	k.asked = append(k.asked, slices.Clone(nevras))
@@ -912,4 +916,26 @@ func TestRollbackLeavesAFileNoLongerDeclared(t *testing.T) {
 	assert.Equal(t, "someone else's now\n", string(data), "not written back")
 	assert.Contains(t, fmt.Sprint(out["warnings"]), gone+", which an earlier unfinished run changed, is no longer one of the service's files")
 	assert.NoFileExists(t, site, "the declared file is put back (it did not exist)")
+}
+
+// A kept build from a repository with gpgcheck on is installed by the rollback with DNF's
+// check of local packages on (offline and with the repositories); one from a repository
+// without it with DNF's default.
+func TestRollbackInstallsSignedKeptBuildsWithTheirCheck(t *testing.T) {
+	for _, signed := range []bool{true, false} {
+		t.Run(fmt.Sprint("gpgcheck=", signed), func(t *testing.T) {
+			g := newTarget(t)
+			if signed {
+				g.keeper.signed = []string{demoOld}
+			}
+			g.txn.after = map[string][]string{"demo": {demoNew}} // not restored: both tries run
+			out := ansible.Call(context.Background(), Spec(), rbArgs("", "", map[string]any{"unit": "demo"}), false, false,
+				Handler(rbDeps(g, demoMoves(g.rpm), &failingProcess{fail: []bool{true}})))
+			require.Equal(t, true, out["failed"])
+			require.Len(t, g.txn.ran, 2)
+			for _, tr := range g.txn.ran {
+				assert.Equal(t, signed, slices.Contains(tr.Argv, "--setopt=localpkg_gpgcheck=True"), tr.Argv)
+			}
+		})
+	}
 }
