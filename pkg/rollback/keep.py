@@ -129,6 +129,10 @@ def copy_into(src, dest, name):
     return tmp
 
 
+class Refused(Exception):
+    """A build DNF would not install from its repository: its message is the answer."""
+
+
 def check_signature(base, pkg, nevra):
     """Checks pkg's signature when its repository has gpgcheck on, as DNF does before it
     installs from there; returns whether it was checked. Raises when DNF would refuse it."""
@@ -145,7 +149,7 @@ def check_signature(base, pkg, nevra):
         else:
             code, msg = base.package_signature_check(pkg)
     if code != 0:
-        raise RuntimeError(
+        raise Refused(
             "%s from repository %s, which has gpgcheck on, fails DNF's signature check (%s): DNF "
             "would not install it from there, so it is not kept for a rollback to install"
             % (nevra, pkg.reponame, (msg or "not signed").strip()))
@@ -199,6 +203,8 @@ def main(args):
         answer({"found": out, "missing": missing}, 0)
     except SystemExit:
         raise
+    except Refused as e:
+        answer({"error": str(e)}, 1)
     except Exception as e:
         answer({"error": "%s: %s" % (type(e).__name__, e)}, 1)
     finally:
