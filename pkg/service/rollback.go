@@ -330,8 +330,8 @@ func (r *run) declaredOnly(files []rollback.File, c *composed, refs map[string][
 	return out
 }
 
-// beforeAsPlanned is a config's state before the change as its plan read it, when the plan was
-// made (not deferred to the packages step, not failed).
+// beforeAsPlanned is a config's state before the change as its plan read it, when the
+// plan was made (not deferred to the packages step, not failed).
 func beforeAsPlanned(cp configPlan) (rollback.File, []byte, bool) {
 	if cp.err != nil || cp.deferred {
 		return rollback.File{}, nil, false
