@@ -16,8 +16,8 @@ import (
 	"github.com/richt/services/testenv"
 )
 
-// Issue 41's end-to-end checks of what a rollback keeps, saves and installs: never more
-// than DNF itself would install from the repository, never what the service does not own.
+// End-to-end checks of what a rollback keeps, saves and installs: never more than DNF
+// itself would install from the repository, never what the service does not own.
 
 // sigd is a small package of the signing tests: one file, no scriptlet.
 func sigd(name, version, note string) testenv.Package {
