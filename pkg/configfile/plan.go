@@ -9,6 +9,7 @@ import (
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/safefile"
+	"github.com/richt/services/pkg/stamp"
 )
 
 // Deps are the side effects of planning and applying a config.
@@ -25,6 +26,8 @@ type Deps struct {
 	// processes, so a run killed after the move leaves it due. An error stops the step
 	// with nothing replaced.
 	BeforeReplace func() error
+	// Now reads systemd's clock for the result's files_placed; nil means stamp.Now.
+	Now func() (stamp.Stamp, error)
 }
 
 // Want is what the task asks for, resolved: owner and group as ids, the validator split.
