@@ -119,8 +119,8 @@ var probed = map[string]any{"tcp": "127.0.0.1:8081"}
 // inside the settle, and that is the reload's failure.
 func TestASignalledReloadIsProvenAfterItsOldProcessesWent(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		broken    bool
+		name   string
+		broken bool
 		exit   time.Duration
 		settle any // the task's settle; nil: the default
 		failed string
