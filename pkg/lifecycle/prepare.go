@@ -220,8 +220,10 @@ func reloadMayBeServed(w Want, trig reaction.Triggers, obs systemd.Props) bool {
 // (files_placed), and the unit's last verified reload was sent after all of them, or the
 // unit became active after all of them. Two runs of one service that change one config
 // are the case: the run that waited for the other's lock finds the other's reload, sent
-// after its own file was in place, and does not reload a second time. A trigger that
-// cannot say when (a drop-in, which the manager must load first) always reloads.
+// after its own file was in place, and does not reload a second time. A drop-in's time
+// is read under the unit's lock after its manager reload was recorded due, so a reload
+// sent after it came after that manager reload. A trigger that cannot say when always
+// reloads.
 func reloadServedBy(w Want, trig reaction.Triggers, o Observation) string {
 	obs := o.Unit
 	if !reloadMayBeServed(w, trig, obs) {

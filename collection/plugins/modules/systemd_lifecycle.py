@@ -275,7 +275,8 @@ notes:
     reload's failure (C(reload of UNIT not proven)); the reload is not left pending. Both
     waits count against I(timeout)."
   - "A reload already done is not done again: a reload trigger whose result says when its
-    files were in place (C(files_placed); the service module's configs do) is served
+    files were in place (C(files_placed); unit_override and the service module's configs
+    do) is served
     (I(reaction=served), I(reload_served)) when the unit's last verified reload was sent
     after that, or the unit became active after it. Every verified reload is recorded in
     C(/var/lib/richt/reloaded/UNIT.json) for this. Two runs of one service that change one
