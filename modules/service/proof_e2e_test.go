@@ -189,31 +189,43 @@ func TestASignalledReloadCountsOnlyOnceItTookEffect(t *testing.T) {
 	}
 }
 
-// raceService is a service whose one config is reloaded into testd (fixtures.TestDaemon,
-// which records every SIGHUP). gate adds a second config whose validator waits until the
-// test lets it go: the run with it writes the level, then holds before its process step.
-func raceService(level int, gate bool) map[string]any {
-	configs := []any{map[string]any{"name": "level", "path": "/etc/race.conf", "content": fmt.Sprintf("level %d\n", level)}}
-	if gate {
+// raceService is a service whose one part, a config or a drop-in of race.service
+// (dropin), is reloaded into testd (fixtures.TestDaemon, which records every SIGHUP). gate
+// makes the run hold after that part is written and before its reload: a config whose
+// validator waits until the test lets it go, or, for a drop-in (written after the
+// configs), a process ahead of testd whose start waits so.
+func raceService(level int, dropin, gate bool) map[string]any {
+	units := []any{map[string]any{"unit": "race.service", "content": "[Service]\nExecStart=" + fixtures.TestDaemonPath + " race\nExecReload=/bin/kill -HUP $MAINPID\n"}}
+	configs := []any{}
+	dropins := []any{}
+	ref := "config:level"
+	if dropin {
+		ref = "dropin:race.service/20-level.conf"
+		dropins = append(dropins, map[string]any{"unit": "race.service", "name": "20-level.conf", "content": fmt.Sprintf("[Service]\nEnvironment=RACE_LEVEL=%d\n", level)})
+	} else {
+		configs = append(configs, map[string]any{"name": "level", "path": "/etc/race.conf", "content": fmt.Sprintf("level %d\n", level)})
+	}
+	race := map[string]any{"unit": "race.service", "timeout": testenv.ModuleTimeout(), "reload_on": []any{ref}}
+	processes := []any{race}
+	switch {
+	case gate && dropin:
+		units = append(units, map[string]any{"unit": "race-gate.service",
+			"content": "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh -c 'while [ ! -e /run/race-go ]; do sleep 0.05; done'\n"})
+		processes = []any{map[string]any{"unit": "race-gate.service", "timeout": testenv.ModuleTimeout()}, race}
+	case gate:
 		configs = append(configs, map[string]any{"name": "gate", "path": "/etc/race-gate.conf", "content": fmt.Sprintf("round %d\n", level),
 			"validate": `/bin/sh -c "while [ ! -e /run/race-go ]; do sleep 0.05; done" %s`})
 	}
-	return map[string]any{
-		"name":    "race",
-		"units":   []any{map[string]any{"unit": "race.service", "content": "[Service]\nExecStart=" + fixtures.TestDaemonPath + " race\nExecReload=/bin/kill -HUP $MAINPID\n"}},
-		"configs": configs,
-		"processes": []any{map[string]any{"unit": "race.service", "timeout": testenv.ModuleTimeout(),
-			"reload_on": []any{"config:level"}}},
-	}
+	return map[string]any{"name": "race", "units": units, "configs": configs, "dropins": dropins, "processes": processes}
 }
 
 // TestTwoRunsOfOneServiceReloadOnce is the race the soak met by chance (issue 42, item 5),
-// made to happen every round: two runs of one service change one config. The first writes
-// it and then holds (its second config's validator waits for the test); the second finds
-// the config written, nothing of its own to write, and the first run's reload recorded as
-// pending: it reloads. Then the first run goes on to its process step, where its trigger
-// says the config changed. It must find that change served by the second run's verified
-// reload, sent after the config was in place: one reload per round, 20 rounds in a row.
+// made to happen every round: two runs of one service change one config (or one drop-in).
+// The first writes it and then holds (raceService's gate); the second finds it written,
+// nothing of its own to write, and the first run's reload recorded as pending: it reloads.
+// Then the first run goes on to its process step, where its trigger says the part
+// changed. It must find that change served by the second run's verified reload, sent
+// after the part was in place: one reload per round, 20 rounds in a row.
 func TestTwoRunsOfOneServiceReloadOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -221,29 +233,39 @@ func TestTwoRunsOfOneServiceReloadOnce(t *testing.T) {
 	fixtures.InstallTestDaemon(t, tg)
 	bin, err := tg.InstallModule(context.Background(), e.module)
 	require.NoError(t, err)
-	r := e.run(t, raceService(0, false))
-	require.False(t, r.Failed(), r.Msg())
-	for round := 1; round <= 20; round++ {
-		_, before := fixtures.Events(t, tg, "race")
-		for name, args := range map[string]map[string]any{"first": raceService(round, true), "second": raceService(round, false)} {
-			data, err := json.Marshal(testenv.ModuleArgs(e.module, args))
-			require.NoError(t, err)
-			require.NoError(t, tg.WriteFile(context.Background(), "/var/tmp/race-"+name+".json", data, 0o600))
-		}
-		out := tg.Shell(t, fmt.Sprintf(`rm -f /run/race-go
+	for _, part := range []struct {
+		name, path, written string
+		dropin              bool
+	}{
+		{name: "a config", path: "/etc/race.conf", written: "level %d"},
+		{name: "a drop-in", path: "/etc/systemd/system/race.service.d/20-level.conf", written: "Environment=RACE_LEVEL=%d", dropin: true},
+	} {
+		t.Run(part.name, func(t *testing.T) {
+			r := e.run(t, raceService(0, part.dropin, false))
+			require.False(t, r.Failed(), r.Msg())
+			for round := 1; round <= 20; round++ {
+				_, before := fixtures.Events(t, tg, "race")
+				for name, args := range map[string]map[string]any{"first": raceService(round, part.dropin, true), "second": raceService(round, part.dropin, false)} {
+					data, err := json.Marshal(testenv.ModuleArgs(e.module, args))
+					require.NoError(t, err)
+					require.NoError(t, tg.WriteFile(context.Background(), "/var/tmp/race-"+name+".json", data, 0o600))
+				}
+				out := tg.Shell(t, fmt.Sprintf(`rm -f /run/race-go; systemctl stop race-gate.service 2>/dev/null
 %[1]s /var/tmp/race-first.json >/var/tmp/race-first.out 2>&1 & p=$!
-i=0; until grep -qx 'level %[2]d' /etc/race.conf; do i=$((i+1)); [ $i -lt 1200 ] || break; sleep 0.05; done
+i=0; until grep -qx '%[3]s' %[2]s 2>/dev/null; do i=$((i+1)); [ $i -lt 1200 ] || break; sleep 0.05; done
 %[1]s /var/tmp/race-second.json >/var/tmp/race-second.out 2>&1
 touch /run/race-go; wait $p
-cat /var/tmp/race-first.out; echo; echo race-between; cat /var/tmp/race-second.out`, bin, round))
-		first, second, _ := strings.Cut(out, "race-between\n")
-		var rf, rs testenv.Result
-		require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(first)), &rf), "round %d, the first run: %s", round, first)
-		require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(second)), &rs), "round %d, the second run: %s", round, second)
-		require.False(t, rf.Failed(), "round %d: %s", round, rf.Msg())
-		require.False(t, rs.Failed(), "round %d: %s", round, rs.Msg())
-		assert.Equal(t, []any{"reload"}, actions(t, rs, "race.service"), "round %d: the second run carries out the first's pending reload", round)
-		_, after := fixtures.Events(t, tg, "race")
-		require.Equal(t, before+1, after, "round %d: one reload for one change (the first run's process: %v)", round, rf["processes"])
+cat /var/tmp/race-first.out; echo; echo race-between; cat /var/tmp/race-second.out`, bin, part.path, fmt.Sprintf(part.written, round)))
+				first, second, _ := strings.Cut(out, "race-between\n")
+				var rf, rs testenv.Result
+				require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(first)), &rf), "round %d, the first run: %s", round, first)
+				require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(second)), &rs), "round %d, the second run: %s", round, second)
+				require.False(t, rf.Failed(), "round %d: %s", round, rf.Msg())
+				require.False(t, rs.Failed(), "round %d: %s", round, rs.Msg())
+				assert.Contains(t, actions(t, rs, "race.service"), "reload", "round %d: the second run carries out the first's pending reload", round)
+				_, after := fixtures.Events(t, tg, "race")
+				require.Equal(t, before+1, after, "round %d: one reload for one change (the first run's process: %v)", round, rf["processes"])
+			}
+		})
 	}
 }
