@@ -34,9 +34,8 @@ func rollbackEnv(t *testing.T) *env {
 }
 
 // guarded is nginx as a service with rollback: its build, a conf.d site on its own port,
-// optionally a drop-in; nginx restarts for each (a restart, not a reload: nginx's reload
-// returns before its old workers stop answering, so a probe right after it could still
-// be answered by the old configuration), and its health probe asks the site.
+// optionally a drop-in; nginx restarts for each, and its health probe asks the site. The
+// reload wiring users use for a config (reload_on) is proven in proof_e2e_test.go.
 type guarded struct {
 	nginx, greeting string
 	status          int // the status the site answers with; the probe wants a 2xx

@@ -12,6 +12,7 @@ import (
 
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/rootpath"
+	"github.com/richt/services/pkg/stamp"
 )
 
 // ErrValidation is in the chain of the error of a write whose validator refused the new
@@ -76,8 +77,26 @@ func (d Deps) Apply(ctx context.Context, p Plan) (*Result, error) {
 		if s != StepRemoveStale {
 			res.Changed = true
 		}
+		if s == StepWrite || s == StepRemove {
+			res.FilesPlaced = d.placed()
+		}
 	}
 	return res, nil
+}
+
+// placed is the moment, right after a move, that the result reports as files_placed; nil
+// when the clock cannot be read (a trigger that cannot say when is never taken as
+// served).
+func (d Deps) placed() *stamp.Stamp {
+	now := d.Now
+	if now == nil {
+		now = stamp.Now
+	}
+	at, err := now()
+	if err != nil {
+		return nil
+	}
+	return &at
 }
 
 // moved reports whether step s, which failed with err, moved the file's content all the

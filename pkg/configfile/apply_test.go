@@ -15,6 +15,7 @@ import (
 
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/runner"
+	"github.com/richt/services/pkg/stamp"
 )
 
 // site is a config over an existing file with content "old\n", validated by validate.
@@ -441,6 +442,43 @@ func TestOpenDirRefusesWhatDecideRefuses(t *testing.T) {
 				return
 			}
 			assert.ErrorContains(t, err, `config "site" (/etc/app/site.conf): `+c.err)
+		})
+	}
+}
+
+// A write and a removal report when the content was in place (files_placed: a process
+// reloaded or started after it runs with it), read after the move; a mode change moves no
+// content and reports none.
+func TestFilesPlacedIsReadAfterTheMove(t *testing.T) {
+	needsRoot(t)
+	at := stamp.Stamp{BootID: "b", Mono: 42}
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		placed bool
+	}{
+		{"a write", Config{Name: "site", Path: confPath, Content: "new\n", Mode: 0o644}, true},
+		{"a removal", Config{Name: "site", Path: confPath, Absent: true}, true},
+		{"a mode change", Config{Name: "site", Path: confPath, Content: "old\n", Mode: 0o600}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := layOut(t, &onDisk{content: "old\n", mode: 0o644})
+			moved := false
+			d := Deps{Root: root, BeforeReplace: func() error { moved = true; return nil }}
+			d.Now = func() (stamp.Stamp, error) {
+				assert.Equal(t, tc.placed, moved, "read after the content moved")
+				return at, nil
+			}
+			plan, err := d.Plan(context.Background(), tc.cfg)
+			require.NoError(t, err)
+			res, err := d.Apply(context.Background(), plan)
+			require.NoError(t, err)
+			require.True(t, res.Changed)
+			if tc.placed {
+				assert.Equal(t, &at, res.FilesPlaced)
+			} else {
+				assert.Nil(t, res.FilesPlaced)
+			}
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/safefile"
+	"github.com/richt/services/pkg/stamp"
 )
 
 // Deps are the side effects of planning and applying a config.
@@ -30,6 +31,9 @@ type Deps struct {
 	// renamed, when set, runs right after a write's rename, before the check that the
 	// path holds the file written: tests put another file there.
 	renamed func()
+
+	// Now reads systemd's clock for the result's files_placed; nil means stamp.Now.
+	Now func() (stamp.Stamp, error)
 }
 
 // Want is what the task asks for, resolved: owner and group as ids, the validator split.

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/stamp"
 )
 
 // Result is what a run reports of one config.
@@ -15,6 +16,10 @@ type Result struct {
 	// Plan is the steps, in order: carried out in a real run, only reported in check mode.
 	Plan []Step        `json:"plan"`
 	Diff *ansible.Diff `json:"diff,omitempty"`
+	// FilesPlaced is when the new content was in place (or the file gone), in systemd's
+	// clock, read right after the move: a process reloaded or started after it runs with
+	// it (package contract's files_placed). Absent when the content did not move.
+	FilesPlaced *stamp.Stamp `json:"files_placed,omitempty"`
 }
 
 // Result is what the run reports of the plan before it is carried out (check mode), or

@@ -400,3 +400,53 @@ func (s *Store) managerChecks() []managerCheck {
 	}
 	return rec
 }
+
+// Reloaded is a unit's last verified reload: when its job was sent, in systemd's clock,
+// and what it served. Every file placed before At was in place when the daemon was told
+// to reload, so a reload owed for such a file was served by it; a run that waited for
+// another run of the same unit finds its owed reload served so (lifecycle.Prepare).
+type Reloaded struct {
+	// At is systemd's clock just before the reload job was sent.
+	At stamp.Stamp `json:"at"`
+	// Invocation is the unit's InvocationID the reload kept.
+	Invocation string `json:"invocation,omitempty"`
+	// Triggers name what the reload was for, as the run's result does.
+	Triggers []string `json:"triggers,omitempty"`
+	// Time is the wall clock when the reload was proven, for people.
+	Time time.Time `json:"time"`
+}
+
+func reloadedRel(unit string) string { return filepath.Join("reloaded", unit+".json") }
+
+// SetReloaded records the unit's last verified reload, written once its proof passed.
+// unit must be a validated unit name.
+func (s *Store) SetReloaded(unit string, r Reloaded) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode reload record: %w", err)
+	}
+	if err := s.write(reloadedRel(unit), data); err != nil {
+		return fmt.Errorf("record the verified reload of %s: %w", unit, err)
+	}
+	return nil
+}
+
+// LastReload returns the unit's last verified reload, or nil. A record that is missing,
+// cannot be read or parsed, or that someone else could have written reads as none: a
+// record can only make an owed reload look served, so without a trusted one the reload
+// is carried out (once more, at worst).
+func (s *Store) LastReload(unit string) *Reloaded {
+	dir := filepath.Join(s.Dir, "reloaded")
+	if statedir.Check(s.Dir) != nil {
+		return nil
+	}
+	data, err := statedir.ReadRecord(dir, unit+".json")
+	if err != nil {
+		return nil
+	}
+	var r Reloaded
+	if json.Unmarshal(data, &r) != nil || r.At.IsZero() {
+		return nil
+	}
+	return &r
+}

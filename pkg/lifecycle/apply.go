@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/reaction"
+	"github.com/richt/services/pkg/stamp"
 	"github.com/richt/services/pkg/systemd"
 )
 
@@ -218,13 +221,28 @@ func (a *applier) runState(ctx context.Context, step Step) error {
 			return err
 		}
 	}
+	var old map[int]bool
+	if p.Quiet > 0 {
+		// A signalled reload is proven by its processes (proof.go): the ones before it.
+		old = a.watch.before(ctx)
+	}
+	var sent *stamp.Stamp
+	if action == reaction.ReloadIt {
+		// Every file in place now is read by this reload: the record of it says so.
+		if at, err := a.clock(); err == nil {
+			sent = &at
+		}
+	}
 	a.act(step) // only now is the job sent
 	before := a.last
 	jobErr := a.Systemd.Job(ctx, string(action), a.unit)
 	var final systemd.Props
 	var err error
 	var probing *probeRun
-	if jobErr == nil {
+	if jobErr == nil && p.Quiet > 0 {
+		// Active once the job ended; the settle comes with the proof, after the quiet.
+		final, err = a.watch.verify(ctx, action, 0)
+	} else if jobErr == nil {
 		// The probe runs while the settle time passes: both must hold, and a service
 		// usually answers within that window, so neither waits for the other.
 		probing = a.watch.startProbe(ctx, p)
@@ -261,8 +279,15 @@ func (a *applier) runState(ctx context.Context, step Step) error {
 			return err
 		}
 	}
-	if err := a.watch.health(ctx, p, probing); err != nil {
+	if p.Quiet > 0 {
+		if err := a.watch.prove(ctx, p, old, final.InvocationID); err != nil {
+			return err
+		}
+	} else if err := a.watch.health(ctx, p, probing); err != nil {
 		return err
+	}
+	if action == reaction.ReloadIt && sent != nil {
+		a.reloaded(*sent, final.InvocationID)
 	}
 	if probing != nil && p.Settle == 0 && (action == reaction.Start || action == reaction.RestartIt) {
 		// The probe stood in for the settle time: the process that answered must be the
@@ -288,4 +313,14 @@ func (a *applier) converged(ctx context.Context) error {
 		}
 	}
 	return a.watch.probe(ctx, a.plan.Decision)
+}
+
+// reloaded records the unit's verified reload, sent at: a run that owes a reload for
+// files placed before it finds it served (Prepare). A record that cannot be written costs
+// at most one more reload, so it warns and does not fail the run.
+func (a *applier) reloaded(at stamp.Stamp, inv string) {
+	r := durable.Reloaded{At: at, Invocation: inv, Triggers: a.res.Triggers, Time: time.Now().UTC()}
+	if err := a.Store.SetReloaded(a.unit, r); err != nil {
+		a.warn("%s: the reload was verified, but its record could not be written (a run waiting for this one may reload once more): %v", a.unit, err)
+	}
 }

@@ -157,7 +157,7 @@ func decide(req Request, o Observation, prep Prep, files *unitfile.Capability) P
 	if prep.EnableFirst != "" {
 		u.UnitFileState = fileState(prep.EnableFirst == StepEnable)
 	}
-	f := Facts{Unit: u, Due: prep.Due, Served: prep.Served, RestartServed: prep.RestartServed != "",
+	f := Facts{Unit: u, Due: prep.Due, Served: prep.Served, RestartServed: prep.RestartServed != "", ReloadServed: prep.ReloadServed != "",
 		Pending: prep.Pending != nil || prep.RecordPending}
 	p.Capability, p.Known = capabilityFor(w, u, o, p.Synced(), files)
 	f.Capability = p.Capability

@@ -18,6 +18,10 @@ type Store interface {
 	GetPending(unit string) (*durable.Pending, error)
 	SetPending(unit string, p durable.Pending) error
 	ClearPending(unit string) error
+	// LastReload is the unit's last verified reload (nil: none known); SetReloaded
+	// records one once its proof passed.
+	LastReload(unit string) *durable.Reloaded
+	SetReloaded(unit string, r durable.Reloaded) error
 }
 
 // Deps are the module's side effects.
@@ -51,9 +55,11 @@ type realClock struct{}
 func (realClock) Now() time.Time                         { return time.Now() }
 func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// Prober runs a probe until it passes or ctx ends.
+// Prober runs a probe until it passes or ctx ends (Wait), or once (Check: the attempts
+// that prove a signalled reload, each of which must pass).
 type Prober interface {
 	Wait(ctx context.Context, p health.Probe) (attempts int, err error)
+	Check(ctx context.Context, p health.Probe) error
 }
 
 type netProber struct{}
@@ -64,6 +70,8 @@ const probeEvery = 100 * time.Millisecond
 func (netProber) Wait(ctx context.Context, p health.Probe) (int, error) {
 	return health.Wait(ctx, p, probeEvery)
 }
+
+func (netProber) Check(ctx context.Context, p health.Probe) error { return p.Check(ctx) }
 
 func (d Deps) clk() Clock {
 	if d.Clock != nil {

@@ -34,4 +34,12 @@
 // no file on disk names is refused there (Plan.Unseen) rather than planned for.
 // A reaction is cleared only after it was verified, so a failed run leaves it for the next
 // one.
+//
+// A reload whose end systemd cannot see (any unit but Type=notify-reload: its ExecReload=
+// signals the daemon and returns) is proven, when the unit has a health probe, only once it
+// took effect (proof.go): its processes from before the reload quiet for QuietAfterReload,
+// then every probe attempt passing for the settle (DefaultSignalledReloadSettle unless the
+// task gives one). A verified reload is recorded (durable.Reloaded), and a reload owed for
+// files placed before it is served (Prepare): a run that waited for another run of the
+// unit does not repeat the reload that run did.
 package lifecycle

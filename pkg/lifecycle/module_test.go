@@ -146,8 +146,23 @@ func (f *fakeSystemd) EnableFiles(_ context.Context, _ string, en bool) (bool, e
 func (f *fakeSystemd) Journal(context.Context, string, int) []string { return []string{"journal line"} }
 
 type memStore struct {
-	syncDue bool
-	pending map[string]*durable.Pending
+	syncDue  bool
+	pending  map[string]*durable.Pending
+	reloaded map[string]durable.Reloaded
+}
+
+func (m *memStore) LastReload(u string) *durable.Reloaded {
+	if r, ok := m.reloaded[u]; ok {
+		return &r
+	}
+	return nil
+}
+func (m *memStore) SetReloaded(u string, r durable.Reloaded) error {
+	if m.reloaded == nil {
+		m.reloaded = map[string]durable.Reloaded{}
+	}
+	m.reloaded[u] = r
+	return nil
 }
 
 func (m *memStore) ManagerSync() (durable.Sync, error) {
@@ -201,6 +216,15 @@ func (p *fakeProber) Wait(_ context.Context, _ health.Probe) (int, error) {
 		}
 	}
 	return len(p.errs), fmt.Errorf("last attempt: %w", p.errs[len(p.errs)-1])
+}
+
+// Check is one attempt: the script's next error, the last one once it is used up.
+func (p *fakeProber) Check(context.Context, health.Probe) error {
+	err := p.errs[0]
+	if len(p.errs) > 1 {
+		p.errs = p.errs[1:]
+	}
+	return err
 }
 
 var testProber = &fakeProber{errs: []error{nil}}
@@ -547,6 +571,8 @@ func (p signallingProber) Wait(context.Context, health.Probe) (int, error) {
 	close(p.probed)
 	return 1, nil
 }
+
+func (p signallingProber) Check(context.Context, health.Probe) error { return nil }
 
 // The probe runs while the unit settles after its start, not after the settle time.
 func TestProbeRunsDuringSettle(t *testing.T) {

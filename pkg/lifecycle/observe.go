@@ -45,6 +45,7 @@ func (d Deps) observe(ctx context.Context, req Request) (Observation, error) {
 		if o.Now, err = d.clock(); err != nil {
 			return o, err
 		}
+		o.Reloaded = d.Store.LastReload(w.Unit)
 	}
 	if w.ReloadOn && o.Unit.LoadState == "loaded" && !o.PredictedInstall {
 		// Files the manager still names may be gone until a due sync: then the plan reads

@@ -34,8 +34,8 @@ type Facts struct {
 	// Served: a pending record exists that a later activation of the unit served.
 	Served bool
 	// RestartServed: the restart triggers' restart already happened after their change;
-	// Due leaves them out.
-	RestartServed bool
+	// Due leaves them out. ReloadServed: the same for the reload triggers' reload.
+	RestartServed, ReloadServed bool
 	// Capability is the merged unit's reload capability; set when Want.ReloadOn.
 	Capability *unitfile.Capability
 }
@@ -63,8 +63,14 @@ type Decision struct {
 	// Reaction is how the due reaction is handled (reported as `reaction`).
 	Reaction reaction.Kind
 	// Settle is how long the unit must stay active, with the same invocation, after the
-	// run-state step.
+	// run-state step; after a signalled reload (Quiet) the probe must also keep passing
+	// for that long.
 	Settle time.Duration
+	// Quiet is set for a signalled reload with a probe: a reload whose end systemd
+	// cannot see (anything but Type=notify-reload). Apply then waits until the processes
+	// the unit had before the reload have stopped exiting for Quiet, and the probe must
+	// pass every attempt during Settle after that (docs/rollback.md, "A reload is proven").
+	Quiet time.Duration
 	// Probe runs after a start, restart or reload, and on a converged unit that should
 	// run; never after a stop.
 	Probe *health.Probe
@@ -90,6 +96,7 @@ const (
 	// Prepare wrote ahead may be older), so a later activation proves this very job ran.
 	EntryStampPending = "stamp-pending"
 	EntrySettle       = "settle"
+	EntryQuiet        = "quiet"
 	EntryProbe        = "probe"
 	EntryClearPending = "clear-pending"
 )
@@ -108,6 +115,9 @@ func (p Decision) Names() []string {
 				out = append(out, EntryStampPending)
 			}
 			out = append(out, string(s))
+			if p.Quiet > 0 {
+				out = append(out, EntryQuiet+" "+p.Quiet.String())
+			}
 			if p.Settle > 0 {
 				out = append(out, EntrySettle+" "+p.Settle.String())
 			}
@@ -141,10 +151,23 @@ type PlanState struct {
 
 // Default settle times: a started process must survive a moment (a Type=simple service
 // whose program exits at once is "active" until it does); a reload keeps its process, so
-// the job's result is the proof.
+// without a probe the job's result is all there is to check.
+//
+// A signalled reload with a probe is proven in two waits, since the job ends when the
+// signal was sent, before the daemon acted on it: nginx -s reload returns while the old
+// workers still answer on the old configuration, and a probe passing then proves nothing.
+// First its processes must be quiet (QuietAfterReload: none of those it had before the
+// reload exited for that long; the old workers going is what takes the old configuration
+// away), then the probe must keep passing for DefaultSignalledReloadSettle.
 const (
 	DefaultStartSettle                = 300 * time.Millisecond
 	DefaultReloadSettle time.Duration = 0
+	// DefaultSignalledReloadSettle is the settle after a signalled reload when a probe
+	// is set and the task gives no settle: every probe attempt in it must pass.
+	DefaultSignalledReloadSettle = time.Second
+	// QuietAfterReload is how long none of the processes the unit had before a
+	// signalled reload may have exited before its probe counts.
+	QuietAfterReload = 250 * time.Millisecond
 )
 
 // runStep is the step for a run-state action.
@@ -203,14 +226,17 @@ func Decide(w Want, f Facts) (Decision, error) {
 
 	// Run state and reaction, from the state observed immediately before acting.
 	action, kind := reaction.Decide(w.Running, u.Running(), f.Due)
-	if kind == reaction.None && f.RestartServed && w.Running {
+	if kind == reaction.None && (f.RestartServed || f.ReloadServed) && w.Running {
 		kind = reaction.Served
 	}
 	p.Reaction = kind
 	if action != reaction.NoAction {
 		p.Steps = append(p.Steps, runStep[action])
 		p.After.Running = action != reaction.Stop
-		p.Settle = settleFor(w, action)
+		p.Settle = settleFor(w, action, signalled(w, f))
+		if action == reaction.ReloadIt && signalled(w, f) {
+			p.Quiet = QuietAfterReload
+		}
 		p.RecordPending = f.Due != reaction.None && w.Running
 	}
 	if w.Health != nil && w.Running {
@@ -272,7 +298,7 @@ func masking(p Decision, w Want, f Facts) Decision {
 	if f.Unit.Running() {
 		p.Steps = append(p.Steps, StepStop)
 		p.After.Running = false
-		p.Settle = settleFor(w, reaction.Stop)
+		p.Settle = settleFor(w, reaction.Stop, false)
 	}
 	if w.Masked != nil && *w.Masked && f.Unit.LoadState != "masked" {
 		p.Steps = append(p.Steps, StepMask)
@@ -287,7 +313,10 @@ func masking(p Decision, w Want, f Facts) Decision {
 // no default settle: a process that answers the probe has proved more than one that stayed
 // active for 300 ms (Apply checks once more, after the probe, that the start's invocation
 // is still the active one).
-func settleFor(w Want, a reaction.Action) time.Duration {
+//
+// A reload with a probe whose end systemd cannot see (signalled) settles for
+// DefaultSignalledReloadSettle, during which every probe attempt must pass.
+func settleFor(w Want, a reaction.Action, signalled bool) time.Duration {
 	if w.Settle != nil {
 		return *w.Settle
 	}
@@ -298,9 +327,21 @@ func settleFor(w Want, a reaction.Action) time.Duration {
 		}
 		return DefaultStartSettle
 	case reaction.ReloadIt:
+		if signalled {
+			return DefaultSignalledReloadSettle
+		}
 		return DefaultReloadSettle
 	}
 	return 0
+}
+
+// signalled reports whether a reload of the unit is proven by waiting (Decision.Quiet):
+// a probe is set and the unit is not Type=notify-reload, whose reload job systemd ends
+// only once the service reported it done. A unit whose files were not read (no reload_on:
+// a reload owed by an earlier run's record) counts as signalled, the safe side: most
+// reloads signal and return.
+func signalled(w Want, f Facts) bool {
+	return w.Health != nil && (f.Capability == nil || !f.Capability.NotifyReload)
 }
 
 // unobservable unit file states: enablement there is not the unit's own (static,

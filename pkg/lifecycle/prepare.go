@@ -19,8 +19,11 @@ type Observation struct {
 	Unit    systemd.Props
 	Synced  durable.Sync
 	Pending *durable.Pending
-	// Now is systemd's clock; zero unless a pending record or a restart trigger needs it.
+	// Now is systemd's clock; zero unless a pending record or a trigger needs it.
 	Now stamp.Stamp
+	// Reloaded is the unit's last verified reload (durable.Reloaded), read with Now; nil
+	// when none is known.
+	Reloaded *durable.Reloaded
 	// Enabler: the backend can enable or disable unit files without a manager reload of
 	// its own, so an enable can go ahead of a sync that is due anyway.
 	Enabler bool
@@ -59,7 +62,10 @@ type Prep struct {
 	// RestartServed names the restart triggers whose restart already happened ("" when
 	// none did).
 	RestartServed string
-	Due           reaction.Kind
+	// ReloadServed names the reload triggers whose reload already happened: a verified
+	// reload (or an activation) after their files were in place ("" when none did).
+	ReloadServed string
+	Due          reaction.Kind
 	// Pending is the earlier run's record that is still due (nil when none, or served).
 	Pending *durable.Pending
 	// RecordPending: write Due as pending first.
@@ -90,11 +96,20 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 		// everything the reaction was for, or all but a reload owed for a later change.
 		// Do not do it twice.
 		pending = pending.Unserved(o.Now, obs.Running(), obs.ActiveEnterMono)
+		if pending != nil && obs.Running() && reloadedAfter(o.Reloaded, pending) {
+			// What is left is a reload, and a verified reload was sent after it was
+			// recorded (another run's, or this unit's run killed before it cleared it).
+			pending = nil
+		}
 		p.Served = pending == nil
 	}
 	if by := restartServedBy(w, trig, o); by != "" {
 		trig = trig.WithoutRestarts()
 		p.RestartServed = by
+	}
+	if by := reloadServedBy(w, trig, o); by != "" {
+		trig = trig.WithoutReloads()
+		p.ReloadServed = by
 	}
 	p.Pending = pending
 	p.Due = reaction.Due(trig, pendingKind(pending))
@@ -186,12 +201,57 @@ func restartServedBy(w Want, trig reaction.Triggers, o Observation) string {
 }
 
 // needsClock reports whether Prepare reads systemd's clock for this observation: only a
-// pending record or a restart trigger on a running unit makes timing matter.
+// pending record, or a restart or reload trigger on a running unit, makes timing matter.
 func needsClock(w Want, trig reaction.Triggers, pending *durable.Pending, obs systemd.Props) bool {
 	if pending != nil {
 		return true
 	}
-	return restartMayBeServed(w, trig, obs)
+	return restartMayBeServed(w, trig, obs) || reloadMayBeServed(w, trig, obs)
+}
+
+// reloadMayBeServed: a reload trigger changed and the unit runs, so the reload may
+// already have happened (another run's verified reload, or a start, after the files).
+func reloadMayBeServed(w Want, trig reaction.Triggers, obs systemd.Props) bool {
+	return w.Running && len(reaction.Changed(trig.Reload)) > 0 && obs.Running()
+}
+
+// reloadServedBy names the reload triggers whose reload already happened after their
+// change, or "": every changed reload trigger says when its files were in place
+// (files_placed), and the unit's last verified reload was sent after all of them, or the
+// unit became active after all of them. Two runs of one service that change one config
+// are the case: the run that waited for the other's lock finds the other's reload, sent
+// after its own file was in place, and does not reload a second time. A drop-in's time
+// is read under the unit's lock after its manager reload was recorded due, so a reload
+// sent after it came after that manager reload. A trigger that cannot say when always
+// reloads.
+func reloadServedBy(w Want, trig reaction.Triggers, o Observation) string {
+	obs := o.Unit
+	if !reloadMayBeServed(w, trig, obs) {
+		return ""
+	}
+	var by []string
+	for _, tr := range reaction.Changed(trig.Reload) {
+		if tr.FilesPlaced == nil {
+			return ""
+		}
+		reloaded := o.Reloaded != nil && earlier(*tr.FilesPlaced, o.Reloaded.At)
+		if !reloaded && !tr.FilesPlaced.ActiveSince(o.Now, obs.ActiveEnterMono) {
+			return ""
+		}
+		by = append(by, tr.Label())
+	}
+	return strings.Join(by, ", ")
+}
+
+// reloadedAfter reports whether what is left of a pending record is a reload that the
+// unit's last verified reload was sent after.
+func reloadedAfter(r *durable.Reloaded, p *durable.Pending) bool {
+	return r != nil && reaction.Kind(p.Reaction) == reaction.Reload && earlier(p.At, r.At)
+}
+
+// earlier reports whether a is a moment before b on the same boot.
+func earlier(a, b stamp.Stamp) bool {
+	return !a.IsZero() && !b.IsZero() && a.BootID == b.BootID && a.Mono < b.Mono
 }
 
 // restartMayBeServed: a restart trigger changed and the unit runs, so

@@ -46,6 +46,7 @@ type Result struct {
 	Triggers      []string             `json:"triggers"`
 	Pending       string               `json:"pending_from_earlier_run,omitempty"`
 	RestartServed string               `json:"restart_served,omitempty"`
+	ReloadServed  string               `json:"reload_served,omitempty"`
 	SyncReasons   []string             `json:"daemon_reload_reasons,omitempty"`
 	ReloadCapable *unitfile.Capability `json:"reload_capable,omitempty"`
 	MainPID       int                  `json:"main_pid,omitempty"`

@@ -136,6 +136,9 @@ func Spec() *ansible.Spec {
 					it is 0 after a start or restart too, since a process that answers its probe has
 					proved more, and the unit must still be active with the start's invocation once the
 					probe passed. Given, it applies to every run-state action. See the notes.`,
+					`After a signalled reload with I(health) (a unit that is not C(Type=notify-reload):
+					its C(ExecReload=) signals the daemon and returns) it is 1 s when omitted, and
+					every probe attempt during it must pass; see the notes.`,
 				},
 			},
 			{

@@ -15,6 +15,7 @@ import (
 	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/safefile"
+	"github.com/richt/services/pkg/stamp"
 	"github.com/richt/services/pkg/systemd"
 	"github.com/richt/services/pkg/timeout"
 )
@@ -139,8 +140,25 @@ func (d Deps) carry(ctx context.Context, plan Plan, res *Result) error {
 	}
 	if res.Changed {
 		res.Stamp(time.Now())
+		if at, err := stamp.Now(); err == nil && moved(plan.Steps) {
+			// Read under the unit's lock, after the move: every run for the unit that
+			// reloads or restarts it after this moment holds the lock after it, and has
+			// the manager reload this change recorded (record-reload) done first. So a
+			// verified reload sent later has the file loaded (lifecycle's served reload).
+			res.Placed(at)
+		}
 	}
 	return nil
+}
+
+// moved reports whether the steps replace or remove the file (not only its attributes).
+func moved(steps []Step) bool {
+	for _, s := range steps {
+		if s == StepWrite || s == StepRemove {
+			return true
+		}
+	}
+	return false
 }
 
 // secureDir takes the write bits of group and others off a drop-in directory (first, so

@@ -71,6 +71,8 @@ func TestPlanAndManagerSync(t *testing.T) {
 			assert.Equal(t, s.op, res["operation"])
 			assert.Equal(t, s.reload, res["daemon_reload"])
 			assert.Equal(t, s.due, r.due)
+			_, placed := res["files_placed"]
+			assert.Equal(t, s.due > 0, placed, "files_placed when the file moved (a manager reload was recorded for it)")
 		})
 	}
 	_, err := os.Stat(filepath.Dir(drop))

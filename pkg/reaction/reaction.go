@@ -285,6 +285,10 @@ func RestartServed(t Triggers, now stamp.Stamp, activeEnterMono uint64) bool {
 // served; the facts stay.
 func (t Triggers) WithoutRestarts() Triggers { return Triggers{Reload: t.Reload, Facts: t.Facts} }
 
+// WithoutReloads is t with its reload triggers left out, for once their reload was
+// served; the facts stay.
+func (t Triggers) WithoutReloads() Triggers { return Triggers{Restart: t.Restart, Facts: t.Facts} }
+
 // Due is the reaction the triggers and a pending reaction ask for, before the unit's
 // state is considered: restart beats reload, and reloads merge into one.
 func Due(t Triggers, pending Kind) Kind {

@@ -108,6 +108,10 @@ func (f *fakePending) SetPending(u string, p durable.Pending) error {
 }
 func (f *fakePending) ClearPending(u string) error { delete(f.records, u); return nil }
 
+// The last verified reloads (lifecycle.Store): none known, and none kept.
+func (f *fakePending) LastReload(string) *durable.Reloaded        { return nil }
+func (f *fakePending) SetReloaded(string, durable.Reloaded) error { return nil }
+
 // fakePredict plans the packages step: a transaction when pkg, else nothing to do.
 type fakePredict struct {
 	pkg        bool

@@ -18,6 +18,10 @@ type Source struct {
 type Capability struct {
 	Capable bool   `json:"capable"`
 	Reason  string `json:"reason"`
+	// NotifyReload: the unit is Type=notify-reload, so systemd's reload job ends only once
+	// the service reported the reload done; any other reload (an ExecReload= that signals
+	// the daemon and returns) ends before the daemon acted on it. Not reported in results.
+	NotifyReload bool `json:"-"`
 }
 
 // Reloadable merges a fragment and its drop-ins in the order given (systemd's: fragment
@@ -50,15 +54,15 @@ func Reloadable(sources []Source) (Capability, error) {
 	}
 	switch {
 	case typ == "notify-reload":
-		return Capability{true, "Type=notify-reload in " + typeFrom}, nil
+		return Capability{Capable: true, Reason: "Type=notify-reload in " + typeFrom, NotifyReload: true}, nil
 	case len(execReload) > 0:
-		return Capability{true, "ExecReload= in " + execFrom}, nil
+		return Capability{Capable: true, Reason: "ExecReload= in " + execFrom}, nil
 	case resetFrom != "":
-		return Capability{false, "ExecReload= is reset (empty assignment) by " + resetFrom + " and not set again after it"}, nil
+		return Capability{Capable: false, Reason: "ExecReload= is reset (empty assignment) by " + resetFrom + " and not set again after it"}, nil
 	case len(sources) == 0:
-		return Capability{false, "no unit file found"}, nil
+		return Capability{Capable: false, Reason: "no unit file found"}, nil
 	}
-	return Capability{false, "no ExecReload= and no Type=notify-reload in " + paths(sources)}, nil
+	return Capability{Capable: false, Reason: "no ExecReload= and no Type=notify-reload in " + paths(sources)}, nil
 }
 
 func paths(s []Source) string {

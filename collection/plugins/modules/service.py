@@ -495,7 +495,9 @@ files:
 configs:
   description: >-
     Each config's result (changed, name, path, state, plan, diff; on a failure failed and msg), in the
-    order of configs; a config under a unit directory also has unit_files_changed and daemon_reload.
+    order of configs; a config under a unit directory also has unit_files_changed and daemon_reload;
+    a config whose content moved has files_placed (systemd's clock right after the move), which
+    tells its process that a reload or start after that moment already served it.
   returned: always
   type: list
   elements: dict

@@ -192,6 +192,9 @@ options:
         is 0 after a start or restart too, since a process that answers its probe has proved
         more, and the unit must still be active with the start's invocation once the probe
         passed. Given, it applies to every run-state action. See the notes.
+      - "After a signalled reload with I(health) (a unit that is not C(Type=notify-reload): its
+        C(ExecReload=) signals the daemon and returns) it is 1 s when omitted, and every probe
+        attempt during it must pass; see the notes."
     type: str
     version_added: "0.2.0"
   health:
@@ -261,6 +264,23 @@ notes:
     unit must stay C(active) with the same invocation: one that fails or stops meanwhile
     fails the task, and so does one that systemd starts again (a new C(InvocationID)). The
     settle time counts against I(timeout)."
+  - "A reload is proven only once it took effect. systemd's reload job ends when
+    C(ExecReload=) returns, which for C(nginx -s reload) or C(kill -HUP $MAINPID) is when the
+    signal was sent, before the daemon acted on it; only C(Type=notify-reload) waits for the
+    service. So after a reload of any other unit, when I(health) is set: the processes the
+    unit had before the reload must have stopped exiting for 250 ms (C(quiet 250ms) in
+    I(plan); nginx's old workers go once the new ones serve), then for the settle (1 s
+    unless I(settle) says otherwise) every probe attempt, one each 100 ms, must pass while the
+    unit stays active with the same invocation. A failure there fails the task as the
+    reload's failure (C(reload of UNIT not proven)); the reload is not left pending. Both
+    waits count against I(timeout)."
+  - "A reload already done is not done again: a reload trigger whose result says when its
+    files were in place (C(files_placed); unit_override and the service module's configs
+    do) is served
+    (I(reaction=served), I(reload_served)) when the unit's last verified reload was sent
+    after that, or the unit became active after it. Every verified reload is recorded in
+    C(/var/lib/richt/reloaded/UNIT.json) for this. Two runs of one service that change one
+    config so reload once, whichever reaches the process first."
   - "Health probes run after a start, restart or reload (while the unit settles), and on every other run with
     I(state=running) (a converged unit, or one that was only enabled or disabled). They do
     not run with I(state=stopped) or in check mode. A failing probe is tried again every
@@ -468,6 +488,17 @@ restart_served:
   version_added: "0.2.0"
   sample: "the restart packages asked for was already done: the unit became active after the
     change had put its files in place (a package transaction restarts its units in its scriptlets)"
+reload_served:
+  description:
+    - Names the changed I(reload_on) triggers whose reload had already happened - every one
+      of them carries C(files_placed), and the unit's last verified reload (another run's,
+      recorded in C(/var/lib/richt/reloaded/UNIT.json)) was sent after the latest of those
+      moments, or the unit became active after it - and says why no reload follows.
+  returned: when the reload_on triggers' reload was found already done
+  type: str
+  version_added: "0.2.0"
+  sample: "the reload config:main asked for was already done: a verified reload of the unit
+    (another run's) was sent, or the unit became active, after the change had put its files in place"
 daemon_reload_reasons:
   description: Why the manager was reloaded.
   returned: when a daemon-reload was due

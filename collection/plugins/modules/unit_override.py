@@ -218,6 +218,16 @@ changed_at:
   returned: when the task changed the file, outside check mode
   type: str
   sample: "2026-11-30T13:58:01.123456789Z"
+files_placed:
+  description:
+    - When the file's new content was in place (or the file gone), in systemd's clock (boot ID
+      and CLOCK_MONOTONIC microseconds), read under the unit's lock right after the move. A
+      systemd_lifecycle run whose unit was reloaded (a verified reload) or became active after
+      it takes the reaction this change asks for as served.
+  returned: when the task replaced or removed the file, outside check mode
+  type: dict
+  version_added: "0.2.0"
+  sample: {boot_id: "3f1c0a9e6c1d4d2e9b1f7f0c2a4e5d6b", monotonic_us: 123456789}
 reload_capable:
   description: Whether the merged unit can reload after the change, and which file decided it; null when it could not be determined (a warning says why).
   returned: always
