@@ -69,13 +69,30 @@ type Prep struct {
 	EnableFirst Step
 	// SyncReasons are why the manager is reloaded; none: no reload.
 	SyncReasons []string
-	// Steps: StepRecordPending, EnableFirst, StepDaemonReload, as they apply.
+	// Debt is why the pending record cannot be carried out as recorded, "" when it can
+	// (debtOf). Unless the run serves it anyway (Absorbed), it stays on disk: the first run
+	// that meets it fails for it and marks it reported (StepReportPending), later runs
+	// warn. It is never carried out as a job systemd would refuse.
+	Debt string
+	// Absorbed: what the run does anyway serves the debt (a restart serves every
+	// reaction; a start or a stop leaves nothing to react to), so the record is cleared
+	// as any served one.
+	Absorbed bool
+	// Steps: StepReportPending, StepRecordPending, EnableFirst, StepDaemonReload, as they
+	// apply.
 	Steps []Step
 }
+
+// Kept: the pending record is a debt this run leaves as it is (neither records on top of
+// it nor clears it).
+func (p Prep) Kept() bool { return p.Debt != "" && !p.Absorbed }
 
 // Steps that come before the run state, as plans and results name them.
 const (
 	StepRecordPending Step = "record-pending"
+	// StepReportPending marks a debt reported (durable.Pending.Reported) before the run
+	// fails for it, so only one run fails for it.
+	StepReportPending Step = "report-pending"
 	StepDaemonReload  Step = "daemon-reload"
 )
 
@@ -97,7 +114,17 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 		p.RestartServed = by
 	}
 	p.Pending = pending
-	p.Due = reaction.Due(trig, pendingKind(pending))
+	owed := pendingKind(pending)
+	if p.Debt = debtOf(pending, obs); p.Debt != "" {
+		owed = reaction.None
+	}
+	p.Due = reaction.Due(trig, owed)
+	if p.Debt != "" {
+		p.Absorbed = !w.Running || !obs.Running() || obs.LoadState != "loaded" || p.Due == reaction.Restart
+		if !p.Absorbed && !pending.Reported {
+			p.Steps = append(p.Steps, StepReportPending)
+		}
+	}
 	// A due reaction is on disk before anything can fail (the daemon-reload, an enable,
 	// the deadline): its trigger will not report a change again. Only for a unit that
 	// runs: a unit that is missing, masked or stopped now has nothing to restart, and its
@@ -106,7 +133,7 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 	// whether the manager, after the transaction, shows it loaded already (it loads a new
 	// unit file it is asked about), not found until the sync, or check mode predicts it
 	// (PredictedInstall): check mode's plan is the real run's whichever it shows.
-	if p.Due != reaction.None && w.Running && obs.LoadState == "loaded" && obs.Running() {
+	if p.Due != reaction.None && w.Running && obs.LoadState == "loaded" && obs.Running() && !p.Kept() {
 		p.RecordPending = true
 		p.Steps = append(p.Steps, StepRecordPending)
 	}
@@ -198,4 +225,35 @@ func needsClock(w Want, trig reaction.Triggers, pending *durable.Pending, obs sy
 // the restart may already have happened (by the clock).
 func restartMayBeServed(w Want, trig reaction.Triggers, obs systemd.Props) bool {
 	return w.Running && len(reaction.Changed(trig.Restart)) > 0 && obs.Running()
+}
+
+// debtOf is why a pending record (unserved; nil: none) cannot be carried out as
+// recorded on the unit as observed, "" when it can: a record this version cannot read
+// (which reaction was due is unknown, and guessing could lose a restart or turn a reload
+// into one), or a reload of a unit that cannot reload (its ExecReload= went away since,
+// or the record was written by a version that recorded a reload it then refused). Such
+// a record is a debt no reload can pay; a restart pays it.
+func debtOf(p *durable.Pending, u systemd.Props) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Reaction == durable.Unknown:
+		return p.Unreadable + ": a restart or a reload may have been due"
+	case reaction.Kind(p.Reaction) == reaction.Reload && u.LoadState == "loaded" && !u.CanReload:
+		return fmt.Sprintf("a reload is due since %s, and the unit cannot reload: systemd shows CanReload=no (no ExecReload=)", p.Since.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	return ""
+}
+
+// debtError is the failure of the one run that reports a debt: what the record says, why
+// it cannot be carried out, and how to clear it.
+func debtError(unit string, p *durable.Pending, why string) error {
+	return fmt.Errorf("the pending reaction record of %s (%s) cannot be carried out as recorded: %s. A restart clears it: "+
+		"a restart_on trigger that changed (or the service's restart wiring), or systemctl restart %s; a reload-capable unit "+
+		"(ExecReload=) carries out a recorded reload. Only this run fails for it: later runs warn until it is cleared", unit, p.Path, why, unit)
+}
+
+// debtWarning is what later runs say of a debt that was reported.
+func debtWarning(unit string, p *durable.Pending, why string) string {
+	return fmt.Sprintf("%s: the pending reaction record %s cannot be carried out as recorded (%s); a run failed for it before, so this one goes on. A restart clears it (systemctl restart %s)", unit, p.Path, why, unit)
 }
