@@ -49,6 +49,11 @@ type SyncEntry struct {
 	ID     string    `json:"id"`
 	Reason string    `json:"reason"`
 	Since  time.Time `json:"since"`
+	// Placed, when the writer can tell, is when every unit file the change added or
+	// replaced was in place and none was removed (systemd's clock): a manager reload that
+	// began after it (a package scriptlet's daemon-reload) has loaded the change, so the
+	// entry asks for no second one. nil: only a reload after the entry serves it.
+	Placed *stamp.Stamp `json:"placed,omitempty"`
 }
 
 // Sync is what a reader saw of the manager-sync record.
@@ -58,6 +63,20 @@ type Sync struct {
 
 // Due reports whether a daemon-reload is due.
 func (s Sync) Due() bool { return len(s.Entries) > 0 }
+
+// LoadedBy splits the record by a manager load that began at loaded (systemd's clock):
+// the entries whose change it has loaded (Placed before it, on its boot), and the rest,
+// which still ask for a reload.
+func (s Sync) LoadedBy(loaded stamp.Stamp) (served, due Sync) {
+	for _, e := range s.Entries {
+		if e.Placed != nil && !loaded.IsZero() && e.Placed.BootID == loaded.BootID && e.Placed.Mono < loaded.Mono {
+			served.Entries = append(served.Entries, e)
+		} else {
+			due.Entries = append(due.Entries, e)
+		}
+	}
+	return served, due
+}
 
 // Reasons are the entries' reasons, oldest first.
 func (s Sync) Reasons() []string {
@@ -132,10 +151,20 @@ func (s *Store) withSync(ctx context.Context, f func(syncRecord) syncRecord) err
 // decision about any unit, and returns the entry's id. A daemon-reload is host-wide, so
 // the record is one per host, with one entry per writer.
 func (s *Store) MarkManagerSyncDue(ctx context.Context, reason string) (string, error) {
+	return s.MarkManagerSyncPlaced(ctx, reason, stamp.Stamp{})
+}
+
+// MarkManagerSyncPlaced is MarkManagerSyncDue for a change whose unit files were all in
+// place at placed (SyncEntry.Placed; a zero stamp: not known).
+func (s *Store) MarkManagerSyncPlaced(ctx context.Context, reason string, placed stamp.Stamp) (string, error) {
 	now := time.Now().UTC()
 	id := fmt.Sprintf("%d-%d", now.UnixNano(), os.Getpid())
+	entry := SyncEntry{ID: id, Reason: oneLine(reason), Since: now}
+	if !placed.IsZero() {
+		entry.Placed = &placed
+	}
 	err := s.withSync(ctx, func(r syncRecord) syncRecord {
-		r.Entries = append(r.Entries, SyncEntry{ID: id, Reason: oneLine(reason), Since: now})
+		r.Entries = append(r.Entries, entry)
 		return r
 	})
 	if err != nil {

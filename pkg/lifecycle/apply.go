@@ -58,6 +58,13 @@ func (a *applier) act(s Step) { a.res.Actions = append(a.res.Actions, string(s))
 // prep carries out the steps ahead of the run state: the due reaction recorded before
 // anything can fail, an enable ahead of the sync, and the sync.
 func (a *applier) prep(ctx context.Context) error {
+	if served := a.plan.Prep.SyncServed; served.Due() && !a.plan.Synced() {
+		// The manager's last load served these entries: settled without a reload (a sync
+		// settles every entry the plan read).
+		if err := a.Store.ClearManagerSync(ctx, served); err != nil {
+			return err
+		}
+	}
 	for _, step := range a.plan.Prep.Steps {
 		switch step {
 		case StepReportPending:

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/stamp"
+
 	"github.com/richt/services/pkg/systemd"
 	"github.com/richt/services/pkg/unitfile"
 )
@@ -46,6 +49,9 @@ func (d Deps) observe(ctx context.Context, req Request) (Observation, error) {
 			return o, err
 		}
 	}
+	if o.ManagerLoaded, err = d.managerLoaded(ctx, req, o); err != nil {
+		return o, err
+	}
 	if w.ReloadOn && o.Unit.LoadState == "loaded" && !o.PredictedInstall {
 		// Files the manager still names may be gone until a due sync: then the plan reads
 		// the capability from the files on disk instead, and this one is not needed.
@@ -87,4 +93,36 @@ func capabilityOf(root, unit, fragment string, dropIns []string) (unitfile.Capab
 		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", unit, err)
 	}
 	return c, nil
+}
+
+// managerLoaded reads when the manager last loaded its units, only when that can spare a
+// sync: the manager does not ask for one itself (NeedDaemonReload), and a manager-sync
+// entry or a trigger says when its unit files were in place. Zero otherwise, or when the
+// backend cannot say.
+func (d Deps) managerLoaded(ctx context.Context, req Request, o Observation) (stamp.Stamp, error) {
+	lr, ok := d.Systemd.(systemd.LoadReader)
+	if !ok || o.Unit.NeedDaemonReload || !placedEntry(o.Synced) && !req.Triggers.Placed() {
+		return stamp.Stamp{}, nil
+	}
+	mono, err := lr.UnitsLoaded(ctx)
+	if err != nil || mono == 0 {
+		return stamp.Stamp{}, err
+	}
+	now := o.Now
+	if now.IsZero() {
+		if now, err = d.clock(); err != nil {
+			return stamp.Stamp{}, err
+		}
+	}
+	return stamp.Stamp{BootID: now.BootID, Mono: mono}, nil
+}
+
+// placedEntry: an entry of the record says when its change's unit files were in place.
+func placedEntry(s durable.Sync) bool {
+	for _, e := range s.Entries {
+		if e.Placed != nil {
+			return true
+		}
+	}
+	return false
 }

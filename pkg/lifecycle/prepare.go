@@ -32,6 +32,10 @@ type Observation struct {
 	// manager sync the plan then holds loads it. The same in check mode, where the package
 	// is not installed yet, and in a real run, where Apply checks it after the sync.
 	PredictedInstall bool
+	// ManagerLoaded is when the manager last loaded its units (systemd.LoadReader, on the
+	// boot of Now); zero unless read: only when a sync reason could be one a load already
+	// served (a change that says when its unit files were in place).
+	ManagerLoaded stamp.Stamp
 	// FileState is the unit's file state as the files on disk give it now (the Manager's
 	// GetUnitFileState), which is what the manager shows after the sync the plan holds;
 	// the loaded unit's UnitFileState is cached until then. Read only when it decides
@@ -69,6 +73,12 @@ type Prep struct {
 	EnableFirst Step
 	// SyncReasons are why the manager is reloaded; none: no reload.
 	SyncReasons []string
+	// SyncServed are the manager-sync entries the manager's last load already served
+	// (their unit files were all in place before it began: a package scriptlet's
+	// daemon-reload); the run clears them. LoadServed says that load served the changes
+	// the triggers report too, so it is not repeated.
+	SyncServed durable.Sync
+	LoadServed bool
 	// Debt is why the pending record cannot be carried out as recorded, "" when it can
 	// (debtOf). Unless the run serves it anyway (Absorbed), it stays on disk: the first run
 	// that meets it fails for it and marks it reported (StepReportPending), later runs
@@ -144,18 +154,27 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 	if obs.NeedDaemonReload {
 		p.SyncReasons = append(p.SyncReasons, "systemd reports NeedDaemonReload=yes")
 	}
-	for _, reason := range o.Synced.Reasons() {
+	// A manager load that began after a change's unit files were all in place has loaded
+	// them: a package scriptlet's daemon-reload (EL's transaction file triggers do one at
+	// the end of every transaction that touched unit files) is not repeated, as its
+	// restart is not (restartServedBy). Only changes that say when their files were in
+	// place count; NeedDaemonReload=yes always reloads.
+	served, due := o.Synced.LoadedBy(o.ManagerLoaded)
+	p.SyncServed = served
+	loaded := trig.LoadedBy(o.ManagerLoaded)
+	for _, reason := range due.Reasons() {
 		p.SyncReasons = append(p.SyncReasons, "recorded on the target: "+reason)
 	}
-	if trig.UnitFilesChanged() {
+	if trig.UnitFilesChanged() && !loaded {
 		p.SyncReasons = append(p.SyncReasons, "a trigger changed a unit file")
 	}
 	// A package change the manager was reloaded after (the service's earlier process
 	// step did) has loaded what it installs: in a real run the unit is found; check mode
 	// still predicts it (PredictedInstall, from PackageChanged) but plans no second sync.
-	if (obs.LoadState == "not-found" || o.PredictedInstall) && trig.PackageUnsynced() {
+	if (obs.LoadState == "not-found" || o.PredictedInstall) && trig.PackageUnsynced() && !loaded {
 		p.SyncReasons = append(p.SyncReasons, "unit not found after a package change")
 	}
+	p.LoadServed = served.Due() || loaded && (trig.UnitFilesChanged() || trig.PackageUnsynced())
 	// The files say one thing and the manager another: the manager has not loaded a change
 	// that NeedDaemonReload did not flag (rpm restores old mtimes). Sync it before deciding,
 	// rather than send a reload it cannot run.

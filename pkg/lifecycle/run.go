@@ -149,6 +149,9 @@ func Describe(p Plan, res *Result) {
 	if p.Prep.RestartServed != "" {
 		res.RestartServed = fmt.Sprintf("the restart %s asked for was already done: the unit became active after the change had put its files in place (a package transaction restarts its units in its scriptlets)", p.Prep.RestartServed)
 	}
+	if p.Prep.LoadServed && !p.Synced() {
+		res.SyncServed = loadServedNote
+	}
 	res.Triggers = labels(p.Triggers, p.Prep.Pending)
 	if p.Known && o.Unit.LoadState == "loaded" {
 		// After a sync, a real run reports what the manager then names (Apply).
