@@ -169,3 +169,35 @@ func TestAScriptletsManagerReloadIsNotRepeated(t *testing.T) {
 		}
 	})
 }
+
+// asRun is check mode's plan and steps as the real run r takes them: a process whose real
+// run says daemon_reload_served found the manager reload check mode planned for a package
+// change already done by the transaction's scriptlets (check mode cannot see a reload that
+// a transaction not yet run will do), so its daemon-reload drops out; the rest is equal.
+func asRun(check, r testenv.Result) (plan []any, stepsOf []string) {
+	served := map[string]bool{}
+	for _, p := range r["processes"].([]any) {
+		m := p.(map[string]any)
+		if m["daemon_reload_served"] != nil {
+			served[fmt.Sprint(m["unit"])] = true
+		}
+	}
+	for _, e := range check["plan"].([]any) {
+		unit, step, ok := strings.Cut(strings.TrimPrefix(fmt.Sprint(e), "process "), ": ")
+		if ok && strings.HasPrefix(fmt.Sprint(e), "process ") && step == "daemon-reload" && served[unit] {
+			continue
+		}
+		plan = append(plan, e)
+	}
+	for _, st := range steps(check) {
+		for unit := range served {
+			if strings.HasPrefix(st, "process "+unit+" ") {
+				st = strings.Replace(st, " daemon-reload", "", 1)
+				st = strings.Replace(st, "[daemon-reload ", "[", 1)
+				st = strings.Replace(st, "[daemon-reload]", "[]", 1)
+			}
+		}
+		stepsOf = append(stepsOf, st)
+	}
+	return plan, stepsOf
+}
