@@ -147,7 +147,7 @@ const noReloadDropIn = "/run/systemd/system/demo.service.d/zz-soak-no-reload.con
 // whose package dropped it), a systemd_lifecycle run with a changed reload_on is refused
 // for it, and the unit gets its ExecReload= back. The refused run must leave the unit's
 // pending record as it found it: a reload recorded by a run that refused it is a debt no
-// later run can pay (issue 42), and the invariants check that no later run fails over it.
+// later run can pay, and the invariants check that no later run fails over it.
 // It landed when the run was refused for the capability.
 func (s *soak) refusedReload(ctx context.Context, violation *string) bool {
 	bin, err := s.t.InstallModule(ctx, s.bins["systemd_lifecycle"])

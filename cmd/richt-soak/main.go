@@ -32,7 +32,7 @@
 // reaction with the asked level); a converging run after a successful one changes nothing;
 // a check-mode run changes nothing; the corrupt-record run's result; a refused run leaves
 // the pending record as it was, and no run fails over a pending record it cannot carry
-// out (issue 42) but the corrupt one; no secret in any
+// out but the corrupt one; no secret in any
 // output (diff on, every run's output and the journal read). For soakrb, after every step:
 // all new or all old, and running — one build installed, either the one last asked for
 // (only when it is good and its run succeeded) or the last good state before the failing

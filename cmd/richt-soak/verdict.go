@@ -43,7 +43,7 @@ func (s *soak) invariants(ctx context.Context, fault string) []string {
 		out = append(out, "20-level.conf says "+s.levelNow+", the last run asked for "+s.level)
 	}
 	// No run fails over a pending record it cannot carry out but the one a corrupt record
-	// was written for: a run refused before acting records nothing (issue 42), so no
+	// was written for: a run refused before acting records nothing, so no
 	// record of a reload the unit cannot do is left for later runs to fail on.
 	for _, r := range s.parsed {
 		msg := fmt.Sprint(r["msg"])
