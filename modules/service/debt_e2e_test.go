@@ -83,7 +83,7 @@ func TestNoDebtThatCanNeverBePaid(t *testing.T) {
 		{"an old-style record: one clear failure, then warnings, then a restart clears it",
 			`{"unit":"demo.service","action":"restart","time":"2026-01-01T00:00:00Z"}`, "not a record this version can read", false},
 		{"a reload of a unit that cannot reload: the same, cleared by a restart by hand",
-			`{"reaction":"reload","since":"2026-01-01T00:00:00Z"}`, "CanReload=no", true},
+			`{"reaction":"reload","since":"2026-01-01T00:00:00Z"}`, "the unit cannot reload: no ExecReload=", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e.t.MustExec(t, "mkdir", "-p", "/var/lib/richt/pending")

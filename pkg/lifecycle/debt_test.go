@@ -16,6 +16,7 @@ import (
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
 	"github.com/richt/services/pkg/systemd"
+	"github.com/richt/services/pkg/unitfile"
 )
 
 // execute runs the module over d with args and returns its result.
@@ -111,8 +112,8 @@ func TestADebtFailsOnceThenWarnsUntilARestart(t *testing.T) {
 		clear  string // how the debt is cleared: "restart_on", "by hand"
 	}{
 		{"unreadable record", unreadable, "[Service]\nExecStart=/bin/true\nExecReload=/bin/true\n", "not a record this version can read", "restart_on"},
-		{"reload of a unit that cannot reload", reload, "[Service]\nExecStart=/bin/true\n", "CanReload=no", "restart_on"},
-		{"reload of a unit that cannot reload, restarted by hand", reload, "[Service]\nExecStart=/bin/true\n", "CanReload=no", "by hand"},
+		{"reload of a unit that cannot reload", reload, "[Service]\nExecStart=/bin/true\n", "the unit cannot reload: no ExecReload=", "restart_on"},
+		{"reload of a unit that cannot reload, restarted by hand", reload, "[Service]\nExecStart=/bin/true\n", "the unit cannot reload: no ExecReload=", "by hand"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sd := &fakeSystemd{p: props("active", "enabled")}
@@ -197,9 +198,18 @@ func TestPrepareDebts(t *testing.T) {
 		{"a restart trigger serves it", Want{Running: true}, changedRestart, unknown, running, true, true, reaction.Restart, []Step{StepRecordPending}},
 		{"a start serves it", Want{Running: true}, reaction.Triggers{}, reload, stopped, true, true, reaction.None, nil},
 		{"a stop leaves nothing owed", Want{}, reaction.Triggers{}, unknown, running, true, true, reaction.None, nil},
+		{"files that can reload the manager has not loaded: synced, then reloaded", Want{Running: true}, reaction.Triggers{}, reload, running, false, false, reaction.Reload, []Step{StepRecordPending, StepDaemonReload}},
+		{"files that lost ExecReload= the manager has not loaded: a debt", Want{Running: true}, reaction.Triggers{}, reload, capable, true, false, reaction.None, []Step{StepReportPending, StepDaemonReload}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Prepare(tc.w, tc.trig, Observation{Unit: tc.unit, Pending: tc.rec, Now: now})
+			o := Observation{Unit: tc.unit, Pending: tc.rec, Now: now}
+			if strings.HasPrefix(tc.name, "files that can") {
+				o.Capability = &unitfile.Capability{Capable: true, Reason: "ExecReload= in the fragment"}
+			}
+			if strings.HasPrefix(tc.name, "files that lost") {
+				o.Capability = &unitfile.Capability{Capable: false, Reason: "no ExecReload= in the fragment"}
+			}
+			p := Prepare(tc.w, tc.trig, o)
 			assert.Equal(t, tc.debt, p.Debt != "", "debt %q", p.Debt)
 			assert.Equal(t, tc.absorbed, p.Absorbed)
 			assert.Equal(t, tc.due, p.Due)

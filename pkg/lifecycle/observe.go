@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
 
 	"github.com/richt/services/pkg/systemd"
@@ -52,7 +53,7 @@ func (d Deps) observe(ctx context.Context, req Request) (Observation, error) {
 	if o.ManagerLoaded, err = d.managerLoaded(ctx, req, o); err != nil {
 		return o, err
 	}
-	if w.ReloadOn && o.Unit.LoadState == "loaded" && !o.PredictedInstall {
+	if (w.ReloadOn || owesReload(o.Pending)) && o.Unit.LoadState == "loaded" && !o.PredictedInstall {
 		// Files the manager still names may be gone until a due sync: then the plan reads
 		// the capability from the files on disk instead, and this one is not needed.
 		if c, err := capabilityOf(d.Root, w.Unit, o.Unit.FragmentPath, o.Unit.DropInPaths); err == nil {
@@ -125,4 +126,11 @@ func placedEntry(s durable.Sync) bool {
 		}
 	}
 	return false
+}
+
+// owesReload: the pending record asks for a reload (on its own, or after its restart):
+// whether the unit can reload decides whether it can be carried out (debtOf), so its
+// files' capability is read too.
+func owesReload(p *durable.Pending) bool {
+	return p != nil && (reaction.Kind(p.Reaction) == reaction.Reload || p.ReloadAt != nil)
 }

@@ -125,7 +125,7 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 	}
 	p.Pending = pending
 	owed := pendingKind(pending)
-	if p.Debt = debtOf(pending, obs); p.Debt != "" {
+	if p.Debt = debtOf(pending, obs, o.Capability); p.Debt != "" {
 		owed = reaction.None
 	}
 	p.Due = reaction.Due(trig, owed)
@@ -251,14 +251,21 @@ func restartMayBeServed(w Want, trig reaction.Triggers, obs systemd.Props) bool 
 // (which reaction was due is unknown, and guessing could lose a restart or turn a reload
 // into one), or a reload of a unit that cannot reload (its ExecReload= went away since,
 // or the record was written by a version that recorded a reload it then refused). Such
-// a record is a debt no reload can pay; a restart pays it.
-func debtOf(p *durable.Pending, u systemd.Props) string {
+// a record is a debt no reload can pay; a restart pays it. files is the capability of
+// the unit's files the manager names (nil: not read), which is what the unit has once
+// the manager loaded them: where it and the manager's CanReload disagree, Prepare syncs
+// the manager before the reload, so the files decide.
+func debtOf(p *durable.Pending, u systemd.Props, files *unitfile.Capability) string {
 	switch {
 	case p == nil:
 		return ""
 	case p.Reaction == durable.Unknown:
 		return p.Unreadable + ": a restart or a reload may have been due"
-	case reaction.Kind(p.Reaction) == reaction.Reload && u.LoadState == "loaded" && !u.CanReload:
+	case reaction.Kind(p.Reaction) != reaction.Reload || u.LoadState != "loaded":
+		return ""
+	case files != nil && !files.Capable:
+		return fmt.Sprintf("a reload is due since %s, and the unit cannot reload: %s", p.Since.Format("2006-01-02T15:04:05Z07:00"), files.Reason)
+	case files == nil && !u.CanReload:
 		return fmt.Sprintf("a reload is due since %s, and the unit cannot reload: systemd shows CanReload=no (no ExecReload=)", p.Since.Format("2006-01-02T15:04:05Z07:00"))
 	}
 	return ""
