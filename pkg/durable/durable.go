@@ -250,7 +250,7 @@ type Pending struct {
 	// after At (a drop-in written after a package transaction whose scriptlet may have
 	// restarted the unit): an activation after At serves the restart, the reload only one
 	// after ReloadAt. Without it, stamping the whole record again for the reload turned the
-	// restart the scriptlet had served into a second one (issue 29).
+	// restart the scriptlet had served into a second one.
 	ReloadAt *stamp.Stamp `json:"reload_at,omitempty"`
 	// Unreadable, on a record of reaction Unknown, is why its file could not be read as a
 	// record of this version (damaged, or written by another version).
