@@ -20,7 +20,7 @@ var ops = []struct {
 }
 
 // faultKinds are the faults the soak injects, drawn for about a third of the steps.
-var faultKinds = []string{"kill-module", "kill-supervisor", "stop-caller", "concurrent", "corrupt-record", "daemon-reexec", "full-disk", "reboot", "power-loss", "kill-rollback"}
+var faultKinds = []string{"kill-module", "kill-supervisor", "stop-caller", "concurrent", "corrupt-record", "daemon-reexec", "full-disk", "reboot", "power-loss", "kill-rollback", "refused-reload"}
 
 // transactionFaults meet a package transaction: their step moves the version.
 var transactionFaults = []string{"kill-module", "kill-supervisor", "stop-caller", "concurrent", "daemon-reexec", "reboot", "power-loss"}

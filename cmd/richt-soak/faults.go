@@ -100,6 +100,10 @@ cat /var/tmp/soak-out1; echo; echo soak-between; cat /var/tmp/soak-out2; echo; e
 			s.runs++
 		case "corrupt-record":
 			failed, landed = s.corruptRecord(ctx, bin, module, sh, one, &violation)
+		case "refused-reload":
+			landed = s.refusedReload(ctx, &violation)
+			r := one(func() string { out, _ := sh(bin + " /var/tmp/soak-args.json; echo; echo soak-hit=0"); return out }())
+			failed = r == nil || r["failed"] == true
 		case "daemon-reexec":
 			var out string
 			out, landed = sh(fmt.Sprintf(`%s /var/tmp/soak-args.json >/var/tmp/soak-out 2>&1 & p=$!
@@ -135,11 +139,57 @@ sleep %[3]s; kill -9 $p 2>/dev/null; wait $p; rc=$?; cat /var/tmp/soak-out; echo
 	return landed, violation
 }
 
+// noReloadDropIn takes demo.service's ExecReload= away for the refused-reload fault (a
+// drop-in under /run sorts after the service's own and empties the list).
+const noReloadDropIn = "/run/systemd/system/demo.service.d/zz-soak-no-reload.conf"
+
+// refusedReload, before the step's own run: demo.service loses its ExecReload= (as a unit
+// whose package dropped it), a systemd_lifecycle run with a changed reload_on is refused
+// for it, and the unit gets its ExecReload= back. The refused run must leave the unit's
+// pending record as it found it: a reload recorded by a run that refused it is a debt no
+// later run can pay, and the invariants check that no later run fails over it.
+// It landed when the run was refused for the capability.
+func (s *soak) refusedReload(ctx context.Context, violation *string) bool {
+	bin, err := s.t.InstallModule(ctx, s.bins["systemd_lifecycle"])
+	if err != nil {
+		*violation = "install module: " + err.Error()
+		return false
+	}
+	reaction := `sed -n 's/.*"reaction": *"\([a-z]*\)".*/\1/p' /var/lib/richt/pending/demo.service.json 2>/dev/null; echo`
+	before, _ := s.t.Exec(ctx, "/bin/sh", "-c", reaction)
+	_ = s.t.WriteFile(ctx, "/var/tmp/soak-refused.json", []byte(`{"unit": "demo.service", "reload_on": [{"changed": true}], "_ansible_diff": true}`), 0o600)
+	res, err := s.t.Exec(ctx, "/bin/sh", "-c", fmt.Sprintf(`mkdir -p $(dirname %[1]s) && printf '[Service]\nExecReload=\n' > %[1]s && systemctl daemon-reload
+%[2]s /var/tmp/soak-refused.json; echo; rm -f %[1]s; systemctl daemon-reload`, noReloadDropIn, bin))
+	if err != nil {
+		*violation = "refused-reload: " + err.Error()
+		return false
+	}
+	s.outputs = append(s.outputs, res.Stdout+res.Stderr)
+	s.runs++
+	r, err := s.result("systemd_lifecycle", strings.TrimSpace(res.Stdout))
+	if err != nil {
+		*violation = err.Error()
+		return false
+	}
+	after, _ := s.t.Exec(ctx, "/bin/sh", "-c", reaction)
+	switch msg := fmt.Sprint(r["msg"]); {
+	case r["failed"] != true || !strings.Contains(msg, "reload_on needs demo.service to be reload-capable"):
+		*violation = "a reload_on on a unit without ExecReload= was not refused for it: " + msg
+	case before.Stdout != after.Stdout:
+		*violation = fmt.Sprintf("the refused run changed demo.service's pending record: reaction %q, then %q", strings.TrimSpace(before.Stdout), strings.TrimSpace(after.Stdout))
+	default:
+		return true
+	}
+	return false
+}
+
 // corruptRecord writes a half record the module reads (the manager-sync record or the
-// unit's pending reaction), runs the module and judges its result; the record is left to
-// the module. A corrupt manager-sync record is replaced after the daemon-reload it stands
-// for; a corrupt pending reaction fails the run naming the file and what to do, and the
-// soak does that, as an operator would.
+// unit's pending reaction), runs the module and judges its result. A corrupt manager-sync
+// record is replaced after the daemon-reload it stands for. A corrupt pending reaction
+// cannot be carried out as recorded: a run that restarts the unit anyway serves it and
+// clears it; otherwise the run fails once, naming the file and what to do, and marks the
+// record reported; the soak then does what it says, as an operator would (a restart), and
+// the converging run after it must clear the record.
 func (s *soak) corruptRecord(ctx context.Context, bin, module string, sh func(string) (string, bool), one func(string) map[string]any, violation *string) (failed, landed bool) {
 	pending := s.rnd.Intn(2) == 1
 	target := "/var/lib/richt/manager-sync-due"
@@ -155,17 +205,19 @@ func (s *soak) corruptRecord(ctx context.Context, bin, module string, sh func(st
 	msg := fmt.Sprint(r["msg"])
 	left, _ := s.t.Exec(ctx, "/bin/sh", "-c", "cat "+target+" 2>/dev/null")
 	switch {
+	case pending && !failed && left.Stdout != "":
+		*violation = module + " succeeded and left a corrupt pending reaction record it did not serve: " + left.Stdout
 	case pending && !failed:
-		*violation = module + " ignored a corrupt pending reaction record and succeeded"
-	case pending && !strings.Contains(msg, target):
-		*violation = module + "'s refusal of a corrupt pending record does not name it: " + msg
-	case pending && left.Stdout != `{"half`:
-		*violation = module + " changed the corrupt pending record it refused: " + left.Stdout
+		landed = true // a restart or start of the run served it
+	case pending && (!strings.Contains(msg, target) || !strings.Contains(msg, "cannot be carried out as recorded")):
+		*violation = module + "'s failure over a corrupt pending record does not name it and what it is: " + msg
+	case pending && !strings.Contains(left.Stdout, `"reported":true`):
+		*violation = module + " failed over a corrupt pending record and did not mark it reported: " + left.Stdout
 	case pending:
 		landed = true
-		// What the message says: restart by hand, remove the file.
+		// What the message says: a restart clears it (the converging run after it does).
 		s.accounted(ctx, "operator", false, func() bool {
-			res, err := s.t.Exec(ctx, "/bin/sh", "-c", "systemctl restart demo.service && rm -f "+target)
+			res, err := s.t.Exec(ctx, "/bin/sh", "-c", "systemctl restart demo.service")
 			return err != nil || res.ExitCode != 0
 		})
 	case failed:

@@ -15,8 +15,9 @@
 // transaction's supervisor, a stop of the caller's unit (the module run by a oneshot
 // unit), two runs at once, a corrupt durable record, systemctl daemon-reexec during a
 // run, a full disk under the drop-ins, a reboot of the target during a run (clean, or a
-// power loss), and SIGKILL of the module while soakrb's rollback record says restoring
-// (kill-rollback). A fault that needs a package transaction forces a step that moves a
+// power loss), SIGKILL of the module while soakrb's rollback record says restoring
+// (kill-rollback), and a reload_on refused because demo.service lost its ExecReload= just
+// before the step (refused-reload). A fault that needs a package transaction forces a step that moves a
 // version (demo's or soakrb's), outside check mode; each fault records whether it landed
 // (the process existed and was killed, the run was cut short or overlapped, the write met
 // the full disk, the module read the corrupt record, the restart caught DNF at work, the
@@ -29,7 +30,9 @@
 // restarts and reloads, counted from a timeline the unit itself writes, against what the
 // runs owed (none lost, none doubled, the last start on the installed version and the last
 // reaction with the asked level); a converging run after a successful one changes nothing;
-// a check-mode run changes nothing; the corrupt-record run's result; no secret in any
+// a check-mode run changes nothing; the corrupt-record run's result; a refused run leaves
+// the pending record as it was, and no run fails over a pending record it cannot carry
+// out but the corrupt one; no secret in any
 // output (diff on, every run's output and the journal read). For soakrb, after every step:
 // all new or all old, and running — one build installed, either the one last asked for
 // (only when it is good and its run succeeded) or the last good state before the failing

@@ -42,6 +42,18 @@ func (s *soak) invariants(ctx context.Context, fault string) []string {
 	if s.levelNow != s.level {
 		out = append(out, "20-level.conf says "+s.levelNow+", the last run asked for "+s.level)
 	}
+	// No run fails over a pending record it cannot carry out but the one a corrupt record
+	// was written for: a run refused before acting records nothing, so no
+	// record of a reload the unit cannot do is left for later runs to fail on.
+	for _, r := range s.parsed {
+		msg := fmt.Sprint(r["msg"])
+		if r["failed"] == true && fault != "corrupt-record" && (strings.Contains(msg, "cannot be carried out as recorded") || strings.Contains(msg, "Job type reload is not applicable")) {
+			out = append(out, "a run failed over a pending record a refused run left: "+msg)
+		}
+	}
+	if exec(`test -e `+noReloadDropIn+` && echo left`) == "left" {
+		out = append(out, "the refused-reload fault's drop-in is still there")
+	}
 	if nd := exec(`systemctl show -p NeedDaemonReload --value demo.service`); nd != "no" {
 		out = append(out, "the manager still needs a reload: NeedDaemonReload="+nd)
 	}

@@ -173,8 +173,12 @@ func TestServiceConfigsDriveRealDaemons(t *testing.T) {
 	t.Run("the real run takes the same steps and both daemons answer", func(t *testing.T) {
 		r := e.run(t, w.args())
 		require.False(t, r.Failed(), r.Msg())
-		assert.Equal(t, steps(check), steps(r))
-		assert.Equal(t, check["plan"], r["plan"], "check mode's plan is the real run's")
+		// The transaction's file triggers reloaded the manager after nginx's unit file was
+		// in place: the real run does not reload it again (issue 42), the one step check
+		// mode plans that a real run can find done.
+		plan, stepsOf := asRun(check, r)
+		assert.Equal(t, stepsOf, steps(r))
+		assert.Equal(t, plan, r["plan"], "check mode's plan is the real run's")
 		t.Logf("the service's plan: %v", r["plan"])
 		answers(t, tg, "hello")
 		assert.Equal(t, "PONG\n", tg.MustExec(t, "redis-cli", "-p", fmt.Sprint(redisPort), "ping"))

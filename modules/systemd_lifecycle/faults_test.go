@@ -173,13 +173,18 @@ func TestUntrustedRecords(t *testing.T) {
 		}
 	})
 
-	t.Run("corrupt pending reaction: fails naming the file", func(t *testing.T) {
+	t.Run("corrupt pending reaction: one run fails naming the file, later runs warn", func(t *testing.T) {
 		path := "/var/lib/richt/pending/" + u + ".json"
 		e.t.Shell(t, "mkdir -p /var/lib/richt/pending && echo '{\"reaction\": \"rest' > "+path)
 		r := e.run(t, map[string]any{"unit": u})
 		require.True(t, r.Failed())
 		assert.Contains(t, r.Msg(), path)
-		assert.Contains(t, r.Msg(), "is corrupt")
+		assert.Contains(t, r.Msg(), "cannot be carried out as recorded")
+		assert.Contains(t, r.Msg(), "not a record this version can read")
+		assert.Empty(t, actions(r))
+		r = e.run(t, map[string]any{"unit": u})
+		ok(t, r)
+		assert.Contains(t, strings.Join(r.Strings("warnings"), "\n"), path)
 		assert.Empty(t, actions(r))
 		e.t.MustExec(t, "rm", path)
 	})

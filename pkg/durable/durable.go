@@ -49,6 +49,11 @@ type SyncEntry struct {
 	ID     string    `json:"id"`
 	Reason string    `json:"reason"`
 	Since  time.Time `json:"since"`
+	// Placed, when the writer can tell, is when every unit file the change added or
+	// replaced was in place and none was removed (systemd's clock): a manager reload that
+	// began after it (a package scriptlet's daemon-reload) has loaded the change, so the
+	// entry asks for no second one. nil: only a reload after the entry serves it.
+	Placed *stamp.Stamp `json:"placed,omitempty"`
 }
 
 // Sync is what a reader saw of the manager-sync record.
@@ -58,6 +63,20 @@ type Sync struct {
 
 // Due reports whether a daemon-reload is due.
 func (s Sync) Due() bool { return len(s.Entries) > 0 }
+
+// LoadedBy splits the record by a manager load that began at loaded (systemd's clock):
+// the entries whose change it has loaded (Placed before it, on its boot), and the rest,
+// which still ask for a reload.
+func (s Sync) LoadedBy(loaded stamp.Stamp) (served, due Sync) {
+	for _, e := range s.Entries {
+		if e.Placed != nil && !loaded.IsZero() && e.Placed.BootID == loaded.BootID && e.Placed.Mono < loaded.Mono {
+			served.Entries = append(served.Entries, e)
+		} else {
+			due.Entries = append(due.Entries, e)
+		}
+	}
+	return served, due
+}
 
 // Reasons are the entries' reasons, oldest first.
 func (s Sync) Reasons() []string {
@@ -132,10 +151,20 @@ func (s *Store) withSync(ctx context.Context, f func(syncRecord) syncRecord) err
 // decision about any unit, and returns the entry's id. A daemon-reload is host-wide, so
 // the record is one per host, with one entry per writer.
 func (s *Store) MarkManagerSyncDue(ctx context.Context, reason string) (string, error) {
+	return s.MarkManagerSyncPlaced(ctx, reason, stamp.Stamp{})
+}
+
+// MarkManagerSyncPlaced is MarkManagerSyncDue for a change whose unit files were all in
+// place at placed (SyncEntry.Placed; a zero stamp: not known).
+func (s *Store) MarkManagerSyncPlaced(ctx context.Context, reason string, placed stamp.Stamp) (string, error) {
 	now := time.Now().UTC()
 	id := fmt.Sprintf("%d-%d", now.UnixNano(), os.Getpid())
+	entry := SyncEntry{ID: id, Reason: oneLine(reason), Since: now}
+	if !placed.IsZero() {
+		entry.Placed = &placed
+	}
 	err := s.withSync(ctx, func(r syncRecord) syncRecord {
-		r.Entries = append(r.Entries, SyncEntry{ID: id, Reason: oneLine(reason), Since: now})
+		r.Entries = append(r.Entries, entry)
 		return r
 	})
 	if err != nil {
@@ -223,7 +252,21 @@ type Pending struct {
 	// after ReloadAt. Without it, stamping the whole record again for the reload turned the
 	// restart the scriptlet had served into a second one.
 	ReloadAt *stamp.Stamp `json:"reload_at,omitempty"`
+	// Unreadable, on a record of reaction Unknown, is why its file could not be read as a
+	// record of this version (damaged, or written by another version).
+	Unreadable string `json:"unreadable,omitempty"`
+	// Reported: a run has failed once because the record cannot be carried out as
+	// recorded (systemd_lifecycle decides that; docs/reliability.md, "a debt that can be
+	// paid"); later runs warn instead of failing, until a restart clears it.
+	Reported bool `json:"reported,omitempty"`
+	// Path is the record's file as GetPending read it, for messages; not stored.
+	Path string `json:"-"`
 }
+
+// Unknown is the reaction of a record this version cannot read: which reaction was due
+// cannot be known, so none is carried out from it; a restart (which serves every
+// reaction) clears it.
+const Unknown = "unknown"
 
 // Owed is the record of a reaction of kind owed to a unit whose record is earlier (nil:
 // none): restart beats reload, due since earlier's Since or now, with triggers, stamped
@@ -236,9 +279,18 @@ type Pending struct {
 // step, the job), so that an activation between the first stamp and a later change
 // (a package scriptlet's restart before a drop-in is written) never counts as serving
 // that change. A change that never happened is withdrawn by its writer instead.
+//
+// A record of reaction Unknown stays as it is under a reload (a reload does not serve
+// what may have been a restart) and becomes a plain restart record under a restart.
 func Owed(earlier *Pending, kind reaction.Kind, triggers []string, at stamp.Stamp) Pending {
 	if earlier == nil {
 		return Pending{Reaction: string(kind), Triggers: triggers, Since: time.Now().UTC(), At: at}
+	}
+	if earlier.Reaction == Unknown {
+		if kind == reaction.Restart {
+			return Pending{Reaction: string(kind), Triggers: triggers, Since: earlier.Since, At: at}
+		}
+		return *earlier
 	}
 	if reaction.Kind(earlier.Reaction) == reaction.Restart && kind == reaction.Reload {
 		return Pending{Reaction: earlier.Reaction, Triggers: triggers, Since: earlier.Since, At: earlier.At, ReloadAt: &at}
@@ -312,9 +364,10 @@ func (s *Store) SetPending(unit string, p Pending) error {
 
 // GetPending returns the pending reaction of unit, or nil.
 //
-// A record that cannot be read or holds no known reaction is an error naming the file,
-// never "nothing due": which reaction was due cannot be known, and guessing would either
-// lose a restart or turn a reload into a restart.
+// A file that holds no record this version can read (it does not parse, or names no
+// known reaction) is never "nothing due": it reads as a record of reaction Unknown that
+// says why (Unreadable), since guessing would either lose a restart or turn a reload into
+// a restart. A file that cannot be read at all is an error naming it.
 func (s *Store) GetPending(unit string) (*Pending, error) {
 	for _, dir := range []string{s.Dir, filepath.Dir(s.pendingPath(unit))} {
 		if err := statedir.Check(dir); err != nil {
@@ -329,15 +382,44 @@ func (s *Store) GetPending(unit string) (*Pending, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the pending reaction record of %s, %s, cannot be read: %w; a restart or reload may be due: carry it out by hand (systemctl restart %s) and remove the file", unit, path, err, unit)
 	}
-	var p Pending
-	err = json.Unmarshal(data, &p)
-	if err == nil && p.Reaction != "restart" && p.Reaction != "reload" {
-		err = fmt.Errorf("unknown reaction %q", p.Reaction)
-	}
+	p, err := parsePending(data)
 	if err != nil {
-		return nil, fmt.Errorf("the pending reaction record of %s, %s, is corrupt (%v); a restart or reload was due: carry it out by hand (systemctl restart %s) and remove the file", unit, path, err, unit)
+		since := modTime(path)
+		// Stamped when the file was written: an activation after that (a restart by hand)
+		// served whatever it said.
+		at, _ := stamp.At(since)
+		p = Pending{Reaction: Unknown, Unreadable: fmt.Sprintf("it is not a record this version can read (%v)", err), Since: since, At: at}
 	}
+	p.Path = path
 	return &p, nil
+}
+
+// parsePending reads a stored record strictly: a known reaction, and Unknown only with
+// the reason it was written for.
+func parsePending(data []byte) (Pending, error) {
+	var p Pending
+	if err := json.Unmarshal(data, &p); err != nil {
+		return p, err
+	}
+	switch p.Reaction {
+	case string(reaction.Restart), string(reaction.Reload):
+	case Unknown:
+		if p.Unreadable == "" {
+			return p, fmt.Errorf("reaction %q without the reason it is unknown", p.Reaction)
+		}
+	default:
+		return p, fmt.Errorf("unknown reaction %q", p.Reaction)
+	}
+	return p, nil
+}
+
+// modTime is when the file was last written, as far as it can be told (the time an
+// unreadable record was due since).
+func modTime(path string) time.Time {
+	if fi, err := os.Stat(path); err == nil {
+		return fi.ModTime().UTC()
+	}
+	return time.Now().UTC()
 }
 
 // ClearPending removes the pending reaction of unit after it was verified.

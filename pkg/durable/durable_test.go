@@ -129,13 +129,39 @@ func TestPending(t *testing.T) {
 	bad := &Store{Dir: "/proc/richt-cannot-exist"}
 	require.ErrorContains(t, bad.SetPending("x.service", Pending{Reaction: "reload"}), "create")
 
-	// A corrupt record names its file and is never read as "nothing due".
-	for _, content := range []string{"{", `{"reaction":"explode"}`, ""} {
+	// A record this version cannot read is never read as "nothing due", nor guessed: it
+	// reads as reaction unknown, naming its file and why.
+	for _, content := range []string{"{", `{"reaction":"explode"}`, "", `{"unit":"demo.service","action":"restart"}`, `{"reaction":"unknown"}`} {
 		require.NoError(t, os.WriteFile(s.pendingPath("demo.service"), []byte(content), 0o644))
-		_, err = s.GetPending("demo.service")
-		require.ErrorContains(t, err, s.pendingPath("demo.service"))
-		require.ErrorContains(t, err, "is corrupt")
+		p, err = s.GetPending("demo.service")
+		require.NoError(t, err, content)
+		assert.Equal(t, Unknown, p.Reaction, content)
+		assert.Equal(t, s.pendingPath("demo.service"), p.Path)
+		assert.Contains(t, p.Unreadable, "not a record this version can read", content)
+		assert.False(t, p.Reported)
 	}
+	// Once reported (written back by this version), it reads as written.
+	p.Reported = true
+	require.NoError(t, s.SetPending("demo.service", *p))
+	again, err := s.GetPending("demo.service")
+	require.NoError(t, err)
+	assert.Equal(t, p.Unreadable, again.Unreadable)
+	assert.True(t, again.Reported)
+	// A file that cannot be read at all stays an error naming it.
+	require.NoError(t, os.Remove(s.pendingPath("demo.service")))
+	require.NoError(t, os.Mkdir(s.pendingPath("demo.service"), 0o755))
+	_, err = s.GetPending("demo.service")
+	require.ErrorContains(t, err, s.pendingPath("demo.service"))
+}
+
+func TestOwedOnUnknown(t *testing.T) {
+	at := stamp.Stamp{BootID: "b1", Mono: 7}
+	unknown := &Pending{Reaction: Unknown, Unreadable: "why", Reported: true, At: stamp.Stamp{BootID: "b1", Mono: 3}}
+	// A restart serves whatever was due: the record becomes a plain restart.
+	r := Owed(unknown, reaction.Restart, []string{"t"}, at)
+	assert.Equal(t, Pending{Reaction: "restart", Triggers: []string{"t"}, Since: unknown.Since, At: at}, r)
+	// A reload does not: the unknown record stays as it was.
+	assert.Equal(t, *unknown, Owed(unknown, reaction.Reload, nil, at))
 }
 
 func TestPendingServedBy(t *testing.T) {
@@ -185,7 +211,7 @@ func TestManagerCheckRecord(t *testing.T) {
 
 // Records are outside input: whatever a record file holds, reading it never panics, a
 // sync record that is not a valid one reads as due, and a pending record either names a
-// known reaction or is an error naming its file.
+// known reaction, or reads as reaction unknown saying why, or is an error naming its file.
 func FuzzRecords(f *testing.F) {
 	f.Add([]byte(`{"entries":[{"id":"1","reason":"r","since":"2026-01-01T00:00:00Z"}]}`))
 	f.Add([]byte(`{"reaction":"restart","since":"2026-01-01T00:00:00Z","at":{"boot_id":"b","monotonic_us":5}}`))
@@ -203,7 +229,7 @@ func FuzzRecords(f *testing.F) {
 			t.Fatalf("unparsable sync record %q read as nothing due", data)
 		}
 		p, err := s.GetPending("x.service")
-		if err == nil && (p == nil || (p.Reaction != "restart" && p.Reaction != "reload")) {
+		if err == nil && (p == nil || (p.Reaction != "restart" && p.Reaction != "reload" && (p.Reaction != Unknown || p.Unreadable == ""))) {
 			t.Fatalf("pending record %q read as %+v", data, p)
 		}
 		if err != nil && !strings.Contains(err.Error(), s.pendingPath("x.service")) {

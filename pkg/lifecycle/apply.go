@@ -34,7 +34,7 @@ func (d Deps) Apply(ctx context.Context, p Plan, res *Result, warn func(format s
 		// the service), yet did not find the unit: the plan's prediction is checked as
 		// after a sync, so the task fails with Decide's words, not a job for no unit.
 		if err := a.reobserve(ctx); err != nil {
-			return err
+			return a.refused(err)
 		}
 	}
 	if p.Refusal != nil {
@@ -61,8 +61,19 @@ func (a *applier) act(s Step) { a.res.Actions = append(a.res.Actions, string(s))
 // prep carries out the steps ahead of the run state: the due reaction recorded before
 // anything can fail, an enable ahead of the sync, and the sync.
 func (a *applier) prep(ctx context.Context) error {
+	if served := a.plan.Prep.SyncServed; served.Due() && !a.plan.Synced() {
+		// The manager's last load served these entries: settled without a reload (a sync
+		// settles every entry the plan read).
+		if err := a.Store.ClearManagerSync(ctx, served); err != nil {
+			return err
+		}
+	}
 	for _, step := range a.plan.Prep.Steps {
 		switch step {
+		case StepReportPending:
+			if err := a.book.report(); err != nil {
+				return err
+			}
 		case StepRecordPending:
 			if err := a.book.record(a.plan.Prep.Due, false); err != nil {
 				return err
@@ -83,6 +94,19 @@ func (a *applier) prep(ctx context.Context) error {
 	return nil
 }
 
+// refused is err, the refusal of the unit as the manager shows it after a step ahead of
+// the run state (a sync, a predicted install), with the reload this run recorded ahead
+// withdrawn: a reaction refused before acting leaves no record (Plan does the same for a
+// refusal it knows). A restart stays recorded: any later run can carry it out.
+func (a *applier) refused(err error) error {
+	if err != nil && a.plan.Prep.RecordPending && a.plan.Prep.Due != reaction.Restart {
+		if werr := a.book.withdraw(); werr != nil {
+			return fmt.Errorf("%w; withdrawing the reload recorded ahead failed: %w", err, werr)
+		}
+	}
+	return err
+}
+
 // sync reloads systemd's manager (a change, reported as the daemon-reload action),
 // settling the manager-sync records the plan read, observes the unit again and checks
 // it against the plan's prediction.
@@ -93,7 +117,7 @@ func (a *applier) sync(ctx context.Context) error {
 	if err := systemd.ReloadManager(ctx, a.Systemd, a.Store, a.plan.Observed.Synced); err != nil {
 		return err
 	}
-	return a.reobserve(ctx)
+	return a.refused(a.reobserve(ctx))
 }
 
 // reobserve observes the unit again where the plan predicted it (after a sync, or a

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/richt/services/pkg/reaction"
@@ -158,7 +159,7 @@ func decide(req Request, o Observation, prep Prep, files *unitfile.Capability) P
 		u.UnitFileState = fileState(prep.EnableFirst == StepEnable)
 	}
 	f := Facts{Unit: u, Due: prep.Due, Served: prep.Served, RestartServed: prep.RestartServed != "", ReloadServed: prep.ReloadServed != "",
-		Pending: prep.Pending != nil || prep.RecordPending}
+		Pending: prep.Pending != nil || prep.RecordPending, Keep: prep.Kept()}
 	p.Capability, p.Known = capabilityFor(w, u, o, p.Synced(), files)
 	f.Capability = p.Capability
 	dec, err := Decide(w, f)
@@ -167,6 +168,34 @@ func decide(req Request, o Observation, prep Prep, files *unitfile.Capability) P
 		p.Capability, p.Known = capabilityAfterUnmask(w, files)
 	}
 	p.Unit, p.Decision, p.Refusal = u, dec, err
+	return owing(p)
+}
+
+// owing completes a plan with what a pending record it cannot carry out asks (Prep.Debt)
+// and what a refusal leaves on record. A debt the run does not serve fails the first run
+// that meets it, once it is marked reported; later runs warn. A refused run records no
+// reload of its own (a reaction refused before acting is no debt: no run could pay a
+// reload that reload_on refused); a restart a trigger owes is recorded still, since any
+// later run can carry it out.
+// A run refused for another reason leaves the debt unreported: its message is the
+// refusal's.
+func owing(p Plan) Plan {
+	drop := func(step Step) {
+		p.Prep.Steps = slices.DeleteFunc(slices.Clone(p.Prep.Steps), func(s Step) bool { return s == step })
+	}
+	switch {
+	case !p.Prep.Kept():
+	case p.Refusal != nil:
+		drop(StepReportPending)
+	case p.Prep.Pending.Reported:
+		p.Decision.Warnings = append(p.Decision.Warnings, debtWarning(p.Want.Unit, p.Prep.Pending, p.Prep.Debt))
+	default:
+		p.Refusal = debtError(p.Want.Unit, p.Prep.Pending, p.Prep.Debt)
+	}
+	if p.Refusal != nil && p.Prep.RecordPending && p.Prep.Due != reaction.Restart {
+		p.Prep.RecordPending = false
+		drop(StepRecordPending)
+	}
 	return p
 }
 

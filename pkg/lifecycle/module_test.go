@@ -45,7 +45,13 @@ type fakeSystemd struct {
 	// not-found unit, whose file is on disk (a package installed it).
 	disk, unmasked string
 	loadOnReload   bool
+	// unitsLoaded is the manager's UnitsLoadTimestampMonotonic (0: never reloaded); a
+	// daemon-reload sets it to the test's clock.
+	unitsLoaded uint64
 }
+
+// UnitsLoaded implements systemd.LoadReader.
+func (f *fakeSystemd) UnitsLoaded(context.Context) (uint64, error) { return f.unitsLoaded, nil }
 
 // UnitFileState implements systemd.FileStater: the state on disk.
 func (f *fakeSystemd) UnitFileState(context.Context, string) (string, error) {
@@ -102,6 +108,7 @@ func (f *fakeSystemd) DaemonReload(context.Context) error {
 		return errors.New("connection timed out")
 	}
 	f.p.NeedDaemonReload = false
+	f.unitsLoaded = testNow.Mono
 	if f.loadOnReload && f.p.LoadState == "not-found" {
 		f.p.LoadState = "loaded"
 		if f.p.UnitFileState == "" {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/reaction"
+	"github.com/richt/services/pkg/stamp"
+
 	"github.com/richt/services/pkg/systemd"
 	"github.com/richt/services/pkg/unitfile"
 )
@@ -47,7 +51,10 @@ func (d Deps) observe(ctx context.Context, req Request) (Observation, error) {
 		}
 		o.Reloaded = d.Store.LastReload(w.Unit)
 	}
-	if w.ReloadOn && o.Unit.LoadState == "loaded" && !o.PredictedInstall {
+	if o.ManagerLoaded, err = d.managerLoaded(ctx, req, o); err != nil {
+		return o, err
+	}
+	if (w.ReloadOn || owesReload(o.Pending)) && o.Unit.LoadState == "loaded" && !o.PredictedInstall {
 		// Files the manager still names may be gone until a due sync: then the plan reads
 		// the capability from the files on disk instead, and this one is not needed.
 		if c, err := capabilityOf(d.Root, w.Unit, o.Unit.FragmentPath, o.Unit.DropInPaths); err == nil {
@@ -88,4 +95,43 @@ func capabilityOf(root, unit, fragment string, dropIns []string) (unitfile.Capab
 		return unitfile.Capability{}, fmt.Errorf("reload capability of %s: %w", unit, err)
 	}
 	return c, nil
+}
+
+// managerLoaded reads when the manager last loaded its units, only when that can spare a
+// sync: the manager does not ask for one itself (NeedDaemonReload), and a manager-sync
+// entry or a trigger says when its unit files were in place. Zero otherwise, or when the
+// backend cannot say.
+func (d Deps) managerLoaded(ctx context.Context, req Request, o Observation) (stamp.Stamp, error) {
+	lr, ok := d.Systemd.(systemd.LoadReader)
+	if !ok || o.Unit.NeedDaemonReload || !placedEntry(o.Synced) && !req.Triggers.Placed() {
+		return stamp.Stamp{}, nil
+	}
+	mono, err := lr.UnitsLoaded(ctx)
+	if err != nil || mono == 0 {
+		return stamp.Stamp{}, err
+	}
+	now := o.Now
+	if now.IsZero() {
+		if now, err = d.clock(); err != nil {
+			return stamp.Stamp{}, err
+		}
+	}
+	return stamp.Stamp{BootID: now.BootID, Mono: mono}, nil
+}
+
+// placedEntry: an entry of the record says when its change's unit files were in place.
+func placedEntry(s durable.Sync) bool {
+	for _, e := range s.Entries {
+		if e.Placed != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// owesReload: the pending record asks for a reload (on its own, or after its restart):
+// whether the unit can reload decides whether it can be carried out (debtOf), so its
+// files' capability is read too.
+func owesReload(p *durable.Pending) bool {
+	return p != nil && (reaction.Kind(p.Reaction) == reaction.Reload || p.ReloadAt != nil)
 }

@@ -51,6 +51,31 @@ func (l *ledger) record(due reaction.Kind, fresh bool) error {
 // clear removes the record: its reaction was carried out and verified, or is not owed.
 func (l *ledger) clear() error { return l.store.ClearPending(l.unit) }
 
+// withdraw puts back the record the plan observed (none: removes it), for a run refused
+// before acting after it had recorded its reaction ahead: a refused reaction is no debt.
+func (l *ledger) withdraw() error {
+	if l.earlier == nil {
+		return l.clear()
+	}
+	return l.store.SetPending(l.unit, *l.earlier)
+}
+
+// report marks the observed record, a debt the run fails for, as reported, stamped if it
+// had no stamp: only this run fails for it, and an activation after the stamp (a restart
+// by hand) serves it.
+func (l *ledger) report() error {
+	rec := *l.earlier
+	rec.Reported = true
+	if rec.At.IsZero() {
+		at, err := l.read()
+		if err != nil {
+			return err
+		}
+		rec.At = at
+	}
+	return l.store.SetPending(l.unit, rec)
+}
+
 func pendingKind(p *durable.Pending) reaction.Kind {
 	if p == nil {
 		return reaction.None

@@ -38,6 +38,9 @@ type Facts struct {
 	RestartServed, ReloadServed bool
 	// Capability is the merged unit's reload capability; set when Want.ReloadOn.
 	Capability *unitfile.Capability
+	// Keep: the pending record is a debt this run does not serve (Prep.Kept): it is
+	// neither recorded on nor cleared.
+	Keep bool
 }
 
 // Step is one change Apply makes, in the order of Decision.Steps. Its name is what results
@@ -180,7 +183,7 @@ func Decide(w Want, f Facts) (Decision, error) {
 	if f.Due == "" {
 		f.Due = reaction.None
 	}
-	p := Decision{Reaction: reaction.None, ClearPending: f.Pending || f.Served}
+	p := Decision{Reaction: reaction.None, ClearPending: (f.Pending || f.Served) && !f.Keep}
 	u := f.Unit
 	p.After = PlanState{Running: u.Running(), Enabled: u.Enabled(), Masked: u.LoadState == "masked"}
 
@@ -237,7 +240,7 @@ func Decide(w Want, f Facts) (Decision, error) {
 		if action == reaction.ReloadIt && signalled(w, f) {
 			p.Quiet = QuietAfterReload
 		}
-		p.RecordPending = f.Due != reaction.None && w.Running
+		p.RecordPending = f.Due != reaction.None && w.Running && !f.Keep
 	}
 	if w.Health != nil && w.Running {
 		p.Probe = w.Health

@@ -35,6 +35,10 @@ type Observation struct {
 	// manager sync the plan then holds loads it. The same in check mode, where the package
 	// is not installed yet, and in a real run, where Apply checks it after the sync.
 	PredictedInstall bool
+	// ManagerLoaded is when the manager last loaded its units (systemd.LoadReader, on the
+	// boot of Now); zero unless read: only when a sync reason could be one a load already
+	// served (a change that says when its unit files were in place).
+	ManagerLoaded stamp.Stamp
 	// FileState is the unit's file state as the files on disk give it now (the Manager's
 	// GetUnitFileState), which is what the manager shows after the sync the plan holds;
 	// the loaded unit's UnitFileState is cached until then. Read only when it decides
@@ -75,13 +79,36 @@ type Prep struct {
 	EnableFirst Step
 	// SyncReasons are why the manager is reloaded; none: no reload.
 	SyncReasons []string
-	// Steps: StepRecordPending, EnableFirst, StepDaemonReload, as they apply.
+	// SyncServed are the manager-sync entries the manager's last load already served
+	// (their unit files were all in place before it began: a package scriptlet's
+	// daemon-reload); the run clears them. LoadServed says that load served the changes
+	// the triggers report too, so it is not repeated.
+	SyncServed durable.Sync
+	LoadServed bool
+	// Debt is why the pending record cannot be carried out as recorded, "" when it can
+	// (debtOf). Unless the run serves it anyway (Absorbed), it stays on disk: the first run
+	// that meets it fails for it and marks it reported (StepReportPending), later runs
+	// warn. It is never carried out as a job systemd would refuse.
+	Debt string
+	// Absorbed: what the run does anyway serves the debt (a restart serves every
+	// reaction; a start or a stop leaves nothing to react to), so the record is cleared
+	// as any served one.
+	Absorbed bool
+	// Steps: StepReportPending, StepRecordPending, EnableFirst, StepDaemonReload, as they
+	// apply.
 	Steps []Step
 }
+
+// Kept: the pending record is a debt this run leaves as it is (neither records on top of
+// it nor clears it).
+func (p Prep) Kept() bool { return p.Debt != "" && !p.Absorbed }
 
 // Steps that come before the run state, as plans and results name them.
 const (
 	StepRecordPending Step = "record-pending"
+	// StepReportPending marks a debt reported (durable.Pending.Reported) before the run
+	// fails for it, so only one run fails for it.
+	StepReportPending Step = "report-pending"
 	StepDaemonReload  Step = "daemon-reload"
 )
 
@@ -112,7 +139,17 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 		p.ReloadServed = by
 	}
 	p.Pending = pending
-	p.Due = reaction.Due(trig, pendingKind(pending))
+	owed := pendingKind(pending)
+	if p.Debt = debtOf(pending, obs, o.Capability); p.Debt != "" {
+		owed = reaction.None
+	}
+	p.Due = reaction.Due(trig, owed)
+	if p.Debt != "" {
+		p.Absorbed = !w.Running || !obs.Running() || obs.LoadState != "loaded" || p.Due == reaction.Restart
+		if !p.Absorbed && !pending.Reported {
+			p.Steps = append(p.Steps, StepReportPending)
+		}
+	}
 	// A due reaction is on disk before anything can fail (the daemon-reload, an enable,
 	// the deadline): its trigger will not report a change again. Only for a unit that
 	// runs: a unit that is missing, masked or stopped now has nothing to restart, and its
@@ -121,7 +158,7 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 	// whether the manager, after the transaction, shows it loaded already (it loads a new
 	// unit file it is asked about), not found until the sync, or check mode predicts it
 	// (PredictedInstall): check mode's plan is the real run's whichever it shows.
-	if p.Due != reaction.None && w.Running && obs.LoadState == "loaded" && obs.Running() {
+	if p.Due != reaction.None && w.Running && obs.LoadState == "loaded" && obs.Running() && !p.Kept() {
 		p.RecordPending = true
 		p.Steps = append(p.Steps, StepRecordPending)
 	}
@@ -132,18 +169,27 @@ func Prepare(w Want, trig reaction.Triggers, o Observation) Prep {
 	if obs.NeedDaemonReload {
 		p.SyncReasons = append(p.SyncReasons, "systemd reports NeedDaemonReload=yes")
 	}
-	for _, reason := range o.Synced.Reasons() {
+	// A manager load that began after a change's unit files were all in place has loaded
+	// them: a package scriptlet's daemon-reload (EL's transaction file triggers do one at
+	// the end of every transaction that touched unit files) is not repeated, as its
+	// restart is not (restartServedBy). Only changes that say when their files were in
+	// place count; NeedDaemonReload=yes always reloads.
+	served, due := o.Synced.LoadedBy(o.ManagerLoaded)
+	p.SyncServed = served
+	loaded := trig.LoadedBy(o.ManagerLoaded)
+	for _, reason := range due.Reasons() {
 		p.SyncReasons = append(p.SyncReasons, "recorded on the target: "+reason)
 	}
-	if trig.UnitFilesChanged() {
+	if trig.UnitFilesChanged() && !loaded {
 		p.SyncReasons = append(p.SyncReasons, "a trigger changed a unit file")
 	}
 	// A package change the manager was reloaded after (the service's earlier process
 	// step did) has loaded what it installs: in a real run the unit is found; check mode
 	// still predicts it (PredictedInstall, from PackageChanged) but plans no second sync.
-	if (obs.LoadState == "not-found" || o.PredictedInstall) && trig.PackageUnsynced() {
+	if (obs.LoadState == "not-found" || o.PredictedInstall) && trig.PackageUnsynced() && !loaded {
 		p.SyncReasons = append(p.SyncReasons, "unit not found after a package change")
 	}
+	p.LoadServed = served.Due() || loaded && (trig.UnitFilesChanged() || trig.PackageUnsynced())
 	// The files say one thing and the manager another: the manager has not loaded a change
 	// that NeedDaemonReload did not flag (rpm restores old mtimes). Sync it before deciding,
 	// rather than send a reload it cannot run.
@@ -258,4 +304,42 @@ func earlier(a, b stamp.Stamp) bool {
 // the restart may already have happened (by the clock).
 func restartMayBeServed(w Want, trig reaction.Triggers, obs systemd.Props) bool {
 	return w.Running && len(reaction.Changed(trig.Restart)) > 0 && obs.Running()
+}
+
+// debtOf is why a pending record (unserved; nil: none) cannot be carried out as
+// recorded on the unit as observed, "" when it can: a record this version cannot read
+// (which reaction was due is unknown, and guessing could lose a restart or turn a reload
+// into one), or a reload of a unit that cannot reload (its ExecReload= went away since,
+// or the record was written by a version that recorded a reload it then refused). Such
+// a record is a debt no reload can pay; a restart pays it. files is the capability of
+// the unit's files the manager names (nil: not read), which is what the unit has once
+// the manager loaded them: where it and the manager's CanReload disagree, Prepare syncs
+// the manager before the reload, so the files decide.
+func debtOf(p *durable.Pending, u systemd.Props, files *unitfile.Capability) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Reaction == durable.Unknown:
+		return p.Unreadable + ": a restart or a reload may have been due"
+	case reaction.Kind(p.Reaction) != reaction.Reload || u.LoadState != "loaded":
+		return ""
+	case files != nil && !files.Capable:
+		return fmt.Sprintf("a reload is due since %s, and the unit cannot reload: %s", p.Since.Format("2006-01-02T15:04:05Z07:00"), files.Reason)
+	case files == nil && !u.CanReload:
+		return fmt.Sprintf("a reload is due since %s, and the unit cannot reload: systemd shows CanReload=no (no ExecReload=)", p.Since.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	return ""
+}
+
+// debtError is the failure of the one run that reports a debt: what the record says, why
+// it cannot be carried out, and how to clear it.
+func debtError(unit string, p *durable.Pending, why string) error {
+	return fmt.Errorf("the pending reaction record of %s (%s) cannot be carried out as recorded: %s. A restart clears it: "+
+		"a restart_on trigger that changed (or the service's restart wiring), or systemctl restart %s; a reload-capable unit "+
+		"(ExecReload=) carries out a recorded reload. Only this run fails for it: later runs warn until it is cleared", unit, p.Path, why, unit)
+}
+
+// debtWarning is what later runs say of a debt that was reported.
+func debtWarning(unit string, p *durable.Pending, why string) string {
+	return fmt.Sprintf("%s: the pending reaction record %s cannot be carried out as recorded (%s); a run failed for it before, so this one goes on. A restart clears it (systemctl restart %s)", unit, p.Path, why, unit)
 }

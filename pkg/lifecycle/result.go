@@ -48,6 +48,7 @@ type Result struct {
 	RestartServed string               `json:"restart_served,omitempty"`
 	ReloadServed  string               `json:"reload_served,omitempty"`
 	SyncReasons   []string             `json:"daemon_reload_reasons,omitempty"`
+	SyncServed    string               `json:"daemon_reload_served,omitempty"`
 	ReloadCapable *unitfile.Capability `json:"reload_capable,omitempty"`
 	MainPID       int                  `json:"main_pid,omitempty"`
 	Health        *HealthResult        `json:"health,omitempty"`
@@ -88,3 +89,7 @@ func stateOf(p systemd.Props) *State {
 	}
 	return &State{State: st, Enabled: p.Enabled(), UnitFileState: p.UnitFileState, LoadState: p.LoadState, active: p.ActiveState, sub: p.SubState, fragment: p.FragmentPath}
 }
+
+// loadServedNote is daemon_reload_served: why a change's unit files asked for no manager
+// reload.
+const loadServedNote = "the manager loaded its units after the change's unit files were all in place (a package scriptlet's daemon-reload): not reloaded again"

@@ -152,6 +152,9 @@ func Describe(p Plan, res *Result) {
 	if p.Prep.ReloadServed != "" {
 		res.ReloadServed = fmt.Sprintf("the reload %s asked for was already done: a verified reload of the unit (another run's) was sent, or the unit became active, after the change had put its files in place", p.Prep.ReloadServed)
 	}
+	if p.Prep.LoadServed && !p.Synced() {
+		res.SyncServed = loadServedNote
+	}
 	res.Triggers = labels(p.Triggers, p.Prep.Pending)
 	if p.Known && o.Unit.LoadState == "loaded" {
 		// After a sync, a real run reports what the manager then names (Apply).

@@ -251,6 +251,29 @@ func (t Triggers) PackageUnsynced() bool {
 	return t.any(func(tr Trigger) bool { return tr.PackageUnsynced })
 }
 
+// LoadedBy reports whether a manager load that began at loaded (systemd's clock) has
+// loaded every change the triggers and facts ask a manager sync for (UnitFilesChanged,
+// PackageUnsynced): each says when its files were in place (FilesPlaced), on loaded's
+// boot, before it. A package scriptlet's daemon-reload is such a load; a change that
+// cannot say when (a drop-in, a loop item without files_placed) is never loaded by one.
+func (t Triggers) LoadedBy(loaded stamp.Stamp) bool {
+	if loaded.IsZero() {
+		return false
+	}
+	return !t.any(func(tr Trigger) bool {
+		if !tr.UnitFilesChanged && !tr.PackageUnsynced {
+			return false
+		}
+		return tr.FilesPlaced == nil || tr.FilesPlaced.BootID != loaded.BootID || tr.FilesPlaced.Mono >= loaded.Mono
+	})
+}
+
+// Placed reports whether any changed trigger or fact that asks a manager sync says when
+// its files were in place: only then can a manager load tell it was loaded (LoadedBy).
+func (t Triggers) Placed() bool {
+	return t.any(func(tr Trigger) bool { return (tr.UnitFilesChanged || tr.PackageUnsynced) && tr.FilesPlaced != nil })
+}
+
 func (t Triggers) any(f func(Trigger) bool) bool {
 	for _, list := range [][]Trigger{t.Restart, t.Reload, t.Facts} {
 		for _, tr := range list {

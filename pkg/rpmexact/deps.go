@@ -2,6 +2,7 @@ package rpmexact
 
 import (
 	"context"
+	"github.com/richt/services/pkg/stamp"
 	"time"
 
 	"github.com/richt/services/pkg/runner"
@@ -11,6 +12,13 @@ import (
 type SyncRecorder interface {
 	MarkManagerSyncDue(ctx context.Context, reason string) (id string, err error)
 	RemoveManagerSyncEntry(ctx context.Context, id string) error
+}
+
+// PlacedSyncRecorder records a manager sync together with when the change's unit files
+// were all in place (durable.Store.MarkManagerSyncPlaced), so a reload that began after
+// that (a package scriptlet's) serves it.
+type PlacedSyncRecorder interface {
+	MarkManagerSyncPlaced(ctx context.Context, reason string, placed stamp.Stamp) (id string, err error)
 }
 
 // ManagerMemo remembers accepted manager checks by the executable's identity (package

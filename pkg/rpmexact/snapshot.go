@@ -201,6 +201,52 @@ func unitsDiffer(a, b map[string]string) bool {
 	return false
 }
 
+// unitsPlaced is when every entry of the unit directories that a transaction added or
+// replaced was in place, in systemd's clock: the newest inode change time among them, one
+// coarse clock tick on (as filesPlaced). Zero when that cannot be told: an entry was
+// removed (when it went leaves no trace), a directory could not be read, or an entry
+// cannot be examined now. A manager reload that began after it has loaded the
+// transaction's unit files, including what a scriptlet wrote before that reload.
+func unitsPlaced(before, after map[string]string, lstat func(string) (os.FileInfo, error)) stamp.Stamp {
+	var newest time.Time
+	for p, id := range before {
+		if _, ok := after[p]; !ok || strings.HasPrefix(id, "unreadable: ") {
+			return stamp.Stamp{}
+		}
+	}
+	for p, id := range after {
+		if before[p] == id {
+			continue
+		}
+		if strings.HasPrefix(id, "unreadable: ") {
+			return stamp.Stamp{}
+		}
+		fi, err := lstat(p)
+		if err != nil {
+			return stamp.Stamp{}
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return stamp.Stamp{}
+		}
+		if c := time.Unix(st.Ctim.Unix()); c.After(newest) {
+			newest = c
+		}
+	}
+	if newest.IsZero() {
+		return stamp.Stamp{}
+	}
+	tick, ok := coarseTick()
+	if !ok {
+		tick = 10 * time.Millisecond
+	}
+	s, err := stamp.At(newest.Add(tick))
+	if err != nil {
+		return stamp.Stamp{}
+	}
+	return s
+}
+
 // added are the builds a transaction put on the host.
 func added(moves []Move) []string {
 	var out []string

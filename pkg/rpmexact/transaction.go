@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/richt/services/pkg/runner"
@@ -158,7 +159,12 @@ func (st settler) settle(ctx context.Context, t Transaction, before Snapshot, re
 		}
 	}
 	if sync != nil {
-		_, err := sync.MarkManagerSyncDue(ctx, reason)
+		var err error
+		if ps, ok := sync.(PlacedSyncRecorder); ok && out.AfterErr == nil {
+			_, err = ps.MarkManagerSyncPlaced(ctx, reason, unitsPlaced(before.Units, after.Units, os.Lstat))
+		} else {
+			_, err = sync.MarkManagerSyncDue(ctx, reason)
+		}
 		out.SyncRecorded = err == nil
 		if err != nil && out.AfterErr == nil {
 			out.AfterErr = fmt.Errorf("unit files changed, but recording that systemd's manager must be reloaded failed: %w", err)

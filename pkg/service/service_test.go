@@ -781,7 +781,7 @@ func TestTheRecordIsStampedAfterEachChangeItCovers(t *testing.T) {
 	now, _ := clock.now()
 	assert.False(t, rec.ServedBy(now, true, activeEnter), "a restart before the drop-in's write does not serve its reload")
 	prep := lifecycle.Prepare(lifecycle.Want{Unit: "demo.service", Running: true, ReloadOn: true}, reaction.Triggers{},
-		lifecycle.Observation{Pending: rec, Now: now, Unit: systemd.Props{LoadState: "loaded", ActiveState: "active", SubState: "running", ActiveEnterMono: activeEnter}})
+		lifecycle.Observation{Pending: rec, Now: now, Unit: systemd.Props{LoadState: "loaded", ActiveState: "active", SubState: "running", ActiveEnterMono: activeEnter, CanReload: true}})
 	assert.False(t, prep.Served)
 	assert.Equal(t, reaction.Reload, prep.Due, "the drop-in's reload stays due; the package's restart is not done twice")
 }

@@ -44,6 +44,13 @@ description:
     disagree about reload capability (C(CanReload)). NeedDaemonReload alone misses changes:
     rpm restores a package's build-time mtime, so a downgraded unit file can differ while
     systemd says no."
+  - "A manager reload a package's scriptlet already did is not repeated: when the manager's
+    last load of its units (C(UnitsLoadTimestampMonotonic), systemd 252 and later) began
+    after every unit file of a change was in place - the change's C(files_placed) for a
+    trigger, and for the manager-sync record the time C(rpm_exact) recorded with its entry
+    (none when a unit file was removed) - that change asks for no daemon-reload, the entries
+    it served are cleared, and I(daemon_reload_served) says so. C(NeedDaemonReload=yes), a
+    drop-in, or anything that cannot say when it was placed still reloads."
   - "After its daemon-reload the module clears only the entries of the manager-sync record it
     read before reloading; an entry added meanwhile stays due. A record that cannot be read
     counts as due: the module reloads the manager (the reason names the file) and then
@@ -61,6 +68,14 @@ description:
     attempted and cleared only after it was verified. A run that fails, times out
     or is interrupted leaves it, and the next run for the unit carries it out even if no
     trigger changed."
+  - "A reaction refused before acting is not recorded: I(reload_on) on a unit that cannot
+    reload fails the task and leaves no pending reload (a restart a changed I(restart_on) owes
+    is still recorded). A pending record that cannot be carried out as recorded - one this
+    version cannot read, or a reload of a unit that shows C(CanReload=no) - is never sent to
+    systemd: a restart, a start or a stop the run makes anyway clears it; otherwise the first
+    run that meets it fails once, naming the file and how to clear it (a restart, by a changed
+    I(restart_on) or C(systemctl restart UNIT)), and marks it reported; later runs warn and go
+    on until a restart clears it."
   - "A recorded reaction is not carried out again when the unit is running and became active
     after the reaction was recorded (for example a run that was killed after sending its
     restart, a package scriptlet, or an administrator restarted it). I(pending_from_earlier_run)
@@ -428,7 +443,8 @@ after:
 plan:
   description:
     - Every step the run decided, in order; check mode reports the steps a real run takes.
-    - Before the run state, as they apply, C(record-pending) (the due reaction of a running
+    - Before the run state, as they apply, C(report-pending) (a pending record that cannot
+      be carried out as recorded, marked reported before the run fails for it), C(record-pending) (the due reaction of a running
       unit, recorded on the target before anything can fail), C(enable) or C(disable) ahead of a manager
       reload, C(daemon-reload); then the run state's steps (C(stop), C(mask), C(unmask),
       C(enable), C(disable), C(start), C(restart), C(reload)), each run-state step with
@@ -504,6 +520,14 @@ daemon_reload_reasons:
   returned: when a daemon-reload was due
   type: list
   elements: str
+daemon_reload_served:
+  description:
+    - Why a change's unit files asked for no daemon-reload - the manager loaded its units after
+      they were all in place, as a package scriptlet's C(systemctl daemon-reload) does.
+  returned: when the manager's last load served a change that would have asked for one
+  type: str
+  version_added: "0.2.0"
+  sample: "the manager loaded its units after the change's unit files were all in place (a package scriptlet's daemon-reload): not reloaded again"
 reload_capable:
   description: Whether the merged unit can reload, and which file decided it.
   returned: when reload_on is given
