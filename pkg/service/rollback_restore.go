@@ -355,5 +355,11 @@ func (r *run) nothingMoved(ctx context.Context, cause error) error {
 	if err := r.forget(ctx); err != nil {
 		r.req.Warn("rollback: nothing had changed, but the record could not be removed: %v", err)
 	}
+	return nothingChanged(cause)
+}
+
+// nothingChanged is the failure of a run with rollback that failed before any part of the
+// service moved.
+func nothingChanged(cause error) error {
 	return fmt.Errorf("the change failed before any part of the service had changed: nothing had changed, so nothing was rolled back and no process was restarted or reloaded. The change's failure: %w", cause)
 }
