@@ -209,8 +209,9 @@ func TestTreeValidatorsJudgeTheWholeNginxTree(t *testing.T) {
 		h := snapshotHost(t, tg)
 		slow := w
 		slow.greeting = "after the kill"
-		// A validator that says it runs (a file outside /tmp reaches the host), then waits.
-		slow.validate = `/bin/sh -c "touch /var/tmp/tree-validator-runs; exec sleep 300"`
+		// A validator that forks a child, says it runs (a file outside /tmp reaches the
+		// host), then waits.
+		slow.validate = `/bin/sh -c "sleep 301 & touch /var/tmp/tree-validator-runs; exec sleep 300"`
 		args, err := json.Marshal(testenv.ModuleArgs(e.module, slow.args()))
 		require.NoError(t, err)
 		bin, err := tg.InstallModule(context.Background(), e.module)
@@ -225,7 +226,7 @@ i=0; while pgrep -x sleep >/dev/null; do i=$((i+1)); [ $i -lt 200 ] || break; sl
 pgrep -a -x sleep || echo "no validator left"`, bin))
 		t.Logf("the kill: %s", strings.TrimSpace(out))
 		require.Contains(t, out, "module exit 137", "killed while the validator ran")
-		assert.Contains(t, out, "no validator left", "the validator died with the module")
+		assert.Contains(t, out, "no validator left", "the validator and its child died with the module")
 		h.check(t, tg, "apart")
 
 		next := w

@@ -5,8 +5,9 @@
 // (docs/configs.md).
 //
 // How: the module re-executes its own binary (/proc/self/exe) as a helper, born in a new
-// mount namespace (clone's CLONE_NEWNS through os/exec's Unshareflags, which also makes
-// every mount private recursively, so no mount propagates back to the host). The helper
+// mount namespace and a new PID namespace (clone's CLONE_NEWNS and CLONE_NEWPID); its
+// first act makes every mount private recursively, so no mount propagates back to the
+// host. The helper
 // reads the contents from a pipe (they never touch the host's disk), mounts a tmpfs on
 // /tmp for its staging, writes each content there with its final mode and owner and
 // bind-mounts it over its path; a path that does not exist yet gets an overlay of its
@@ -21,5 +22,7 @@
 // would outside (docs/configs.md says why the host is not made read-only).
 //
 // A helper is killed when the module dies (PR_SET_PDEATHSIG, kept across its exec into the
-// command) and, with its process group, when the caller's context ends.
+// command) and, with its process group, when the caller's context ends. It is the first
+// process of its PID namespace: when it ends, the kernel kills whatever the command forked
+// and left behind.
 package mountns

@@ -83,9 +83,12 @@ func (r Runner) Run(ctx context.Context, files []File, argv ...string) (runner.R
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 2 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Unshareflags: syscall.CLONE_NEWNS,
-		// The helper, and the command it becomes, die with the module: a module killed
-		// while a validator runs leaves no process holding the namespace.
+		// A mount namespace of its own (the helper makes its mounts private first), and a
+		// PID namespace of its own whose first process it is: when the command it becomes
+		// ends or is killed, the kernel kills every process it left behind, so nothing
+		// outlives it holding the namespace.
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+		// The helper, and the command it becomes, die with the module.
 		Pdeathsig: syscall.SIGKILL,
 		Setpgid:   true,
 	}

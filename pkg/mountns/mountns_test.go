@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -101,4 +103,37 @@ func TestCheckPath(t *testing.T) {
 		err := checkPath(c.path)
 		assert.Equal(t, c.ok, err == nil, "%s: %v", c.path, err)
 	}
+}
+
+// A context that ends kills the command and everything it forked (its process group; a
+// module's death, the PID namespace: the end-to-end kill test): nothing is left running,
+// holding the namespace.
+func TestAnEndedContextLeavesNoProcess(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a mount namespace")
+	}
+	marker := filepath.Join(hostDir(t), "runs")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Runner{}.Run(ctx, nil, "/bin/sh", "-c", `sleep 3001 & touch "$0"; exec sleep 3002`, marker)
+		done <- err
+	}()
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			if errors.Is(err, ErrSetup) && strings.Contains(err.Error(), "operation not permitted") {
+				t.Skipf("this machine forbids mount namespaces: %v", err)
+			}
+			t.Fatalf("the command ended before it ran: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel()
+	require.Error(t, <-done)
+	out, _ := exec.Command("pgrep", "-f", "sleep 300[12]").Output()
+	assert.Empty(t, strings.TrimSpace(string(out)), "the command and what it forked are gone")
 }
