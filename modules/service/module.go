@@ -12,6 +12,7 @@ import (
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/lock"
+	"github.com/richt/services/pkg/mountns"
 	"github.com/richt/services/pkg/rollback"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/service"
@@ -28,6 +29,8 @@ func Main() {
 		Files:     service.Files(unit_override.Deps()),
 		Processes: service.Processes(systemd_lifecycle.Deps),
 		Configs:   service.ConfigFiles{Runner: runner.Exec{}, Lock: lock.In(lock.Dir())},
+		// Tree validators in a private mount namespace: this binary, re-executed.
+		Tree: mountns.Runner{},
 		MarkSync: func(ctx context.Context, reason string) error {
 			_, err := store.MarkManagerSyncDue(ctx, reason)
 			return err

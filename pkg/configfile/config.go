@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +31,9 @@ type Config struct {
 	// Owner and Group are names or numeric ids; "" is root.
 	Owner, Group string
 	Sensitive    bool
-	// Validate is a command with Placeholder for the new content's path, or "".
+	// Validate is a command with Placeholder for the new content's path (it checks this
+	// file alone), or without it a tree validator (it checks the whole new tree of the
+	// service's configs: the caller runs it, package mountns), or "".
 	Validate string
 	// Absent: the file must not exist (state absent).
 	Absent bool
@@ -47,9 +50,11 @@ type Config struct {
 	Timeout time.Duration
 
 	// checked: Check accepted the config, and argv is its validator split (nil without
-	// one), kept so that Plan need not check and split it again.
+	// one), kept so that Plan need not check and split it again; tree: that validator has
+	// no Placeholder.
 	checked bool
 	argv    []string
+	tree    bool
 }
 
 // param names one of the entry's parameters.
@@ -61,7 +66,7 @@ func (c Config) param(field string) string {
 }
 
 // Check refuses what no observation is needed for: a path that is not absolute and
-// clean, a mode that others could write through, a validator without Placeholder or with
+// clean, a mode that others could write through, a validator with no command or with
 // unbalanced quotes. It returns the config as checked, its validator split (Argv), which
 // Plan takes as it is; a change to the returned config must be checked again.
 func (c Config) Check() (Config, error) {
@@ -70,12 +75,23 @@ func (c Config) Check() (Config, error) {
 		return Config{}, err
 	}
 	c.checked, c.argv = true, argv
+	c.tree = len(argv) > 0 && !slices.ContainsFunc(argv, func(a string) bool { return strings.Contains(a, Placeholder) })
 	return c, nil
 }
 
 // Argv is the validator's argv as Check split it: nil without a validator, or when the
 // config was not checked.
 func (c Config) Argv() []string { return c.argv }
+
+// Tree is the argv of the config's tree validator (a validator without Placeholder): nil
+// when it has none, or was not checked. Plan and Apply do not run it: it checks the
+// service's whole new tree, before any config is written.
+func (c Config) Tree() []string {
+	if !c.tree {
+		return nil
+	}
+	return c.argv
+}
 
 // check is Check's rule; it returns the validator's argv (nil without one).
 func (c Config) check() ([]string, error) {
@@ -102,12 +118,7 @@ func (c Config) check() ([]string, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("%s: %q has no command; give one or omit validate", c.param("validate"), c.Validate)
 	}
-	for _, a := range argv {
-		if strings.Contains(a, Placeholder) {
-			return argv, nil
-		}
-	}
-	return nil, fmt.Errorf("%s: %q has no %s for the new content's path (for example %q); the validator would not check the new file", c.param("validate"), c.Validate, Placeholder, argv[0]+" "+Placeholder)
+	return argv, nil
 }
 
 // rootOnlyOwnerErr refuses owner, not root, for the RootOnly config at p.

@@ -26,7 +26,6 @@ func TestCheckRefusesBeforeAnything(t *testing.T) {
 		{"NUL", func(c *Config) { c.Path = "/etc/x\x00y" }, "NUL"},
 		{"group-writable mode", func(c *Config) { c.Mode = 0o664 }, "configs[2].mode: 0664 lets group or others write the config file"},
 		{"setuid", func(c *Config) { c.Mode = 0o644 | os.ModeSetuid }, "configs[2].mode: 4644 sets the setuid bit"},
-		{"validate without %s", func(c *Config) { c.Validate = "nginx -t" }, `configs[2].validate: "nginx -t" has no %s for the new content's path`},
 		{"validate unbalanced", func(c *Config) { c.Validate = "sh -c 'x %s" }, `configs[2].validate: "sh -c 'x %s" the single quote at position 7 is never closed`},
 		{"validate blank", func(c *Config) { c.Validate = "  " }, `configs[2].validate: "  " has no command`},
 	} {
@@ -40,16 +39,23 @@ func TestCheckRefusesBeforeAnything(t *testing.T) {
 	for _, v := range []struct {
 		validate string
 		argv     []string
+		tree     bool // no %s: the tree validator
 	}{
-		{"", nil},
-		{"nginx -t -c %s", []string{"nginx", "-t", "-c", "%s"}},
-		{`sh -c 'grep -q "^ok" "$1"' check --file=%s`, []string{"sh", "-c", `grep -q "^ok" "$1"`, "check", "--file=%s"}},
+		{"", nil, false},
+		{"nginx -t -c %s", []string{"nginx", "-t", "-c", "%s"}, false},
+		{`sh -c 'grep -q "^ok" "$1"' check --file=%s`, []string{"sh", "-c", `grep -q "^ok" "$1"`, "check", "--file=%s"}, false},
+		{"nginx -t -q -c /etc/nginx/nginx.conf", []string{"nginx", "-t", "-q", "-c", "/etc/nginx/nginx.conf"}, true},
 	} {
 		cfg := ok
 		cfg.Validate = v.validate
 		checked, err := cfg.Check()
 		require.NoError(t, err, v.validate)
 		assert.Equal(t, v.argv, checked.Argv())
+		if v.tree {
+			assert.Equal(t, v.argv, checked.Tree(), v.validate)
+		} else {
+			assert.Nil(t, checked.Tree(), v.validate)
+		}
 	}
 	for _, m := range []os.FileMode{0o644, 0o640, 0o600, 0o444, 0o400, 0o755, 0} {
 		cfg := ok
@@ -68,6 +74,12 @@ func TestPlanTakesTheCheckedConfig(t *testing.T) {
 	p, err := Deps{Root: root}.Plan(context.Background(), checked)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"check", "--file=%s"}, p.Want.Validate)
+	// A tree validator is not the file's own: the write does not run it.
+	tree, err := Config{Name: "site", Path: "/site.conf", Absent: true, Validate: "nginx -t"}.Check()
+	require.NoError(t, err)
+	p, err = Deps{Root: root}.Plan(context.Background(), tree)
+	require.NoError(t, err)
+	assert.Nil(t, p.Want.Validate)
 	_, err = Deps{Root: root}.Plan(context.Background(), Config{Index: 1, Path: "site.conf", Absent: true})
 	assert.ErrorContains(t, err, `configs[1].path: "site.conf" is relative`)
 }

@@ -46,7 +46,8 @@ type Want struct {
 	Sensitive  bool
 	// RootOnly is Config.RootOnly: the owner is root and the directories are root's alone.
 	RootOnly bool
-	// Validate is the validator's argv, with Placeholder in at least one word; nil for none.
+	// Validate is the validator's argv, with Placeholder in at least one word; nil for none
+	// (a tree validator is not the file's own: Config.Tree).
 	Validate []string
 }
 
@@ -102,7 +103,9 @@ func (d Deps) Plan(ctx context.Context, c Config) (Plan, error) {
 			return p, err
 		}
 	}
-	w.Validate = c.argv
+	if !c.tree {
+		w.Validate = c.argv
+	}
 	// A removal sets no owner: looking one up could only fail it (a user its package
 	// took along) after the steps before it removed their parts.
 	if w.Present {

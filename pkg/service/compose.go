@@ -179,6 +179,8 @@ func (r *run) composePresent(ctx context.Context) (c *composed, err error) {
 	if c.pkg != nil {
 		r.res.Plan = append(r.res.Plan, prefixed("packages", c.pkg.Names())...)
 	}
+	// The tree validators run before the configs' records: a refusal records nothing.
+	r.res.Plan = append(r.res.Plan, treeNames(c.configs)...)
 	r.res.Plan = append(r.res.Plan, records[1]...)
 	for _, cp := range c.configs {
 		r.res.Plan = append(r.res.Plan, prefixed(configStepName(cp.cfg), cp.names())...)
@@ -218,6 +220,11 @@ func (r *run) checkPresent(ctx context.Context, c *composed) error {
 		if err != nil {
 			return err
 		}
+	}
+	// The tree validators judge the new tree in check mode too: a dry run that says the
+	// daemon would refuse it fails as the real run would.
+	if err := r.validateTree(ctx, c.configs); err != nil {
+		return err
 	}
 	for _, cp := range c.configs {
 		out, err := r.applyConfig(ctx, cp, nil)

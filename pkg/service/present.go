@@ -81,6 +81,16 @@ func (r *run) present(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// The configs that waited for the packages step are planned now, and the tree
+	// validators judge the whole new tree before any config is written.
+	for i, cp := range plan.configs {
+		if cp.deferred {
+			plan.configs[i] = r.planConfig(ctx, cp.cfg)
+		}
+	}
+	if err := r.validateTree(ctx, plan.configs); err != nil {
+		return err
+	}
 	// Before the configs, stamped now: a restart the package's scriptlet did a moment ago
 	// does not serve what the configs about to be written owe. Each config's write stamps
 	// its record again right before its content moves (BeforeReplace).

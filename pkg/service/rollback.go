@@ -408,11 +408,15 @@ func (r *run) endRollback(ctx context.Context, cause error) error {
 			}
 		}
 	}
-	if r.rb == nil || r.req.CheckMode {
+	if r.req.CheckMode {
 		return cause
 	}
-	if !r.rb.begun {
-		// Failed before the record was written: nothing was changed.
+	if r.rb == nil || !r.rb.begun {
+		// Failed before the record was written (or with nothing to record): nothing of
+		// the service's parts was changed, and with rollback the task says so.
+		if r.p.Rollback && cause != nil && !r.res.Changed {
+			return nothingChanged(cause)
+		}
 		return cause
 	}
 	if cause != nil {

@@ -19,8 +19,11 @@ import (
 // the kept builds installed, the packages the change installed removed), run as
 // rpm_exact runs its transactions (after the wait for one an earlier run left, under its
 // lock and supervisor), and checks that the database shows the recorded builds after it.
-// Its result has the packages step's shape, for the wiring.
-func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *RolledBack) (map[string]any, error) {
+// Its result has the packages step's shape, for the wiring. before runs under the lock,
+// once the packages that move back are known and before the transaction, only when some
+// do: the rollback records there what they owe (a package that is at its recorded builds
+// moves nowhere and owes nothing).
+func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *RolledBack, before func(moving []rollback.Package) error) (map[string]any, error) {
 	rb := r.d.Rollback
 	if len(rec.Packages) == 0 {
 		return map[string]any{"changed": false}, nil
@@ -70,6 +73,9 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 		return map[string]any{"changed": false}, nil
 	}
 	if err := r.removesOnlyItsOwn(ctx, remove, rec); err != nil {
+		return nil, err
+	}
+	if err := before(moving); err != nil {
 		return nil, err
 	}
 	script, err := rollback.RestoreScript(install, remove)

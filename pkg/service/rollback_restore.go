@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -44,25 +45,48 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		return fail("record", err)
 	}
 	r.res.Plan = append(r.res.Plan, "rollback: phase restoring")
-	owed := dueFrom(r.order, r.parts, r.restoring(rec))
-	if err := r.recordRollback(owed); err != nil {
+	// Only what is no longer as recorded moves back, and only that owes a reaction: a
+	// failure before any part changed (a pin no repository has, a config its validator
+	// refused) puts nothing back and touches no process.
+	files, err := r.filesMoved(rec)
+	if err != nil {
 		return fail("record", err)
 	}
-	pkgRes, err := r.restorePackages(ctx, rec, done)
+	var moving []rollback.Package
+	record := func(pkgs []rollback.Package) error {
+		moving = pkgs
+		if err := r.recordRollback(dueFrom(r.order, r.parts, r.restoring(pkgs, files))); err != nil {
+			return fmt.Errorf("%w: %w", errRecord, err)
+		}
+		return nil
+	}
+	pkgRes, err := r.restorePackages(ctx, rec, done, record)
 	if err != nil {
+		if errors.Is(err, errRecord) {
+			return fail("record", err)
+		}
 		return fail("packages", err)
+	}
+	if len(moving) > 0 {
+		// The transaction may have moved a recorded file too (a package's own config).
+		if files, err = r.filesMoved(rec); err != nil {
+			return fail("record", err)
+		}
+	}
+	if len(moving) == 0 && len(files) == 0 {
+		return r.nothingMoved(ctx, cause)
 	}
 	out := packageOutcomes(r.parts.Packages, pkgRes)
 	unitFiles := false
-	for _, f := range rec.Files {
+	for _, f := range files {
 		if f.UnitFile {
 			unitFiles = true
 		}
 	}
-	if len(rec.Files) > 0 {
-		// Stamped again: a restart a package scriptlet did in the transaction ran with
-		// the files not yet back.
-		if err := r.recordRollback(owed); err != nil {
+	if len(files) > 0 {
+		// Recorded (or stamped again) before the files move: a restart a package
+		// scriptlet did in the transaction ran with the files not yet back.
+		if err := record(moving); err != nil {
 			return fail("record", err)
 		}
 	}
@@ -73,7 +97,7 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		}
 	}
 	now := time.Now()
-	for _, f := range rec.Files {
+	for _, f := range files {
 		changed, err := r.restoreFile(ctx, rec, f)
 		if err != nil {
 			return fail("file "+f.Path, err)
@@ -168,14 +192,14 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 	return fmt.Errorf("the change failed and was rolled back, the previous state is back and healthy; rolled back: %s. The change's failure: %w", done.summary(), cause)
 }
 
-// restoring are the outcomes a rollback of rec would bring if every part it holds moved
-// back: what it records as owed before the first one moves.
-func (r *run) restoring(rec *rollback.Record) outcomes {
+// restoring are the outcomes a rollback brings when pkgs and files move back: what it
+// records as owed before the first of them moves.
+func (r *run) restoring(pkgs []rollback.Package, files []rollback.File) outcomes {
 	out := outcomes{}
-	for _, p := range rec.Packages {
+	for _, p := range pkgs {
 		out[wiring.Ref{Kind: wiring.Package, Name: p.Name}] = map[string]any{"changed": true, "package_changed": true}
 	}
-	for _, f := range rec.Files {
+	for _, f := range files {
 		for _, ref := range r.refsOf(f.Path) {
 			out[ref] = map[string]any{"changed": true}
 		}
@@ -311,4 +335,42 @@ func (r *run) refsOf(path string) []wiring.Ref {
 func pkgUnitFiles(res map[string]any) bool {
 	u, _ := res["unit_files_changed"].(bool)
 	return u
+}
+
+// errRecord marks a failure to record what the rollback owes (the rollback's "record"
+// part, not its packages').
+var errRecord = errors.New("record the reactions the rollback owes")
+
+// filesMoved are the record's files that are no longer as recorded: the ones a rollback
+// puts back.
+func (r *run) filesMoved(rec *rollback.Record) ([]rollback.File, error) {
+	var out []rollback.File
+	for _, f := range rec.Files {
+		moved, err := r.d.Rollback.Store.Moved(rec, f)
+		if err != nil {
+			return nil, err
+		}
+		if moved {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// nothingMoved ends a rollback that found every recorded part as recorded: the change
+// failed before it moved anything (or an earlier run's rollback put it all back). Nothing
+// is put back, no process is touched, the record goes, and the task is unchanged unless
+// a step of the run changed something after all.
+func (r *run) nothingMoved(ctx context.Context, cause error) error {
+	r.res.RolledBack = nil
+	if err := r.forget(ctx); err != nil {
+		r.req.Warn("rollback: nothing had changed, but the record could not be removed: %v", err)
+	}
+	return nothingChanged(cause)
+}
+
+// nothingChanged is the failure of a run with rollback that failed before any part of the
+// service moved.
+func nothingChanged(cause error) error {
+	return fmt.Errorf("the change failed before any part of the service had changed: nothing had changed, so nothing was rolled back and no process was restarted or reloaded. The change's failure: %w", cause)
 }

@@ -165,6 +165,7 @@ type movingPackages struct {
 	pins     []string
 	rpm      *fakeRPM
 	during   func() // in the real run, before the change
+	refuse   bool   // the real run fails before it moves anything (a pin no repository has)
 	runs     int    // the step ran (check mode or real)
 	released bool
 }
@@ -181,6 +182,9 @@ func (p *movingPackages) module() Module {
 		}
 		if p.during != nil {
 			p.during()
+		}
+		if p.refuse {
+			return map[string]any{"changed": false}, errors.New("no enabled repository has demo-0:2.0-1.noarch")
 		}
 		if !moves {
 			return map[string]any{"changed": false}, nil
@@ -936,6 +940,67 @@ func TestRollbackInstallsSignedKeptBuildsWithTheirCheck(t *testing.T) {
 			for _, tr := range g.txn.ran {
 				assert.Equal(t, signed, slices.Contains(tr.Argv, "--setopt=localpkg_gpgcheck=True"), tr.Argv)
 			}
+		})
+	}
+}
+
+// refusingConfigs is diskConfigs whose validator refuses every write: nothing is written.
+type refusingConfigs struct{ diskConfigs }
+
+func (d *refusingConfigs) Apply(_ context.Context, p configfile.Plan, _ func() error) (*configfile.Result, error) {
+	res := p.Result()
+	res.Changed = false
+	return res, fmt.Errorf("%s: %w: the validator exited 1: bad directive", p.Want.Path, configfile.ErrValidation)
+}
+
+// A change with rollback that fails before any part moved (the packages step refused, a
+// config's validator refused) puts nothing back and touches no process: the task is
+// unchanged, says that nothing had changed, and leaves no record, no saved content and
+// no reaction owed.
+func TestARollbackWithNothingMovedDoesNothing(t *testing.T) {
+	cases := []struct {
+		name    string
+		refuse  bool // the packages step fails
+		config  bool // the config's validator refuses
+		failure string
+	}{
+		{name: "a pin no repository has", refuse: true, failure: "no enabled repository has"},
+		{name: "a config its validator refuses", config: true, failure: "bad directive"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newTarget(t)
+			path := filepath.Join(t.TempDir(), "site.conf")
+			require.NoError(t, os.WriteFile(path, []byte("listen 80\n"), 0o644))
+			procs := &failingProcess{}
+			args := rbArgs(path, "listen 81\n", map[string]any{"unit": "demo", "restart_on": []any{"package:demo", "config:site"}})
+			pkgs := demoMoves(g.rpm)
+			pkgs.refuse = c.refuse
+			d := rbDeps(g, pkgs, procs)
+			if c.config {
+				// The packages are where the task wants them: only the config would move.
+				delete(args, "packages")
+				args["processes"] = []any{map[string]any{"unit": "demo", "restart_on": []any{"config:site"}}}
+				d.Packages = Module{}
+				d.Configs = &refusingConfigs{}
+			}
+			pending := d.Pending.(*fakePending)
+			out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(d))
+
+			require.Equal(t, true, out["failed"])
+			assert.Contains(t, out["msg"], c.failure, "the change's failure")
+			assert.Contains(t, out["msg"], "nothing had changed")
+			assert.NotContains(t, out["msg"], "rolled back:")
+			assert.Equal(t, false, out["changed"])
+			assert.Nil(t, out["rolled_back"], "nothing was put back")
+			assert.Empty(t, procs.calls, "no process was restarted or reloaded")
+			assert.Empty(t, g.txn.ran, "no restoring transaction")
+			assert.Empty(t, pending.records, "no reaction is owed")
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, "listen 80\n", string(data))
+			assert.Nil(t, g.record(t))
+			assert.True(t, g.storeEmpty(t), "no record and no saved content left")
 		})
 	}
 }

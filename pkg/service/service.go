@@ -142,6 +142,9 @@ type Deps struct {
 	Packages, Files, Processes Module
 	// Configs plans and writes the configs (its BeforeReplace is the service's own).
 	Configs Configs
+	// Tree runs the configs' tree validators (tree.go); nil: a service with one fails
+	// before any config is written.
+	Tree    TreeRunner
 	Predict Prediction
 	Pending Pending
 	// MarkSync records durably that the manager must be reloaded, before a config under

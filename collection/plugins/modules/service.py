@@ -284,6 +284,13 @@ options:
           - "When it fails, the task fails naming the config and the validator's output
             (withheld when sensitive), and nothing changes: not that file, not any step after
             it, no reaction. Check mode does not run it."
+          - "Without C(%s) it is a tree validator (the daemon's own checker of its whole
+            configuration, such as C(nginx -t -q -c /etc/nginx/nginx.conf)): it runs whenever
+            any config of the service changes in the run, before any config is written, with
+            every new config of the run in place in a private mount namespace (the host sees
+            none of it). When it fails, the task fails naming it, the configs that changed and
+            its output (withheld when any of them is sensitive), and nothing is written. Check
+            mode runs it too and fails on its refusal."
           - It runs under the config's I(timeout).
         type: str
       timeout:
