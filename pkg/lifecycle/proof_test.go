@@ -242,7 +242,7 @@ func TestANotifyReloadIsNotHeld(t *testing.T) {
 // recorded before that reload is served too; a restart is not served by a reload.
 func TestAReloadOwedForFilesAnotherRunsReloadReadIsServed(t *testing.T) {
 	now := stamp.Stamp{BootID: "b", Mono: 10_000}
-	unit := systemd.Props{LoadState: "loaded", ActiveState: "active", SubState: "running", ActiveEnterMono: 1_000}
+	unit := systemd.Props{LoadState: "loaded", ActiveState: "active", SubState: "running", ActiveEnterMono: 1_000, CanReload: true}
 	at := func(mono uint64) *stamp.Stamp { return &stamp.Stamp{BootID: "b", Mono: mono} }
 	cfg := func(placed *stamp.Stamp) reaction.Triggers {
 		return reaction.Triggers{Reload: []reaction.Trigger{{Ref: "reload_on.config", Changed: true, FilesPlaced: placed}}}
@@ -262,7 +262,7 @@ func TestAReloadOwedForFilesAnotherRunsReloadReadIsServed(t *testing.T) {
 		{name: "no reload known: reload", trig: cfg(at(5_000)), unit: unit, due: reaction.Reload},
 		{name: "a reload on another boot serves nothing", trig: cfg(at(5_000)), reloaded: &durable.Reloaded{At: stamp.Stamp{BootID: "a", Mono: 9_000}}, unit: unit, due: reaction.Reload},
 		{name: "a trigger that cannot say when: reload", trig: cfg(nil), reloaded: reloaded, unit: unit, due: reaction.Reload},
-		{name: "a start after the files served it too", trig: cfg(at(5_000)), unit: systemd.Props{LoadState: "loaded", ActiveState: "active", SubState: "running", ActiveEnterMono: 5_500}, due: reaction.None, served: true},
+		{name: "a start after the files served it too", trig: cfg(at(5_000)), unit: systemd.Props{LoadState: "loaded", ActiveState: "active", SubState: "running", ActiveEnterMono: 5_500, CanReload: true}, due: reaction.None, served: true},
 		{name: "a pending reload recorded before the reload: served", pending: &durable.Pending{Reaction: "reload", At: *at(5_000)}, reloaded: reloaded, unit: unit, due: reaction.None},
 		{name: "a pending reload recorded after it: due", pending: &durable.Pending{Reaction: "reload", At: *at(7_000)}, reloaded: reloaded, unit: unit, due: reaction.Reload},
 		{name: "a pending restart is no reload's to serve", pending: &durable.Pending{Reaction: "restart", At: *at(5_000)}, reloaded: reloaded, unit: unit, due: reaction.Restart},
