@@ -235,3 +235,22 @@ func TestOwners(t *testing.T) {
 		t.Errorf("calls left: %v", s.calls)
 	}
 }
+
+func TestServicesUnderTheSystemSlice(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"system.slice", "system.slice/a.service", "system.slice/a.service/worker", "system.slice/x.slice/b.service", "system.slice/c.mount", "user.slice/d.service"} {
+		write(t, filepath.Join(root, "unified", d, "cgroup.procs"), "")
+	}
+	got, err := Scanner{Cgroup: root, Proc: t.TempDir()}.Services()
+	if want := []string{"/system.slice/a.service", "/system.slice/x.slice/b.service"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, %v; want %q", got, err, want)
+	}
+	// A manager in a container that shares the host's cgroup namespace.
+	proc := t.TempDir()
+	write(t, filepath.Join(proc, "1", "cgroup"), "0::/docker/abc/init.scope\n")
+	write(t, filepath.Join(root, "docker/abc/system.slice/e.service/cgroup.procs"), "")
+	got, err = Scanner{Cgroup: root, Proc: proc}.Services()
+	if want := []string{"/docker/abc/system.slice/e.service"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("in a container: got %q, %v; want %q", got, err, want)
+	}
+}
