@@ -139,4 +139,3 @@ func TestLibrariesRestartWhatMapsReplacedFiles(t *testing.T) {
 	assert.Equal(t, "reported: restart_on does not name libraries", reactions["fixd.service"])
 	assert.Contains(t, strings.Join(unwired.Strings("warnings"), "\n"), "fixd.service maps files replaced since its processes started: not restarted, since its restart_on does not name libraries")
 }
-
