@@ -248,7 +248,8 @@ func (p Package) spec(paths []string) (string, error) {
 	for _, r := range p.Provides {
 		fmt.Fprintf(&spec, "Provides: %s\n", r)
 	}
-	spec.WriteString("%global debug_package %{nil}\n%global __os_install_post %{nil}\n%define _build_id_links none\n")
+	// A fixture may ship a real ELF object (fixtures.LibFix) in its noarch package.
+	spec.WriteString("%global debug_package %{nil}\n%global __os_install_post %{nil}\n%define _build_id_links none\n%global _binaries_in_noarch_packages_terminate_build 0\n")
 	spec.WriteString("\n%description\nFixture package built by richt testenv.\n")
 	spec.WriteString("\n%install\nmkdir -p %{buildroot}\ncp -a %{_sourcedir}/root/. %{buildroot}/\n")
 	for _, name := range scriptletSections {

@@ -8,7 +8,7 @@
 // targets they are held to, and writes them, the raw figures (JSON) and a plot (PNG) to
 // -out. docs/benchmarks.md explains the rows and holds the latest recorded run.
 //
-//	richt-bench [-rounds 5] [-scale 1,8,24] [-scale-rounds 2] [-bulk 2000] [-direct 100] [-out build/bench]
+//	richt-bench [-only libraries] [-rounds 5] [-scale 1,8,24] [-scale-rounds 2] [-bulk 2000] [-direct 100] [-out build/bench]
 package main
 
 import (

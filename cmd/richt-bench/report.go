@@ -115,7 +115,8 @@ type results struct {
 	Mitogen              bool
 	Sides                map[string]side // "row|side"
 	Direct               []direct
-	AroundDNF            *aroundDNF `json:",omitempty"`
+	AroundDNF            *aroundDNF      `json:",omitempty"`
+	Libraries            *librariesBench `json:",omitempty"`
 	Sizes                map[string]int64
 	FailedPlays          []string
 }
@@ -124,7 +125,7 @@ func (b *bench) report(ts []timing, dir []direct, around *aroundDNF) error {
 	sd := sides(ts)
 	ver, _ := exec.Command(b.ansiblePlaybook, "--version").Output()
 	res := results{Date: time.Now().UTC().Format("2006-01-02"), Ansible: strings.SplitN(string(ver), "\n", 2)[0], Image: b.targets[0].Image,
-		Rounds: b.rounds, ScaleRounds: b.scaleRounds, Mitogen: b.mitogen, Sides: map[string]side{}, Direct: dir, AroundDNF: around, Sizes: map[string]int64{}, FailedPlays: b.failed}
+		Rounds: b.rounds, ScaleRounds: b.scaleRounds, Mitogen: b.mitogen, Sides: map[string]side{}, Direct: dir, AroundDNF: around, Libraries: b.libraries, Sizes: map[string]int64{}, FailedPlays: b.failed}
 	for k, v := range sd {
 		res.Sides[k[0]+"|"+k[1]] = v
 	}
@@ -381,6 +382,9 @@ func writeReport(w io.Writer, res results, scale []int) ([]plot.Bar, []plot.Poin
 	if a := res.AroundDNF; a != nil {
 		fmt.Fprintf(w, "\nTime around DNF on the EL-sized RPM database (%d packages): %d transactions by rpm_exact run directly, median run %.0f ms, of it DNF's process %.0f ms; median per transaction besides DNF: %.0f ms (target ≤ %.0f ms: %s).\n",
 			a.Packages, a.Transactions, a.ModuleMs, a.DNFMs, a.AroundMs, aroundTarget, meets(a.AroundMs, aroundTarget))
+	}
+	if res.Libraries != nil {
+		writeLibraries(w, res.Libraries)
 	}
 	if len(res.FailedPlays) > 0 {
 		fmt.Fprintf(w, "\nPlays that failed (their rows say n/a): %s\n", strings.Join(res.FailedPlays, ", "))

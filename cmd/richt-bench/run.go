@@ -23,6 +23,8 @@ type bench struct {
 	log                   func(string, ...any)
 	// failed names the plays that failed; their rows report no ratio.
 	failed []string
+	// libraries is the libraries row's result (nil: not run).
+	libraries *librariesBench
 }
 
 func run(c config) error {
@@ -114,6 +116,13 @@ func run(c config) error {
 			b.failed = append(b.failed, "el-sized")
 		}
 		ts, around = append(ts, el...), a
+	}
+	// The libraries row runs on a target of its own while the others are paused.
+	if libs, err := b.librariesRow(ctx, root); err != nil {
+		b.log("FAILED libraries: %v", err)
+		b.failed = append(b.failed, "libraries")
+	} else {
+		b.libraries = libs
 	}
 	if err := b.pauseOthers(ctx, false); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/libmaps"
 	"github.com/richt/services/pkg/lifecycle"
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/runner"
@@ -53,5 +54,6 @@ func Deps(ctx context.Context, scope string) (lifecycle.Deps, func(), error) {
 	if err != nil {
 		return lifecycle.Deps{}, nil, err
 	}
-	return lifecycle.Deps{Systemd: sd, Store: sc.Store(), Lock: lock.In(sc.LockDir)}, closeFn, nil
+	libs := libmaps.Finder{Runner: runner.Exec{}}
+	return lifecycle.Deps{Systemd: sd, Store: sc.Store(), Lock: lock.In(sc.LockDir), Libraries: libs}, closeFn, nil
 }

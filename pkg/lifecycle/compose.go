@@ -78,6 +78,9 @@ func (d Deps) Plan(ctx context.Context, req Request) (Plan, error) {
 	if err != nil {
 		return Plan{Request: req, Observed: o}, err
 	}
+	// A process mapping a replaced file is the libraries trigger's change, from here on
+	// as any other trigger's (restart beats reload, none after a start).
+	req.Triggers = librariesDue(req.Triggers, o.Libraries)
 	w := req.Want
 	prep := Prepare(w, req.Triggers, o)
 	if len(prep.SyncReasons) > 0 && w.Enabled != nil && o.Unit.LoadState != "masked" {

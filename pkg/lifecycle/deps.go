@@ -42,6 +42,9 @@ type Deps struct {
 	Poll time.Duration
 	// Prober runs health probes; nil means health.Wait every 100 ms.
 	Prober Prober
+	// Libraries finds the unit's processes that map replaced files; nil: not looked for.
+	// Read only from a backend that implements systemd.GroupReader.
+	Libraries Libraries
 }
 
 // Clock is the time source of verification.

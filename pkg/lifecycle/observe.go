@@ -45,7 +45,10 @@ func (d Deps) observe(ctx context.Context, req Request) (Observation, error) {
 		// Apply checks that it did.
 		o.Unit, o.PredictedInstall = predictedUnit(o.Unit), true
 	}
-	if needsClock(w, req.Triggers, o.Pending, o.Unit) {
+	if o.Libraries, err = d.scanLibraries(ctx, w, req.Triggers, o.Unit); err != nil {
+		return o, err
+	}
+	if needsClock(w, librariesDue(req.Triggers, o.Libraries), o.Pending, o.Unit) {
 		if o.Now, err = d.clock(); err != nil {
 			return o, err
 		}

@@ -45,6 +45,8 @@ type Observation struct {
 	// something: `enabled` is given and the plan syncs the manager. "" when not read, or
 	// when no file of the unit is on disk.
 	FileState string
+	// Libraries is what the unit's processes map that was replaced since (nil: not read).
+	Libraries *LibraryScan
 }
 
 // bootState is the unit file state the boot-state decision is made from: the one on disk

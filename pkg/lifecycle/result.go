@@ -54,6 +54,8 @@ type Result struct {
 	Health        *HealthResult        `json:"health,omitempty"`
 	Journal       []string             `json:"journal,omitempty"`
 	Diff          *ansible.Diff        `json:"diff,omitempty"`
+	// Libraries are the unit's processes that map replaced files, and the manager's.
+	Libraries *LibrariesResult `json:"libraries,omitempty"`
 
 	// What later tasks read (package contract): no package or unit file changes here;
 	// daemon_reload is performed when this run reloaded the manager; changed_at when the

@@ -84,6 +84,7 @@ func (h *Held) Finish(ctx context.Context, check bool, warn func(format string, 
 	}
 	err := h.err
 	if err == nil {
+		libraryWarnings(p, warn)
 		if check {
 			p.Refusal = unseen(p)
 			Predict(p, res, warn)
@@ -161,6 +162,7 @@ func Describe(p Plan, res *Result) {
 		res.ReloadCapable = p.Capability
 	}
 	res.Plan = append(res.Plan, p.Names()...)
+	res.Libraries = librariesResult(p)
 }
 
 // Predict is check mode's answer: the plan's changes as the actions a real run reports,

@@ -75,6 +75,13 @@ func Spec() *ansible.Spec {
 					`A restart is left out when the triggers' results say when their files were in place
 					(C(files_placed)) and the unit became active after that (I(reaction=served)); see
 					the description.`,
+					`The item C(libraries) restarts the unit when any process of its control group (a
+					forking daemon's workers too) maps a regular file that was replaced or deleted since
+					it mapped it (a library update, whatever made it), read from C(/proc/PID/maps); it
+					merges with the other triggers. A unit with C(RefuseManualStop=yes) is never
+					restarted for it, only reported (C(libraries), a warning). A unit whose
+					I(restart_on) does not name it is reported the same way, in check mode too; see
+					docs/libraries.md.`,
 				},
 			},
 			{

@@ -51,8 +51,43 @@ type Trigger struct {
 	// FilesPlaced is when every file the changed results put on the host was in place
 	// (the latest of a loop's items); nil when any changed item does not say.
 	FilesPlaced *stamp.Stamp `json:"files_placed,omitempty"`
+	// Libraries: the item is restart_on's `libraries`: it changes when a process of the
+	// unit maps a file replaced or deleted since it mapped it (package libmaps), which the
+	// run observes, not a registered result.
+	Libraries bool `json:"libraries,omitempty"`
 	// unplaced: a changed item did not say when its files were in place.
 	unplaced bool
+}
+
+// Libraries is the restart_on item that restarts a unit whose processes still map files
+// that were replaced or deleted since they mapped them (a library update). Only restart_on
+// takes it: a reload keeps the process, and with it every old mapping.
+const Libraries = "libraries"
+
+// WantsLibraries reports whether restart_on names libraries.
+func (t Triggers) WantsLibraries() bool {
+	for _, tr := range t.Restart {
+		if tr.Libraries {
+			return true
+		}
+	}
+	return false
+}
+
+// LibrariesStale is t with its libraries trigger changed: a process of the unit maps a
+// replaced file. It says nothing of when the files were placed (FilesPlaced nil), so a
+// restart it asks for is never taken as served: the stale mapping itself proves no
+// restart happened since.
+func (t Triggers) LibrariesStale() Triggers {
+	restart := make([]Trigger, len(t.Restart))
+	for i, tr := range t.Restart {
+		if tr.Libraries {
+			tr.Changed = true
+		}
+		restart[i] = tr
+	}
+	t.Restart = restart
+	return t
 }
 
 // Triggers are the parsed restart_on and reload_on lists, and the facts_from list.
@@ -102,6 +137,13 @@ func parseList(param string, items []any) ([]Trigger, error) {
 	var out []Trigger
 	for i, item := range items {
 		ref := fmt.Sprintf("%s[%d]", param, i)
+		if s, ok := item.(string); ok && s == Libraries {
+			if param != "restart_on" {
+				return nil, fmt.Errorf("%s: %s is a restart_on item only: a reload keeps the process and every file it maps, and only a restart maps the new ones", ref, Libraries)
+			}
+			out = append(out, Trigger{Name: Libraries, Ref: ref, Libraries: true})
+			continue
+		}
 		if m, ok := item.(map[string]any); ok && !isResult(m) {
 			keys := make([]string, 0, len(m))
 			for k := range m {
@@ -178,7 +220,7 @@ func parseOne(ref string, v any) (Trigger, error) {
 		return tr, fmt.Errorf("%s: is empty; pass a registered result (\"{{ result }}\") or a boolean", ref)
 	}
 	// Never quote the value: it may be anything, including another task's secret.
-	return tr, fmt.Errorf("%s: a %s is not a trigger; pass a registered result (\"{{ result }}\"), a boolean, or a mapping of names to those", ref, typeName(v))
+	return tr, fmt.Errorf("%s: a %s is not a trigger; pass a registered result (\"{{ result }}\"), a boolean, a mapping of names to those, or (restart_on only) %s", ref, typeName(v), Libraries)
 }
 
 // readResult adds one changed result (or loop item) to the trigger. What it changed is

@@ -232,3 +232,32 @@ func TestAChangeTheManagerLoadedAsksForNoSync(t *testing.T) {
 		})
 	}
 }
+
+// TestLibrariesItem: restart_on's libraries is a trigger that has not changed until the
+// run finds a stale mapping (LibrariesStale), which then asks for the one restart, never
+// served; reload_on and facts_from refuse it.
+func TestLibrariesItem(t *testing.T) {
+	tr, err := Parse([]any{false, "libraries"}, []any{true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.WantsLibraries() || len(Changed(tr.Restart)) != 0 || Due(tr, None) != Reload {
+		t.Fatalf("before a stale mapping: %+v", tr)
+	}
+	stale := tr.LibrariesStale()
+	if Due(stale, None) != Restart || Changed(stale.Restart)[0].Label() != "libraries" || len(Changed(tr.Restart)) != 0 {
+		t.Errorf("after: %+v (the original must not change)", stale)
+	}
+	if RestartServed(stale, stamp.Stamp{BootID: "b", Mono: 10}, 5) {
+		t.Errorf("a stale mapping's restart taken as served")
+	}
+	if _, err := Parse(nil, []any{"libraries"}); err == nil {
+		t.Errorf("reload_on took libraries")
+	}
+	if _, err := ParseFacts([]any{"libraries"}); err == nil {
+		t.Errorf("facts_from took libraries")
+	}
+	if _, err := Parse([]any{"librarie"}, nil); err == nil {
+		t.Errorf("another string taken")
+	}
+}

@@ -170,7 +170,13 @@ func Spec() *ansible.Spec {
 						the service).`,
 						`A reference must name a part the service declares, and one part may not be in
 						both lists: either is refused before anything is done. An empty list counts as
-						not given; C([false]) reacts to nothing.`}},
+						not given; C([false]) reacts to nothing.`,
+						`C(libraries) restarts the process when any process of its unit maps a file
+						replaced or deleted since it mapped it (an updated library), as
+						richt.services.systemd_lifecycle takes it; it names a reaction like any other
+						item, so C([package:nginx, libraries]) keeps the package's restart. Not named,
+						such processes are reported (the process's C(libraries), a warning), not
+						restarted. See docs/libraries.md.`}},
 					{Name: "reload_on", Kind: ansible.List, Elements: ansible.Raw, Summarize: reaction.Summarize("reload_on"), Description: []string{
 						`What reloads this process; the same forms as I(restart_on). Restart beats
 						reload, reloads merge, a process that had to be started gets nothing more.`,

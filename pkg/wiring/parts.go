@@ -106,6 +106,11 @@ func (parts Parts) Check(p Process) (Reactions, error) {
 func (parts Parts) item(item any) (ref Ref, isRef bool, err error) {
 	switch x := item.(type) {
 	case string:
+		if x == reaction.Libraries {
+			// Not a part of the service: systemd_lifecycle reads it (the unit's processes'
+			// mappings), and refuses it in reload_on.
+			return Ref{}, false, nil
+		}
 		ref, err := ParseRef(x)
 		if err != nil {
 			return Ref{}, false, err

@@ -35,6 +35,10 @@ func TestCheck(t *testing.T) {
 			reload:  []any{false, map[string]any{"other": map[string]any{"results": []any{changed}}}}},
 		{name: "the same outside boolean in both lists: unnamed, not compared", parts: nginxParts,
 			restart: []any{true}, reload: []any{true}},
+		{name: "libraries is restart_on's, passed on", parts: nginxParts,
+			restart: []any{"package:nginx", "libraries"}, reload: []any{"config:site"}},
+		{name: "libraries in reload_on", parts: nginxParts,
+			reload: []any{"libraries"}, err: "processes[1]: reload_on[0]: libraries is a restart_on item only"},
 
 		{name: "undeclared config", parts: Parts{Configs: []string{"b", "a"}},
 			reload: []any{"config:a", "config:main"},

@@ -340,3 +340,14 @@ func TestWireMarksOwnParts(t *testing.T) {
 		assert.True(t, tr.Own(), "the default wiring is all parts: %v", tr.Ref)
 	}
 }
+
+// TestWirePassesLibrariesOn: restart_on's libraries reaches systemd_lifecycle as the item
+// itself, after the process's references, as every outside trigger does.
+func TestWirePassesLibrariesOn(t *testing.T) {
+	p := Process{Param: "processes[0]", Unit: "nginx", RestartOn: []any{"libraries", "package:nginx"}}
+	r, err := nginxParts.Check(p)
+	require.NoError(t, err)
+	restart, reload := Wire("nginx", r, nginxParts, nil).Lists()
+	assert.Equal(t, []any{map[string]any{"package:nginx": map[string]any{"changed": false}}, "libraries"}, restart)
+	assert.Nil(t, reload)
+}

@@ -354,6 +354,12 @@ options:
           - "A reference must name a part the service declares, and one part may not be in both
             lists: either is refused before anything is done. An empty list counts as not given;
             C([false]) reacts to nothing."
+          - C(libraries) restarts the process when any process of its unit maps a file replaced
+            or deleted since it mapped it (an updated library), as
+            richt.services.systemd_lifecycle takes it; it names a reaction like any other item,
+            so C([package:nginx, libraries]) keeps the package's restart. Not named, such
+            processes are reported (the process's C(libraries), a warning), not restarted. See
+            docs/libraries.md.
         type: list
         elements: raw
       reload_on:

@@ -150,6 +150,12 @@ options:
       - A restart is left out when the triggers' results say when their files were in place
         (C(files_placed)) and the unit became active after that (I(reaction=served)); see the
         description.
+      - The item C(libraries) restarts the unit when any process of its control group (a forking
+        daemon's workers too) maps a regular file that was replaced or deleted since it mapped
+        it (a library update, whatever made it), read from C(/proc/PID/maps); it merges with the
+        other triggers. A unit with C(RefuseManualStop=yes) is never restarted for it, only
+        reported (C(libraries), a warning). A unit whose I(restart_on) does not name it is
+        reported the same way, in check mode too; see docs/libraries.md.
     type: list
     elements: raw
   reload_on:
@@ -481,6 +487,18 @@ triggers:
   returned: always
   type: list
   elements: str
+libraries:
+  description:
+    - The unit's processes that map regular files replaced or deleted since they mapped them
+      (C(processes), by PID, each with its C(command) and at most 10 C(files) with the
+      C(package) that owns each path now; C(more_files), C(more_processes) count the rest),
+      and C(reaction) - C(restart) when I(restart_on) names C(libraries), else C(reported:
+      restart_on does not name libraries) or C(reported: RefuseManualStop=yes).
+    - C(manager) lists the service manager's (PID 1) own stale files; it is never acted on.
+  returned: when a process of the unit, or the manager, maps a replaced file
+  type: dict
+  version_added: "0.2.0"
+  sample: {reaction: restart, processes: [{pid: 812, command: fixd, files: [{path: /usr/lib/richt/libfix.so.1, package: libfix}]}]}
 pending_from_earlier_run:
   description:
     - A reaction that an earlier run recorded and that was still due, as
