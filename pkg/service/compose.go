@@ -273,7 +273,7 @@ func (r *run) eachProcess(ctx context.Context, out outcomes, step func(ctx conte
 		if err != nil {
 			return err
 		}
-		if contract.Read(res).DaemonReload == contract.ReloadPerformed {
+		if contract.Read(res).DaemonReload.Reloaded() {
 			// SPEC §7, one manager reload for the service's file changes: this step's
 			// reload (its plan's daemon-reload, in check mode as in a real run) loaded
 			// every change before it. The later processes still plan from them (the unit a
