@@ -45,13 +45,15 @@ func Summary(res *Result, check bool, failed bool) string {
 
 // reasons says why: the changed triggers by name, a reaction due from an earlier run, a
 // restart a package scriptlet already did, a reaction a stopped unit does not need, a
-// start that loads the changes (no restart or reload after it).
+// start.
 func reasons(res *Result, started bool) string {
 	var out []string
 	switch res.Reaction {
 	case reaction.None, "":
-		if started && len(res.Triggers) > 0 {
-			out = append(out, "was stopped; the start loads what "+strings.Join(res.Triggers, ", ")+" changed")
+		// A start loads every change: no restart or reload after it, and no list of
+		// what changed (on a first install, everything did).
+		if started {
+			out = append(out, "was stopped")
 		}
 	case reaction.Restart, reaction.Reload:
 		out = append(out, res.Triggers...)

@@ -43,7 +43,7 @@ func TestSummarySaysWhatHappenedAndWhy(t *testing.T) {
 			args:    map[string]any{"unit": "demo", "restart_on": []any{map[string]any{"package:demo": map[string]any{"changed": true, "daemon_reload": "needed"}}}},
 			summary: "demo.service: daemon-reload, restart (package:demo)", reload: "performed"},
 		{name: "a start loads the change", p: func() *fakeSystemd { return &fakeSystemd{p: props("inactive", "enabled")} },
-			args: map[string]any{"unit": "demo", "restart_on": []any{named}}, summary: "demo.service: start (was stopped; the start loads what config:env changed)"},
+			args: map[string]any{"unit": "demo", "restart_on": []any{named}}, summary: "demo.service: start (was stopped)"},
 		{name: "a failed start", p: func() *fakeSystemd { return &fakeSystemd{p: props("inactive", "enabled"), jobFail: "start"} },
 			args: map[string]any{"unit": "demo"}, summary: "demo.service: start, then failed"},
 	}

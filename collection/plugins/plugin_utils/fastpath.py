@@ -229,6 +229,28 @@ def unsupported(name, arch, hashes):
                    'the collection has builds for: %s' % (name, arch or 'unknown', ', '.join(sorted(hashes)) or 'none')}
 
 
+def summary_lines(result):
+    """The lines of a module result's `summary` (a string, or a list of them): what the
+    run did to each process and why."""
+    summary = result.get('summary') if isinstance(result, dict) else None
+    if isinstance(summary, str):
+        summary = [summary]
+    if not isinstance(summary, list):
+        return []
+    return [line for line in summary if isinstance(line, str) and line]
+
+
+def show_summary(task, host, result):
+    """Prints the result's summary lines as `[host] line` at the default verbosity: the
+    default callback shows only ok/changed, and whether a process was reloaded, restarted
+    or left alone is what a user of this collection needs to see without -v. Nothing is
+    printed for a no_log task (its result is censored), so nothing of it leaks here."""
+    if task.no_log or (isinstance(result, dict) and result.get('_ansible_no_log')):
+        return
+    for line in summary_lines(result):
+        display.display('[%s] %s' % (host, line))
+
+
 def _memory(task_vars):
     """A copy of the host fact: effective user -> why the fast path cannot work there."""
     memory = (task_vars.get('ansible_facts') or {}).get(MEMORY_FACT) or task_vars.get(MEMORY_FACT)
@@ -296,6 +318,11 @@ class FastPathAction(NormalAction):
         return None
 
     def run(self, tmp=None, task_vars=None):
+        result = self._run(tmp, task_vars)
+        show_summary(self._task, (task_vars or {}).get('inventory_hostname'), result)
+        return result
+
+    def _run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         name = self.module_name
         host = task_vars.get('inventory_hostname')

@@ -1,0 +1,62 @@
+package playbooks_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// summaryLines are the lines the collection's action plugin printed for host: what each
+// run did to each process, as the default callback shows them without -v.
+func summaryLines(out, host string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "["+host+"] "); ok {
+			lines = append(lines, rest)
+		}
+	}
+	return lines
+}
+
+// The console of a plain `ansible-playbook` (default callback, no -v) says what happened
+// to the process and why: a reload, a restart, nothing; in check mode what would. No
+// register, no debug task, no -v.
+func TestConsoleSaysWhatHappened(t *testing.T) {
+	t.Parallel()
+	tg := target(t)
+	demo := play(t, "demo.yml", tg)
+	host := tg.Name()
+	run := func(t *testing.T, check bool, vars map[string]any) []string {
+		t.Helper()
+		p := demo
+		p.ExtraVars = vars
+		if check {
+			p.Args = []string{"--check"}
+		}
+		r := p.RunOK(t)
+		assert.NotContains(t, r.Output, "from an earlier run", "every record of this run is this run's")
+		return summaryLines(r.Output, host)
+	}
+	v1 := map[string]any{"demo_version": "0:1.0-1.noarch", "demo_level": "info"}
+	assert.Contains(t, run(t, false, v1), "demo.service: enable, daemon-reload, start (was stopped)", "the first run starts it")
+
+	t.Run("no-op", func(t *testing.T) {
+		assert.Equal(t, []string{"demo.service: nothing (converged)"}, run(t, true, v1), "check mode")
+		assert.Equal(t, []string{"demo.service: nothing (converged)"}, run(t, false, v1))
+	})
+	t.Run("reload", func(t *testing.T) {
+		v := map[string]any{"demo_version": "0:1.0-1.noarch", "demo_level": "debug"}
+		assert.Equal(t, []string{"demo.service: would daemon-reload, reload (dropin:demo.service/20-level.conf)"}, run(t, true, v), "check mode")
+		assert.Equal(t, []string{"demo.service: daemon-reload, reload (dropin:demo.service/20-level.conf)"}, run(t, false, v))
+	})
+	t.Run("restart", func(t *testing.T) {
+		v := map[string]any{"demo_version": "0:2.0-1.noarch", "demo_level": "debug"}
+		check := run(t, true, v)
+		assert.Contains(t, check, "packages: would change demo 1.0-1 → 2.0-1")
+		assert.Contains(t, strings.Join(check, "\n"), "demo.service: would daemon-reload, restart (package:demo 1.0-1 → 2.0-1)", "check mode")
+		real := run(t, false, v)
+		assert.Contains(t, real, "packages: demo 1.0-1 → 2.0-1")
+		assert.Contains(t, strings.Join(real, "\n"), "demo.service: daemon-reload, restart (package:demo 1.0-1 → 2.0-1)")
+	})
+}
