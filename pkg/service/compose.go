@@ -175,6 +175,7 @@ func (r *run) composePresent(ctx context.Context) (c *composed, err error) {
 	if err != nil {
 		return nil, err
 	}
+	first := len(r.res.Plan)
 	r.res.Plan = append(r.res.Plan, records[0]...)
 	if c.pkg != nil {
 		r.res.Plan = append(r.res.Plan, prefixed("packages", c.pkg.Names())...)
@@ -190,10 +191,14 @@ func (r *run) composePresent(ctx context.Context) (c *composed, err error) {
 	// Without a process nothing syncs the manager: the service does, once (present).
 	c.reload = len(r.order) == 0 && (unitFilesChange(c.pkg, c.configs, c.files) || r.syncDue())
 	// Before any change, in check mode too: what a rollback would put back, and whether it
-	// could.
+	// could. Its entries go first in the plan: the rollback's record is written before the
+	// first record and the first write (beginRollback), and the plan lists what happens in
+	// the order it happens.
+	rbAt := len(r.res.Plan)
 	if err := r.prepareRollback(ctx, c); err != nil {
 		return nil, err
 	}
+	r.res.Plan = aheadOf(r.res.Plan, first, rbAt)
 	if r.req.CheckMode {
 		if err := r.checkPresent(ctx, c); err != nil {
 			return nil, err
@@ -343,4 +348,10 @@ func prefixed(step string, entries []string) []string {
 		out = append(out, step+": "+e)
 	}
 	return out
+}
+
+// aheadOf moves plan[from:] to index at: entries planned last that happen first.
+func aheadOf(plan []string, at, from int) []string {
+	moved := slices.Clone(plan[from:])
+	return slices.Insert(plan[:from:from], at, moved...)
 }

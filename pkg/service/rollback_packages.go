@@ -208,7 +208,9 @@ func (d *RolledBack) summary() string {
 	}
 	var acted []string
 	for _, p := range d.Processes {
-		if names := stringsOf(p["plan"]); len(names) > 0 {
+		// What systemd was asked to do, not the plan's entries: those name internal
+		// steps (record-pending, stamp-pending, clear-pending) a user has no use for.
+		if names := stringsOf(p["actions"]); len(names) > 0 {
 			unit, _ := p["unit"].(string)
 			acted = append(acted, fmt.Sprintf("%s %s", unit, strings.Join(names, ",")))
 		}
