@@ -251,6 +251,7 @@ func (r *run) checkPresent(ctx context.Context, c *composed) error {
 // plan it reports) at its place in the service's plan. Once a process step reloaded the
 // manager, the later ones get the changes marked as loaded (managerLoaded).
 func (r *run) processes(ctx context.Context, pkgRes map[string]any) error {
+	r.warnUnnamed()
 	out := merged(packageOutcomes(r.parts.Packages, pkgRes), configOutcomes(r.configs, r.res.Configs), fileOutcomes(r.files, r.res.Files))
 	return r.eachProcess(ctx, out, r.process)
 }

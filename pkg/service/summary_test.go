@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,5 +67,47 @@ func TestBuildsAsAPersonNamesThem(t *testing.T) {
 		{[]string{"demo-0:1.0-1.x86_64", "demo-0:1.0-1.i686"}, "1.0-1.x86_64+1.0-1.i686"},
 	} {
 		assert.Equal(t, c.want, builds("demo", c.nevras), "%v", c.nevras)
+	}
+}
+
+// A process that names its reactions reacts to nothing more: a changed drop-in of its own
+// unit that its lists do not name is warned about, naming the part and what it would
+// take; one they name is not.
+func TestAnUnnamedChangeOfTheProcessesOwnUnitWarns(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		process map[string]any
+		warn    bool
+	}{
+		{name: "not named", process: map[string]any{"unit": "demo", "restart_on": []any{"package:demo"}}, warn: true},
+		{name: "named", process: map[string]any{"unit": "demo", "restart_on": []any{"package:demo", "dropin:demo.service/20.conf"}}},
+		{name: "default wiring", process: map[string]any{"unit": "demo"}},
+		{name: "not to run", process: map[string]any{"unit": "demo", "state": "stopped", "restart_on": []any{"package:demo"}}},
+	} {
+		for _, check := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, check mode %v", c.name, check), func(t *testing.T) {
+				var calls []map[string]any
+				yes, no := true, false
+				d := Deps{
+					Packages:  predicted(fakePredict{}, fakeModule(rpmexact.Spec(), &no, &calls)),
+					Files:     fakeModule(override.Spec(), &yes, &calls),
+					Processes: fakeModule(lifecycle.Spec(), &no, &calls),
+					Predict:   fakePredict{},
+					Pending:   &fakePending{records: map[string]*durable.Pending{}},
+					Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
+				}
+				args := demoArgs()
+				args["processes"] = []any{c.process}
+				out := ansible.Call(context.Background(), Spec(), args, check, false, Handler(d))
+				require.Nil(t, out["failed"], out["msg"])
+				warnings := fmt.Sprint(out["warnings"])
+				if !c.warn {
+					assert.NotContains(t, warnings, "do not name it")
+					return
+				}
+				assert.Contains(t, warnings, "processes[0] (demo.service): its drop-in dropin:demo.service/20.conf changed, and its restart_on and reload_on do not name it")
+				assert.Contains(t, warnings, "Name dropin:demo.service/20.conf in restart_on")
+			})
+		}
 	}
 }
