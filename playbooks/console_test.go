@@ -60,3 +60,26 @@ func TestConsoleSaysWhatHappened(t *testing.T) {
 		assert.Contains(t, strings.Join(real, "\n"), "demo.service: daemon-reload, restart (package:demo 1.0-1 → 2.0-1)")
 	})
 }
+
+// What users write: a timeout as a number of seconds passes the role and the module; a
+// mode written as 644 is refused with the quoted form; a service_* variable the role does
+// not know is warned about.
+func TestRoleTakesTypesAsUsersWriteThem(t *testing.T) {
+	t.Parallel()
+	tg := target(t)
+	demo := play(t, "demo.yml", tg)
+	procs := []any{map[string]any{"unit": "demo.service", "enabled": true, "timeout": 20, "settle": 1}}
+	p := demo
+	p.ExtraVars = map[string]any{"service_processes": procs, "service_config": []any{}}
+	r := p.RunOK(t)
+	assert.Contains(t, r.Output, "[WARNING]: the richt.services.service role does not know the variable(s) service_config, which it ignores")
+	assert.Contains(t, strings.Join(summaryLines(r.Output, tg.Name()), "\n"), "demo.service: enable, daemon-reload, start (was stopped)", "timeout: 20 is 20 seconds")
+
+	p.ExtraVars = map[string]any{"service_processes": procs, "service_dropins": []any{map[string]any{
+		"unit": "demo.service", "name": "30-mode.conf", "mode": 644, "content": "[Service]\n"}}}
+	r = p.Run(t)
+	assert.NotZero(t, r.ExitCode, r.Output)
+	assert.Contains(t, r.Output, "644 was read as the decimal number 644")
+	assert.Contains(t, r.Output, "quote it: '0644'")
+	tg.MustExec(t, "test", "!", "-e", "/etc/systemd/system/demo.service.d/30-mode.conf")
+}

@@ -45,6 +45,9 @@ except ImportError:  # 2.14 .. 2.18: plain JSON, as _execute_module writes the a
 
 display = Display()
 
+# Variable a role sets on its task for a warning the action prints (roles/service: the
+# service_* variables it does not know).
+WARNING_VAR = 'richt_services_warning'
 # Variable that turns the fast path off (for a host, a group, a play or a task).
 OPT_OUT_VAR = 'richt_services_fast_path'
 # Connections of Mitogen for Ansible live in this package (ansible_mitogen.connection).
@@ -318,9 +321,19 @@ class FastPathAction(NormalAction):
         return None
 
     def run(self, tmp=None, task_vars=None):
+        self._warn_from_role(task_vars or {})
         result = self._run(tmp, task_vars)
         show_summary(self._task, (task_vars or {}).get('inventory_hostname'), result)
         return result
+
+    def _warn_from_role(self, task_vars):
+        """Prints the warning a role computed for this task in WARNING_VAR (the service
+        role's unknown service_* variables): a role has no warning of its own to give."""
+        if WARNING_VAR not in task_vars:
+            return
+        warning = self._templar.template(task_vars[WARNING_VAR])
+        if isinstance(warning, str) and warning.strip():
+            display.warning(warning.strip())
 
     def _run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
