@@ -143,8 +143,8 @@ func restored(moving []rollback.Package, o rpmexact.Outcome) error {
 func (r *run) packagesTimeout() time.Duration {
 	for _, p := range r.p.Packages {
 		if p.Timeout != nil {
-			if d, err := time.ParseDuration(*p.Timeout); err == nil && d > 0 {
-				return d
+			if *p.Timeout > 0 {
+				return *p.Timeout
 			}
 		}
 	}
