@@ -1,6 +1,9 @@
 package playbooks_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,6 +22,18 @@ func summaryLines(out, host string) []string {
 	return lines
 }
 
+// keepForDocs writes a run's console output to $RICHT_DOC_OUTPUT/name when that is set:
+// docs/from-builtins.md quotes real output, and this is where it comes from.
+func keepForDocs(t *testing.T, name, out string) {
+	dir := os.Getenv("RICHT_DOC_OUTPUT")
+	if dir == "" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(out), 0o644); err != nil {
+		t.Errorf("keep the output for the docs: %v", err)
+	}
+}
+
 // The console of a plain `ansible-playbook` (default callback, no -v) says what happened
 // to the process and why: a reload, a restart, nothing; in check mode what would. No
 // register, no debug task, no -v.
@@ -27,6 +42,7 @@ func TestConsoleSaysWhatHappened(t *testing.T) {
 	tg := target(t)
 	demo := play(t, "demo.yml", tg)
 	host := tg.Name()
+	n := 0
 	run := func(t *testing.T, check bool, vars map[string]any) []string {
 		t.Helper()
 		p := demo
@@ -35,6 +51,8 @@ func TestConsoleSaysWhatHappened(t *testing.T) {
 			p.Args = []string{"--check"}
 		}
 		r := p.RunOK(t)
+		n++
+		keepForDocs(t, fmt.Sprintf("%d-%s.txt", n, strings.ReplaceAll(t.Name(), "/", "-")), r.Output)
 		assert.NotContains(t, r.Output, "from an earlier run", "every record of this run is this run's")
 		return summaryLines(r.Output, host)
 	}
