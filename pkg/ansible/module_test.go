@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,7 +85,8 @@ func TestValidationMessages(t *testing.T) {
 		{"bool", map[string]any{"name": "x", "enabled": "maybe"}, `argument 'enabled' is of type str and the value "maybe" is not a valid boolean`},
 		{"str from list", map[string]any{"name": []any{"x"}}, "argument 'name' is of type list and cannot be converted to str"},
 		{"duration", map[string]any{"name": "x", "timeout": "-1s"}, "argument 'timeout': \"-1s\" must be a positive duration"},
-		{"duration type", map[string]any{"name": "x", "timeout": 5}, "argument 'timeout' is of type number"},
+		{"duration type", map[string]any{"name": "x", "timeout": true}, "argument 'timeout' is of type bool and must be a number of seconds (20) or a duration string such as 5s or 1m30s"},
+		{"duration not positive", map[string]any{"name": "x", "timeout": 0}, "argument 'timeout': \"0\" must be a positive duration"},
 		{"mode", map[string]any{"name": "x", "mode": "0999"}, `argument 'mode': "0999" is not an octal file mode`},
 		{"exclusive", map[string]any{"name": "x", "password": "pw-123456", "content": "b"}, "parameters are mutually exclusive: password|content"},
 		{"required if", map[string]any{"name": "x", "state": "absent"}, "state is absent but all of the following are missing: enabled"},
@@ -268,4 +270,52 @@ func TestWarningsAndTypedValuesAreMasked(t *testing.T) {
 	assert.NotContains(t, out, "urlpass9")
 	assert.Contains(t, out, Masked)
 	assert.Contains(t, out, "retrying http://deploy:"+URLPasswordMask+"@repo/")
+}
+
+// A mode written without quotes and without its leading 0 is read by YAML as decimal: 644
+// is refused with the quoted form, not explained as the sticky bit 01204 sets. The number
+// YAML makes of an unquoted 0644 (420) is still the mode 0644.
+func TestModeWrittenAsDecimalIsRefused(t *testing.T) {
+	s := testSpec()
+	for _, c := range []struct {
+		in   float64
+		want string // "" accepted
+	}{
+		{644, "mode: 644 was read as the decimal number 644"},
+		{600, "quote it: '0600'"},
+		{755, "which as a mode is 1363; quote it: '0755'"},
+		{4644, "quote it: '4644'"},
+		{420, ""}, // YAML's 0644
+		{384, ""}, // YAML's 0600
+	} {
+		_, err := s.Validate(map[string]any{"name": "x", "mode": c.in})
+		if c.want == "" {
+			assert.NoError(t, err, "%v", c.in)
+			continue
+		}
+		require.Error(t, err, "%v", c.in)
+		assert.Contains(t, err.Error(), strings.TrimPrefix(c.want, "mode: "), "%v", c.in)
+	}
+}
+
+// A duration is what users write: a number of seconds (timeout: 20) or a string with its
+// unit.
+func TestDurationAsSecondsOrWithUnit(t *testing.T) {
+	s := testSpec()
+	for in, want := range map[any]time.Duration{20.0: 20 * time.Second, 1.5: 1500 * time.Millisecond, "20": 20 * time.Second, "1m30s": 90 * time.Second} {
+		v, err := s.Validate(map[string]any{"name": "x", "timeout": in})
+		require.NoError(t, err, "%v", in)
+		assert.Equal(t, want, v.Duration("timeout"), "%v", in)
+	}
+}
+
+// A mapping where a list of mappings is expected is refused, not taken as a list of one.
+func TestAMappingForAListOfMappingsIsRefused(t *testing.T) {
+	spec := &Spec{Name: "demo_mod", Params: []Param{{Name: "processes", Kind: List, Elements: Dict}, {Name: "restart_on", Kind: List, Elements: Raw}}}
+	_, err := spec.Validate(map[string]any{"processes": map[string]any{"unit": "demo"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "argument 'processes' is a mapping, and a list of mappings is expected")
+	v, err := spec.Validate(map[string]any{"processes": []any{map[string]any{"unit": "demo"}}, "restart_on": map[string]any{"changed": true}})
+	require.NoError(t, err, "a list, and a single trigger where any value is an item")
+	assert.Len(t, v["restart_on"], 1)
 }

@@ -302,6 +302,12 @@ func convert(p Param, v any) (any, error) {
 		if x, ok := v.([]any); ok {
 			return x, nil
 		}
+		if _, ok := v.(map[string]any); ok && p.Elements == Dict {
+			// A list of mappings given one mapping (processes: {unit: demo}): taken as a
+			// list of one it hides a YAML indentation slip, and the keys the user meant as
+			// items would be read as one item's.
+			return nil, fmt.Errorf("argument '%s' is a mapping, and a list of mappings is expected: write each item under a dash (%s:\n  - KEY: VALUE)", p.Name, p.Name)
+		}
 		return []any{v}, nil
 	case Raw:
 		return v, nil
@@ -313,9 +319,13 @@ func convert(p Param, v any) (any, error) {
 		}
 		return nil, bad("cannot be converted to dict")
 	case Duration:
+		// A number is seconds (timeout: 20); a string a number of seconds or a Go duration.
 		s, ok := v.(string)
+		if x, isNumber := v.(float64); isNumber {
+			s, ok = strconv.FormatFloat(x, 'f', -1, 64), true
+		}
 		if !ok {
-			return nil, bad("must be a duration string such as 5s or 1m30s")
+			return nil, bad("must be a number of seconds (20) or a duration string such as 5s or 1m30s")
 		}
 		d, err := timeout.Parse(s)
 		if err != nil {
@@ -367,6 +377,9 @@ func toMode(v any, p Param) (any, error) {
 			return nil, fmt.Errorf("argument '%s': %v is not a file mode", p.Name, x)
 		}
 		m = uint64(x)
+		if err := decimalMode(p.Name, m); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("argument '%s' is of type %s and cannot be converted to a file mode", p.Name, typeName(v))
 	}
@@ -374,6 +387,28 @@ func toMode(v any, p Param) (any, error) {
 		return nil, fmt.Errorf("argument '%s': %04o has bits beyond 07777", p.Name, m)
 	}
 	return FileMode(uint32(m)), nil
+}
+
+// decimalMode refuses a number that reads like an octal mode written without its leading
+// 0 or quotes (644, 600, 755): YAML reads it as decimal, and as a mode it means something
+// else (644 is 01204: the sticky bit, no read for others). Such a number is refused with
+// the quoted form to write, not explained as the bits it happens to set. A number whose
+// decimal reading is a mode the modules accept stays accepted: that is how YAML reads an
+// unquoted 0644 (420), and Ansible's own modules take it so.
+func decimalMode(name string, m uint64) error {
+	digits := strconv.FormatUint(m, 10)
+	if len(digits) < 3 || len(digits) > 4 || strings.Trim(digits, "01234567") != "" {
+		return nil
+	}
+	if m <= 0o7777 && m&0o7000 == 0 && m&0o022 == 0 {
+		return nil
+	}
+	quoted := digits
+	if len(quoted) == 3 {
+		quoted = "0" + quoted
+	}
+	return fmt.Errorf("argument '%s': %s was read as the decimal number %s (YAML reads a number without a leading 0 as decimal), which as a mode is %04o; quote it: '%s'",
+		name, digits, digits, m, quoted)
 }
 
 // FileMode turns a Unix mode ("4644" read as octal) into Go's os.FileMode, whose

@@ -29,7 +29,23 @@ const (
 	ReloadNeeded Reload = "needed"
 	// ReloadNone: nothing the task did needs a reload.
 	ReloadNone Reload = "none"
+	// ReloadPlanned: check mode; the task would reload the manager after its change. A
+	// check-mode result never says "performed" for what it did not do; later tasks of the
+	// same check run read it as the reload done (their plans follow the real run's).
+	ReloadPlanned Reload = "planned"
 )
+
+// Reloaded reports whether the manager was reloaded after the change: performed, or in
+// check mode planned.
+func (r Reload) Reloaded() bool { return r == ReloadPerformed || r == ReloadPlanned }
+
+// Planned is r as check mode reports it: a reload performed becomes planned.
+func (r Reload) Planned() Reload {
+	if r == ReloadPerformed {
+		return ReloadPlanned
+	}
+	return r
+}
 
 // MarshalText writes the zero value as "none": a module that does not touch the manager
 // need not say so, and a result never carries an empty daemon_reload.
@@ -94,7 +110,7 @@ func (c Change) When() (t time.Time, ok bool) {
 // reloaded the manager after them. A unit_override that changed a drop-in and reloaded
 // (performed) needs nothing more; an rpm_exact that changed unit files does.
 func (c Change) NeedsManagerSync() bool {
-	return c.DaemonReload == ReloadNeeded || c.UnitFilesChanged && c.DaemonReload != ReloadPerformed
+	return c.DaemonReload == ReloadNeeded || c.UnitFilesChanged && !c.DaemonReload.Reloaded()
 }
 
 // Read reads the contract from a registered result as Ansible passes it to a later task
@@ -108,7 +124,7 @@ func Read(result map[string]any) Change {
 	c.UnitFilesChanged, _ = result[keyUnitFilesChanged].(bool)
 	if s, ok := result[keyDaemonReload].(string); ok {
 		switch r := Reload(s); r {
-		case ReloadPerformed, ReloadNeeded, ReloadNone:
+		case ReloadPerformed, ReloadNeeded, ReloadNone, ReloadPlanned:
 			c.DaemonReload = r
 		}
 	}

@@ -441,7 +441,8 @@ func TestApplyFlows(t *testing.T) {
 			args: map[string]any{"unit": "demo", "health": map[string]any{"tcp": "127.0.0.1:8080"}}, prober: &fakeProber{errs: []error{errors.New("connection refused"), errors.New("connection refused")}},
 			calls: []string{"start"}, failed: "probe tcp 127.0.0.1:8080 failed after 2 attempt(s)",
 			check: func(t *testing.T, res map[string]any) {
-				assert.Contains(t, res["msg"], "nothing was restarted")
+				assert.Contains(t, res["msg"], "this run's start was carried out; a failing probe does not restart anything")
+				assert.NotContains(t, res["msg"], "nothing was restarted", "said next to the start this run did")
 				assert.Contains(t, res["msg"], "journal line")
 				assert.Equal(t, false, res["health"].(map[string]any)["healthy"])
 			}},

@@ -62,8 +62,15 @@ func (v *watcher) health(ctx context.Context, p Decision, pr *probeRun) error {
 	defer cancel()
 	v.res.Journal = v.sd.Journal(jctx, v.unit, 15)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s is active but not healthy: probe %s failed after %d attempt(s) within the timeout of %s: %v; nothing was restarted",
-		v.unit, p.Probe, attempts, v.limit, err)
+	// Said of this run: "nothing was restarted" next to the restart it did is not true.
+	done := "nothing was restarted"
+	for i, s := range p.Steps {
+		if runStepAt(p.Steps, i) {
+			done = fmt.Sprintf("this run's %s was carried out; a failing probe does not restart anything", s)
+		}
+	}
+	fmt.Fprintf(&b, "%s is active but not healthy: probe %s failed after %d attempt(s) within the timeout of %s: %v; %s",
+		v.unit, p.Probe, attempts, v.limit, err, done)
 	if len(v.res.Journal) > 0 {
 		b.WriteString("; last journal lines:\n" + strings.Join(v.res.Journal, "\n"))
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/invocation"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/unitfile"
 )
@@ -33,8 +34,11 @@ func (s *State) text() string {
 
 // Result is the module's return value.
 type Result struct {
-	Changed bool     `json:"changed"`
-	Unit    string   `json:"unit"`
+	Changed bool   `json:"changed"`
+	Unit    string `json:"unit"`
+	// Summary is what happened to the unit and why, in one line (Summary); the
+	// collection's action plugin prints it at the default verbosity.
+	Summary string   `json:"summary"`
 	Before  *State   `json:"before,omitempty"`
 	After   *State   `json:"after,omitempty"`
 	Actions []string `json:"actions"`
@@ -78,8 +82,14 @@ func labels(t reaction.Triggers, p *durable.Pending) []string {
 	for _, tr := range reaction.Changed(t.Reload) {
 		out = append(out, tr.Label())
 	}
-	if p != nil {
+	switch {
+	case p == nil:
+	case !invocation.Since(p.Since):
 		out = append(out, "pending "+p.Reaction+" from an earlier run")
+	case len(out) == 0:
+		// Recorded by this run (the service module records ahead of its steps): not
+		// "from an earlier run"; the triggers that changed name it when there are any.
+		out = append(out, p.Reaction+" recorded by this run")
 	}
 	return out
 }

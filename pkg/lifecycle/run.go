@@ -7,6 +7,7 @@ import (
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/invocation"
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/timeout"
@@ -97,6 +98,7 @@ func (h *Held) Finish(ctx context.Context, check bool, warn func(format string, 
 		err = fmt.Errorf("%w (timeout %s)", err, h.req.Limit)
 	}
 	res.Changed = len(res.Actions) > 0
+	res.Summary = Summary(res, check, err != nil)
 	if res.Changed && !check {
 		res.Stamp(time.Now())
 	}
@@ -141,7 +143,7 @@ func newResult(unit string) *Result {
 func Describe(p Plan, res *Result) {
 	o := p.Observed
 	res.Before, res.After = stateOf(o.Unit), stateOf(o.Unit)
-	if o.Pending != nil {
+	if o.Pending != nil && !invocation.Since(o.Pending.Since) {
 		res.Pending = fmt.Sprintf("%s due since %s", o.Pending.Reaction, o.Pending.Since.Format(time.RFC3339))
 		if p.Prep.Served {
 			res.Pending += "; already served: the unit became active after it was recorded"
@@ -175,7 +177,7 @@ func Predict(p Plan, res *Result, warn func(format string, args ...any)) {
 		case StepDaemonReload:
 			res.SyncReasons = append(res.SyncReasons, p.Prep.SyncReasons...)
 			res.Actions = append(res.Actions, string(s))
-			res.DaemonReload = contract.ReloadPerformed // as the real run reports it
+			res.DaemonReload = contract.ReloadPlanned
 		}
 	}
 	if p.Observed.PredictedInstall {

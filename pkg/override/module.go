@@ -77,6 +77,7 @@ func (d Deps) Plan(ctx context.Context, t Task) (Plan, error) {
 // once the plan is carried out.
 func (d Deps) Check(p Plan) *Result {
 	res := p.Result()
+	res.DaemonReload = res.DaemonReload.Planned()
 	d.addCapability(res, p, true)
 	return res
 }

@@ -57,7 +57,7 @@ func TestPlanAndManagerSync(t *testing.T) {
 		// reload (when the task makes it) settles the record.
 		{"create", map[string]any{"content": "[Service]\nExecReload=/bin/true\n"}, []runnertest.Call{reload}, "create", "performed", 1},
 		{"same content: nothing", map[string]any{"content": "[Service]\nExecReload=/bin/true\n"}, nil, "none", "none", 0},
-		{"check mode: nothing runs", map[string]any{"content": "[Service]\n", "_ansible_check_mode": true}, nil, "update", "performed", 0},
+		{"check mode: nothing runs, the reload is planned", map[string]any{"content": "[Service]\n", "_ansible_check_mode": true}, nil, "update", "planned", 0},
 		{"daemon_reload false: recorded", map[string]any{"content": "[Service]\n", "daemon_reload": false}, nil, "update", "needed", 1},
 		{"mode only", map[string]any{"content": "[Service]\n", "mode": "0600"}, nil, "attributes", "none", 0},
 		{"remove", map[string]any{"state": "absent"}, []runnertest.Call{reload}, "remove", "performed", 1},

@@ -234,7 +234,7 @@ func readResult(tr *Trigger, m map[string]any) {
 	tr.Changed = true
 	c := contract.Read(m)
 	tr.PackageChanged = tr.PackageChanged || c.PackageChanged
-	tr.PackageUnsynced = tr.PackageUnsynced || c.PackageChanged && c.DaemonReload != contract.ReloadPerformed
+	tr.PackageUnsynced = tr.PackageUnsynced || c.PackageChanged && !c.DaemonReload.Reloaded()
 	tr.UnitFilesChanged = tr.UnitFilesChanged || c.NeedsManagerSync()
 	if at, ok := c.When(); ok && at.After(tr.ChangedAt) {
 		tr.ChangedAt = at

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"github.com/richt/services/pkg/contract"
 	"slices"
 	"strings"
 )
@@ -102,7 +103,10 @@ func (r *run) syncDue() bool { return r.d.SyncDue != nil && r.d.SyncDue() }
 // reloadManager reloads systemd's manager as the service's last step (planned in check
 // mode) and returns the run's error: err when a step failed before, else the reload's.
 func (r *run) reloadManager(ctx context.Context, err error, after string) error {
-	r.res.ManagerReload = "performed"
+	r.res.ManagerReload = string(contract.ReloadPerformed)
+	if r.req.CheckMode {
+		r.res.ManagerReload = string(contract.ReloadPlanned)
+	}
 	if !slices.Contains(r.res.Plan, "daemon-reload") {
 		// A reload the plan did not hold: a step changed what its plan said it would not.
 		r.res.Plan = append(r.res.Plan, "daemon-reload")

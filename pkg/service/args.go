@@ -26,7 +26,7 @@ func packageArgs(p Params, absent bool) map[string]any {
 			args["manager"] = *p.Manager
 		}
 		if p.Timeout != nil {
-			args["timeout"] = *p.Timeout
+			args["timeout"] = p.Timeout.String()
 		}
 	}
 	args["packages"] = entries
@@ -92,7 +92,7 @@ func processArgs(p Process) map[string]any {
 		args["masked"] = *p.Masked
 	}
 	if p.Timeout != nil {
-		args["timeout"] = *p.Timeout
+		args["timeout"] = p.Timeout.String()
 	}
 	if p.Settle != nil {
 		args["settle"] = p.Settle

@@ -175,6 +175,7 @@ func (r *run) composePresent(ctx context.Context) (c *composed, err error) {
 	if err != nil {
 		return nil, err
 	}
+	first := len(r.res.Plan)
 	r.res.Plan = append(r.res.Plan, records[0]...)
 	if c.pkg != nil {
 		r.res.Plan = append(r.res.Plan, prefixed("packages", c.pkg.Names())...)
@@ -192,10 +193,14 @@ func (r *run) composePresent(ctx context.Context) (c *composed, err error) {
 	// Without a process nothing syncs the manager: the service does, once (present).
 	c.reload = len(r.order) == 0 && (unitFilesChange(c.pkg, c.configs, c.files) || r.syncDue())
 	// Before any change, in check mode too: what a rollback would put back, and whether it
-	// could.
+	// could. Its entries go first in the plan: the rollback's record is written before the
+	// first record and the first write (beginRollback), and the plan lists what happens in
+	// the order it happens.
+	rbAt := len(r.res.Plan)
 	if err := r.prepareRollback(ctx, c); err != nil {
 		return nil, err
 	}
+	r.res.Plan = aheadOf(r.res.Plan, first, rbAt)
 	if r.req.CheckMode {
 		if err := r.checkPresent(ctx, c); err != nil {
 			return nil, err
@@ -253,6 +258,7 @@ func (r *run) checkPresent(ctx context.Context, c *composed) error {
 // plan it reports) at its place in the service's plan. Once a process step reloaded the
 // manager, the later ones get the changes marked as loaded (managerLoaded).
 func (r *run) processes(ctx context.Context, pkgRes map[string]any) error {
+	r.warnUnnamed()
 	out := merged(packageOutcomes(r.parts.Packages, pkgRes), configOutcomes(r.configs, r.res.Configs), fileOutcomes(r.files, r.res.Files))
 	return r.eachProcess(ctx, out, r.process)
 }
@@ -280,7 +286,7 @@ func (r *run) eachProcess(ctx context.Context, out outcomes, step func(ctx conte
 		if err != nil {
 			return err
 		}
-		if contract.Read(res).DaemonReload == contract.ReloadPerformed {
+		if contract.Read(res).DaemonReload.Reloaded() {
 			// SPEC §7, one manager reload for the service's file changes: this step's
 			// reload (its plan's daemon-reload, in check mode as in a real run) loaded
 			// every change before it. The later processes still plan from them (the unit a
@@ -350,4 +356,10 @@ func prefixed(step string, entries []string) []string {
 		out = append(out, step+": "+e)
 	}
 	return out
+}
+
+// aheadOf moves plan[from:] to index at: entries planned last that happen first.
+func aheadOf(plan []string, at, from int) []string {
+	moved := slices.Clone(plan[from:])
+	return slices.Insert(plan[:from:from], at, moved...)
 }

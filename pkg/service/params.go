@@ -2,6 +2,7 @@ package service
 
 import (
 	"os"
+	"time"
 
 	"github.com/richt/services/pkg/wiring"
 )
@@ -24,10 +25,10 @@ type Params struct {
 
 // Package is one item of packages.
 type Package struct {
-	Name    string  `ansible:"name"`
-	Version *string `ansible:"version"`
-	Manager *string `ansible:"manager"`
-	Timeout *string `ansible:"timeout"`
+	Name    string         `ansible:"name"`
+	Version *string        `ansible:"version"`
+	Manager *string        `ansible:"manager"`
+	Timeout *time.Duration `ansible:"timeout"`
 }
 
 // Unit is one item of units: an owned full unit file.
@@ -54,7 +55,7 @@ type Process struct {
 	State   *string        `ansible:"state"`
 	Enabled *bool          `ansible:"enabled"`
 	Masked  *bool          `ansible:"masked"`
-	Timeout *string        `ansible:"timeout"`
+	Timeout *time.Duration `ansible:"timeout"`
 	Settle  any            `ansible:"settle"` // passed as given ("2s", or a number of seconds)
 	Health  map[string]any `ansible:"health"`
 	After   []any          `ansible:"after"`
@@ -81,5 +82,5 @@ type Config struct {
 	Sensitive bool        `ansible:"sensitive"`
 	Validate  string      `ansible:"validate"`
 	// Timeout is the config step's deadline (a Go duration); nil: configTimeout.
-	Timeout *string `ansible:"timeout"`
+	Timeout *time.Duration `ansible:"timeout"`
 }

@@ -36,7 +36,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	defer plan.release()
 	if r.req.CheckMode {
 		if plan.reload {
-			r.res.ManagerReload = "performed" // as the real run reports it
+			r.res.ManagerReload = string(contract.ReloadPlanned)
 		}
 		return nil
 	}

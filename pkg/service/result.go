@@ -9,10 +9,13 @@ import (
 
 // Result is the module's result: per step the result its module gives, in order.
 type Result struct {
-	Changed  bool   `json:"changed"`
-	Name     string `json:"name"`
-	State    string `json:"state"`
-	Packages any    `json:"packages"`
+	Changed bool   `json:"changed"`
+	Name    string `json:"name"`
+	// Summary is what the run did, one line per package move, process and rollback
+	// (summary.go); the collection's action plugin prints it at the default verbosity.
+	Summary  []string `json:"summary"`
+	State    string   `json:"state"`
+	Packages any      `json:"packages"`
 	// Files are the unit files' and drop-ins' results, unit files first.
 	Files []map[string]any `json:"files"`
 	// Configs are the configs' results, in configs' order.

@@ -193,8 +193,8 @@ func restored(moving []rollback.Package, o rpmexact.Outcome) error {
 func (r *run) packagesTimeout() time.Duration {
 	for _, p := range r.p.Packages {
 		if p.Timeout != nil {
-			if d, err := time.ParseDuration(*p.Timeout); err == nil && d > 0 {
-				return d
+			if *p.Timeout > 0 {
+				return *p.Timeout
 			}
 		}
 	}
@@ -258,7 +258,9 @@ func (d *RolledBack) summary() string {
 	}
 	var acted []string
 	for _, p := range d.Processes {
-		if names := stringsOf(p["plan"]); len(names) > 0 {
+		// What systemd was asked to do, not the plan's entries: those name internal
+		// steps (record-pending, stamp-pending, clear-pending) a user has no use for.
+		if names := stringsOf(p["actions"]); len(names) > 0 {
 			unit, _ := p["unit"].(string)
 			acted = append(acted, fmt.Sprintf("%s %s", unit, strings.Join(names, ",")))
 		}

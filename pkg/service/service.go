@@ -185,6 +185,7 @@ func Handler(d Deps) ansible.Handler {
 			err = r.presentLocked(ctx)
 		}
 		r.res.Diff = r.diff()
+		r.res.Summary = r.summary()
 		return r.res, err
 	}
 }

@@ -495,7 +495,7 @@ func TestPresentReloadsTheManagerWhenNoProcessWill(t *testing.T) {
 				assert.NotContains(t, plan, "daemon-reload")
 				return
 			}
-			assert.Equal(t, "performed", out["manager_reload"])
+			assert.Equal(t, map[bool]string{true: "planned", false: "performed"}[c.check], out["manager_reload"])
 			assert.Equal(t, "daemon-reload", plan[len(plan)-1], "after the files")
 			if c.check {
 				assert.Zero(t, reloads)
@@ -523,7 +523,7 @@ func TestPackageUnitFilesWithoutProcessesPlanTheReloadInBothModes(t *testing.T) 
 		out := ansible.Call(context.Background(), Spec(), args, check, false, Handler(d))
 		require.Nil(t, out["failed"], out["msg"])
 		assert.Contains(t, out["plan"], "daemon-reload", "check mode %v", check)
-		assert.Equal(t, "performed", out["manager_reload"], "check mode %v", check)
+		assert.Equal(t, map[bool]string{true: "planned", false: "performed"}[check], out["manager_reload"], "check mode %v", check)
 		if check {
 			assert.Zero(t, reloads)
 		} else {

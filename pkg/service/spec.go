@@ -11,7 +11,6 @@ import (
 	"github.com/richt/services/pkg/override"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/rpmexact"
-	"github.com/richt/services/pkg/timeout"
 	"github.com/richt/services/pkg/wiring"
 )
 
@@ -51,7 +50,7 @@ func Spec() *ansible.Spec {
 					{Name: "name", Kind: ansible.Str, Required: true, Description: []string{`RPM name.`}},
 					{Name: "version", Kind: ansible.Str, Description: []string{`Exact C(EPOCH:VERSION-RELEASE.ARCH); omitted means any version.`}},
 					{Name: "manager", Kind: ansible.Str, Choices: []string{"dnf", "yum"}, Description: []string{`DNF 4 command, for the whole set.`}},
-					{Name: "timeout", Kind: ansible.Str, Description: []string{`The packages step's timeout, for the whole set.`}},
+					{Name: "timeout", Kind: ansible.Duration, Description: []string{`The packages step's timeout, for the whole set: a number of seconds or a duration such as C(10m).`}},
 				}},
 			{Name: "remove_dependents", Kind: ansible.Bool, Default: false, Description: []string{
 				`With C(state=absent): let the removal take installed packages that are not in
@@ -141,10 +140,10 @@ func Spec() *ansible.Spec {
 						sensitive), and nothing is written. Check mode runs it too and fails on its
 						refusal.`,
 						`It runs under the config's I(timeout).`}},
-					{Name: "timeout", Kind: ansible.Str, Description: []string{
+					{Name: "timeout", Kind: ansible.Duration, Description: []string{
 						`Deadline of this config's step: looking up its owner and group, the
-						validator and the write together; a positive duration such as C(30s) or C(5m);
-						default C(1m).`}},
+						validator and the write together; a number of seconds or a positive duration
+						such as C(30s) or C(5m); default C(1m).`}},
 				}},
 			{Name: "processes", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
 				`Processes (richt.services.systemd_lifecycle), in declared order unless I(after) says
@@ -158,7 +157,7 @@ func Spec() *ansible.Spec {
 					{Name: "state", Kind: ansible.Str, Choices: []string{"running", "stopped"}, Description: []string{`Run state; default C(running).`}},
 					{Name: "enabled", Kind: ansible.Bool, Description: []string{`Boot state; omitted leaves it alone.`}},
 					{Name: "masked", Kind: ansible.Bool, Description: []string{`Mask state; omitted leaves it alone.`}},
-					{Name: "timeout", Kind: ansible.Str, Description: []string{`Deadline of each action and its verification.`}},
+					{Name: "timeout", Kind: ansible.Duration, Description: []string{`Deadline of each action and its verification: a number of seconds or a duration such as C(20s).`}},
 					{Name: "settle", Kind: ansible.Raw, Description: []string{`How long the unit must stay up after a start or restart, as richt.services.systemd_lifecycle takes it.`}},
 					{Name: "health", Kind: ansible.Dict, Description: []string{`A health probe (see richt.services.systemd_lifecycle).`}},
 					{Name: "after", Kind: ansible.List, Elements: ansible.Str, Description: []string{`Units of this service's processes this one comes after.`}},
@@ -229,7 +228,12 @@ func parse(p Params) (Task, error) {
 	absent := p.State == "absent"
 	shared := map[string]string{}
 	for i, pk := range p.Packages {
-		for key, val := range map[string]*string{"manager": pk.Manager, "timeout": pk.Timeout} {
+		var limit *string
+		if pk.Timeout != nil {
+			s := pk.Timeout.String()
+			limit = &s
+		}
+		for key, val := range map[string]*string{"manager": pk.Manager, "timeout": limit} {
 			if val == nil {
 				continue
 			}
@@ -338,11 +342,7 @@ func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 			// files' rule, not a daemon's config's (issue 41).
 			RootOnly: inUnitDir(c.Path)}
 		if c.Timeout != nil {
-			d, err := timeout.Parse(*c.Timeout)
-			if err != nil {
-				return nil, fmt.Errorf("configs[%d].timeout: %w", i, err)
-			}
-			cfg.Timeout = d
+			cfg.Timeout = *c.Timeout
 		}
 		if c.Content != nil {
 			cfg.Content = *c.Content

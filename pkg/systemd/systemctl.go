@@ -3,6 +3,7 @@ package systemd
 import (
 	"context"
 	"fmt"
+	"github.com/richt/services/pkg/invocation"
 	"strings"
 
 	"github.com/richt/services/pkg/runner"
@@ -125,13 +126,14 @@ func (s Systemctl) SetMasked(ctx context.Context, unit string, masked bool) erro
 	return s.run(ctx, s.systemctl(verb, "--", unit)...)
 }
 
-// Journal implements Systemd.
+// Journal implements Systemd: the unit's last lines since this run began
+// (invocation.Start), so a failure message never quotes what earlier runs logged.
 func (s Systemctl) Journal(ctx context.Context, unit string, lines int) []string {
 	which := "--unit=" + unit
 	if s.User {
 		which = "--user-unit=" + unit
 	}
-	res, err := s.Runner.Run(ctx, "journalctl", "--no-pager", "--quiet", "-o", "short-iso", "-n", fmt.Sprint(lines), which)
+	res, err := s.Runner.Run(ctx, "journalctl", "--no-pager", "--quiet", "-o", "short-iso", "-n", fmt.Sprint(lines), fmt.Sprintf("--since=@%d", invocation.Epoch()), which)
 	if err != nil || res.ExitCode != 0 {
 		return []string{fmt.Sprintf("(journal of %s not available: %v %s)", unit, err, strings.TrimSpace(res.Stderr))}
 	}

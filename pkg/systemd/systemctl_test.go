@@ -2,8 +2,10 @@ package systemd
 
 import (
 	"context"
+	"github.com/richt/services/pkg/invocation"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +15,11 @@ import (
 
 // The systemctl backend as data: exact argv in, canned answers out, every call checked.
 func TestSystemctlBackend(t *testing.T) {
+	// The journal is read from this run's start on: an earlier run's lines are not this
+	// failure's.
+	started := invocation.Start
+	t.Cleanup(func() { invocation.Start = started })
+	invocation.Start = time.Unix(1700000000, 500_000_000)
 	ctx := context.Background()
 	props := "--property=" + strings.Join(Properties, ",")
 	noPID := "--property=" + strings.Join(withoutMainPID, ",")
@@ -29,7 +36,7 @@ func TestSystemctlBackend(t *testing.T) {
 			runnertest.Call{Argv: []string{"systemctl", "disable", "--", "demo.service"}},
 			runnertest.Call{Argv: []string{"systemctl", "mask", "--", "demo.service"}},
 			runnertest.Call{Argv: []string{"systemctl", "unmask", "--", "demo.service"}, ExitCode: 1, Stderr: "Failed to unmask\n"},
-			runnertest.Call{Argv: []string{"journalctl", "--no-pager", "--quiet", "-o", "short-iso", "-n", "3", "--unit=demo.service"}, Stdout: "a\nb\n"},
+			runnertest.Call{Argv: []string{"journalctl", "--no-pager", "--quiet", "-o", "short-iso", "-n", "3", "--since=@1700000000", "--unit=demo.service"}, Stdout: "a\nb\n"},
 		)
 		sc := Systemctl{Runner: s}
 		p, err := sc.Show(ctx, "demo.service")
@@ -52,7 +59,7 @@ func TestSystemctlBackend(t *testing.T) {
 		s := runnertest.New(t,
 			runnertest.Call{Argv: []string{"systemctl", "--user", "show", props, "--", "hello.service"}, Stdout: strings.Replace(goodShow, "demo", "hello", 1)},
 			runnertest.Call{Argv: []string{"systemctl", "--user", "start", "--", "hello.service"}},
-			runnertest.Call{Argv: []string{"journalctl", "--no-pager", "--quiet", "-o", "short-iso", "-n", "5", "--user-unit=hello.service"}, ExitCode: 1, Stderr: "No journal files were found.\n"},
+			runnertest.Call{Argv: []string{"journalctl", "--no-pager", "--quiet", "-o", "short-iso", "-n", "5", "--since=@1700000000", "--user-unit=hello.service"}, ExitCode: 1, Stderr: "No journal files were found.\n"},
 		)
 		sc := Systemctl{Runner: s, User: true}
 		_, err := sc.Show(ctx, "hello.service")

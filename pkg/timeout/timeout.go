@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"time"
 )
 
@@ -13,11 +15,13 @@ import (
 // cannot succeed, so such a value is a mistake in the playbook, not "no limit".
 var ErrNotPositive = errors.New("must be a positive duration")
 
-// Parse reads a Go duration string such as "5s" or "1m30s" and requires it to be positive.
+// Parse reads a duration as users write it, a Go duration string such as "5s" or "1m30s"
+// or a number of seconds ("20", "1.5": what `timeout: 20` becomes), and requires it to be
+// positive.
 func Parse(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
+	d, err := parse(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration like 5s, 1m30s or 10m", s)
+		return 0, fmt.Errorf("%q is not a duration: write a number of seconds (20) or a duration with its unit (5s, 1m30s, 10m)", s)
 	}
 	if d <= 0 {
 		return 0, fmt.Errorf("%q %w", s, ErrNotPositive)
@@ -28,9 +32,9 @@ func Parse(s string) (time.Duration, error) {
 // ParseNonNegative reads a duration that may be zero, such as a settle time ("0s": the
 // result of the job is all the proof wanted).
 func ParseNonNegative(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
+	d, err := parse(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration like 0s, 300ms or 2s", s)
+		return 0, fmt.Errorf("%q is not a duration: write a number of seconds (2) or a duration with its unit (0s, 300ms, 2s)", s)
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("%q must not be negative", s)
@@ -47,4 +51,23 @@ func Deadline(parent context.Context, d time.Duration) (context.Context, context
 // Expired reports whether err is, or wraps, the task deadline running out.
 func Expired(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// seconds is a plain number of seconds: digits, an optional fraction. Not what
+// strconv.ParseFloat takes alone, which reads "NaN", "Inf", "1e3" and hex floats too.
+var seconds = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
+// maxSeconds is the largest number of seconds a time.Duration holds.
+const maxSeconds = float64(1<<63-1) / float64(time.Second)
+
+// parse reads a number of seconds or a Go duration string.
+func parse(s string) (time.Duration, error) {
+	if !seconds.MatchString(s) {
+		return time.ParseDuration(s)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f >= maxSeconds {
+		return 0, fmt.Errorf("%q seconds is out of range", s)
+	}
+	return time.Duration(f * float64(time.Second)), nil
 }

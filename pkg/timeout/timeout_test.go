@@ -19,7 +19,12 @@ func TestParse(t *testing.T) {
 		{"250ms", 250 * time.Millisecond, ""},
 		{"0s", 0, "positive"},
 		{"-1s", 0, "positive"},
-		{"5", 0, "not a duration"},
+		{"5", 5 * time.Second, ""},
+		{"1.5", 1500 * time.Millisecond, ""},
+		{"0", 0, "positive"},
+		{"99999999999999999999", 0, "not a duration"},
+		{"1e3", 0, "not a duration"},
+		{"NaN", 0, "not a duration"},
 		{"", 0, "not a duration"},
 		{"five seconds", 0, "not a duration"},
 	}

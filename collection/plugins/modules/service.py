@@ -109,7 +109,8 @@ options:
         choices: [dnf, yum]
       timeout:
         description:
-          - The packages step's timeout, for the whole set.
+          - "The packages step's timeout, for the whole set: a number of seconds or a duration
+            such as C(10m)."
         type: str
   remove_dependents:
     description:
@@ -296,7 +297,8 @@ options:
       timeout:
         description:
           - "Deadline of this config's step: looking up its owner and group, the validator and
-            the write together; a positive duration such as C(30s) or C(5m); default C(1m)."
+            the write together; a number of seconds or a positive duration such as C(30s) or
+            C(5m); default C(1m)."
         type: str
   processes:
     description:
@@ -329,7 +331,8 @@ options:
         type: bool
       timeout:
         description:
-          - Deadline of each action and its verification.
+          - "Deadline of each action and its verification: a number of seconds or a duration
+            such as C(20s)."
         type: str
       settle:
         description:
@@ -492,6 +495,19 @@ name:
   description: The service's name.
   returned: always
   type: str
+summary:
+  description:
+    - What the run did, one line each - the packages that moved (C(packages: demo 1.0-1 → 2.0-1);
+      check mode C(packages: would change ...)), each process as its step's I(summary) says
+      with a package trigger named with its move (C(demo.service: restart (package:demo 1.0-1 →
+      2.0-1)), C(demo.service: nothing (converged)), C(demo.service: would reload
+      (dropin:demo.service/20-level.conf))), a manager reload the service did itself, and the
+      rollback's readiness or outcome.
+    - The collection's action plugin prints each line as C([HOST] LINE) at the default
+      verbosity (not for a no_log task), so the console says what happened without C(-v).
+  returned: always
+  type: list
+  elements: str
 state:
   description: The requested state.
   returned: always
@@ -526,7 +542,8 @@ recorded:
 manager_reload:
   description:
     - C(performed) when the service reloaded systemd's manager at its end - after a removal, or
-      after writing unit files or drop-ins when it has no process to do it.
+      after writing unit files or drop-ins when it has no process to do it; C(planned) in check
+      mode.
   returned: when a removal changed something, or unit files or drop-ins changed and there are no processes
   type: str
 removed_dependents:

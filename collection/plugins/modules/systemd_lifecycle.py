@@ -434,6 +434,17 @@ unit:
   returned: always
   type: str
   sample: demo.service
+summary:
+  description:
+    - What this run did to the unit and why, in one line - C(UNIT: ACTIONS (WHY)), C(UNIT:
+      nothing (converged)); in check mode C(UNIT: would ACTIONS (WHY)); after a failure, how
+      far the run got. WHY names the triggers that changed (C(config:env)), a reaction due from
+      an earlier run, or C(was stopped) for a start.
+    - The collection's action plugin prints it as C([HOST] LINE) at the default verbosity
+      (not for a no_log task).
+  returned: always
+  type: str
+  sample: "demo.service: reload (config:env)"
 before:
   description: State before the task.
   returned: when the unit was observed
@@ -483,7 +494,7 @@ reaction:
   type: str
   choices: [restart, reload, served, none, ignored]
 triggers:
-  description: The triggers that changed (their names, or where they came from such as C(restart_on[0])), and a pending reaction from an earlier run.
+  description: The triggers that changed (their names, or where they came from such as C(restart_on[0])), and a pending reaction from an earlier run (a record this run wrote, as the service module does ahead of its steps, is not one).
   returned: always
   type: list
   elements: str
@@ -596,11 +607,11 @@ unit_files_changed:
   sample: false
 daemon_reload:
   description:
-    - C(performed) when this run reloaded systemd's manager (in check mode, when it would),
-      otherwise C(none).
+    - C(performed) when this run reloaded systemd's manager; in check mode C(planned) when it
+      would; otherwise C(none).
   returned: always
   type: str
-  choices: [performed, none]
+  choices: [performed, planned, none]
   sample: none
 changed_at:
   description:

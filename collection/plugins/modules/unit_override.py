@@ -205,10 +205,11 @@ daemon_reload:
     - C(needed) when it left the reload to a later task (I(daemon_reload=false), or the
       daemon-reload failed); an entry in the manager-sync record on the target says so too.
     - C(none) when the content did not change.
-    - In check mode, what the real run would report.
+    - In check mode, what the real run would report, but C(planned) for C(performed): nothing
+      was reloaded.
   returned: always
   type: str
-  choices: [performed, needed, none]
+  choices: [performed, planned, needed, none]
   sample: performed
 changed_at:
   description:

@@ -45,6 +45,9 @@ except ImportError:  # 2.14 .. 2.18: plain JSON, as _execute_module writes the a
 
 display = Display()
 
+# Variable a role sets on its task for a warning the action prints (roles/service: the
+# service_* variables it does not know).
+WARNING_VAR = 'richt_services_warning'
 # Variable that turns the fast path off (for a host, a group, a play or a task).
 OPT_OUT_VAR = 'richt_services_fast_path'
 # Connections of Mitogen for Ansible live in this package (ansible_mitogen.connection).
@@ -229,6 +232,28 @@ def unsupported(name, arch, hashes):
                    'the collection has builds for: %s' % (name, arch or 'unknown', ', '.join(sorted(hashes)) or 'none')}
 
 
+def summary_lines(result):
+    """The lines of a module result's `summary` (a string, or a list of them): what the
+    run did to each process and why."""
+    summary = result.get('summary') if isinstance(result, dict) else None
+    if isinstance(summary, str):
+        summary = [summary]
+    if not isinstance(summary, list):
+        return []
+    return [line for line in summary if isinstance(line, str) and line]
+
+
+def show_summary(task, host, result):
+    """Prints the result's summary lines as `[host] line` at the default verbosity: the
+    default callback shows only ok/changed, and whether a process was reloaded, restarted
+    or left alone is what a user of this collection needs to see without -v. Nothing is
+    printed for a no_log task (its result is censored), so nothing of it leaks here."""
+    if task.no_log or (isinstance(result, dict) and result.get('_ansible_no_log')):
+        return
+    for line in summary_lines(result):
+        display.display('[%s] %s' % (host, line))
+
+
 def _memory(task_vars):
     """A copy of the host fact: effective user -> why the fast path cannot work there."""
     memory = (task_vars.get('ansible_facts') or {}).get(MEMORY_FACT) or task_vars.get(MEMORY_FACT)
@@ -296,6 +321,21 @@ class FastPathAction(NormalAction):
         return None
 
     def run(self, tmp=None, task_vars=None):
+        self._warn_from_role(task_vars or {})
+        result = self._run(tmp, task_vars)
+        show_summary(self._task, (task_vars or {}).get('inventory_hostname'), result)
+        return result
+
+    def _warn_from_role(self, task_vars):
+        """Prints the warning a role computed for this task in WARNING_VAR (the service
+        role's unknown service_* variables): a role has no warning of its own to give."""
+        if WARNING_VAR not in task_vars:
+            return
+        warning = self._templar.template(task_vars[WARNING_VAR])
+        if isinstance(warning, str) and warning.strip():
+            display.warning(warning.strip())
+
+    def _run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         name = self.module_name
         host = task_vars.get('inventory_hostname')

@@ -1236,3 +1236,28 @@ def test_a_missing_build_is_never_sent(paths, tmp_path):
     result, target = fast_result(paths, ['miss aarch64'])
     assert result.startswith('cannot read %s: ' % (tmp_path / 'richt-modules-aarch64'))
     assert len(target.commands) == 1
+
+
+@pytest.mark.parametrize('result, want', [
+    ({'summary': 'demo.service: reload (config:env)'}, ['demo.service: reload (config:env)']),
+    ({'summary': ['packages: demo 1.0-1 → 2.0-1', 'demo.service: restart (package:demo 1.0-1 → 2.0-1)']},
+     ['packages: demo 1.0-1 → 2.0-1', 'demo.service: restart (package:demo 1.0-1 → 2.0-1)']),
+    ({'summary': ['', None, 'demo.service: nothing (converged)']}, ['demo.service: nothing (converged)']),
+    ({'summary': {'not': 'lines'}}, []),
+    ({}, []),
+    ('not a dict', []),
+])
+def test_summary_lines(result, want):
+    assert fastpath.summary_lines(result) == want
+
+
+def test_show_summary_prints_host_and_line_and_nothing_for_no_log(monkeypatch):
+    shown = []
+    monkeypatch.setattr(fastpath.display, 'display', lambda msg, *a, **k: shown.append(msg))
+    result = {'summary': ['demo.service: reload (config:env)']}
+    fastpath.show_summary(types.SimpleNamespace(no_log=False), 'web1', result)
+    assert shown == ['[web1] demo.service: reload (config:env)']
+    shown.clear()
+    fastpath.show_summary(types.SimpleNamespace(no_log=True), 'web1', result)
+    fastpath.show_summary(types.SimpleNamespace(no_log=False), 'web1', dict(result, _ansible_no_log=True))
+    assert shown == []
