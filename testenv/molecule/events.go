@@ -48,7 +48,7 @@ func (e UnitEvents) String() string {
 }
 
 // ParseJournal reads `journalctl -o json` lines of the service manager and counts, per
-// unit, finished start, restart, reload and stop jobs. A restart job logs "Stopped" with
+// unit, finished start, restart, reload and stop jobs (scopes and slices left out). A restart job logs "Stopped" with
 // JOB_TYPE=restart and then "Started" (as a start): the pair counts as one restart. Jobs
 // that did not finish "done" count as nothing (the play's own failure tells of them).
 func ParseJournal(out string) map[string]UnitEvents {
@@ -63,7 +63,7 @@ func ParseJournal(out string) map[string]UnitEvents {
 			Type   string `json:"JOB_TYPE"`
 			Result string `json:"JOB_RESULT"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Unit == "" {
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Unit == "" || transient(e.Unit) {
 			continue
 		}
 		if e.Result != "" && e.Result != "done" {
@@ -105,6 +105,13 @@ func ParseJournal(out string) map[string]UnitEvents {
 		}
 	}
 	return ev
+}
+
+// transient tells units that group processes (scopes, slices) from the daemons a role
+// manages: a module that runs DNF in a scope of its own starts one per run, which says
+// nothing about the role's services.
+func transient(unit string) bool {
+	return strings.HasSuffix(unit, ".scope") || strings.HasSuffix(unit, ".slice")
 }
 
 // FormatEvents is one line per unit, sorted, or a line saying nothing happened.

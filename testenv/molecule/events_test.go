@@ -21,6 +21,8 @@ const journal = `{"MESSAGE_ID":"39f53479d3a045ac8e11786248231fbf","UNIT":"x.serv
 {"MESSAGE_ID":"39f53479d3a045ac8e11786248231fbf","UNIT":"y.service","JOB_TYPE":"start","JOB_RESULT":"failed"}
 {"MESSAGE":"Reloading.","MESSAGE_ID":""}
 not json
+{"MESSAGE_ID":"39f53479d3a045ac8e11786248231fbf","UNIT":"richt-rpm-transaction-000000000001.scope","JOB_TYPE":"start","JOB_RESULT":"done"}
+{"MESSAGE_ID":"39f53479d3a045ac8e11786248231fbf","UNIT":"user-0.slice","JOB_TYPE":"start","JOB_RESULT":"done"}
 {"MESSAGE_ID":"9d1aaa27d60140bd96365438aad20286","UNIT":"z.service","JOB_TYPE":"restart","JOB_RESULT":"done"}
 `
 
