@@ -100,19 +100,31 @@ func (r *Runner) Scenarios() ([]string, error) {
 // prepare, side_effect, cleanup, syntax, dependency) on the named scenarios, Parallel at
 // a time. It returns the first failing scenario's error (an *ExitError) after all ran.
 func (r *Runner) Run(ctx context.Context, command string, scenarios []string) error {
-	r.defaults()
-	var cfgs []*scenario
-	for _, name := range scenarios {
-		s, err := r.load(name)
+	for _, err := range r.RunAll(ctx, command, scenarios) {
 		if err != nil {
 			return err
 		}
-		if s.cfg.Sequence(command) == nil {
-			return failf("%s: not a sub-command this runner runs", command)
-		}
-		cfgs = append(cfgs, s)
 	}
-	errs := make([]error, len(cfgs))
+	return nil
+}
+
+// RunAll is Run, returning each scenario's own outcome, in the order given. A scenario
+// that cannot be loaded fails alone, before any scenario starts.
+func (r *Runner) RunAll(ctx context.Context, command string, scenarios []string) []error {
+	r.defaults()
+	errs := make([]error, len(scenarios))
+	cfgs := make([]*scenario, len(scenarios))
+	for i, name := range scenarios {
+		s, err := r.load(name)
+		if err == nil && s.cfg.Sequence(command) == nil {
+			err = failf("%s: not a sub-command this runner runs", command)
+		}
+		if err != nil {
+			errs[i] = err
+			return errs
+		}
+		cfgs[i] = s
+	}
 	sem := make(chan struct{}, r.Parallel)
 	var wg sync.WaitGroup
 	for i, s := range cfgs {
@@ -128,12 +140,7 @@ func (r *Runner) Run(ctx context.Context, command string, scenarios []string) er
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return errs
 }
 
 var outMu sync.Mutex
