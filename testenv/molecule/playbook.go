@@ -132,7 +132,7 @@ func optionArgs(options map[string]any) []string {
 // env is ansible-playbook's environment: the process's, Molecule's variables, the paths
 // that find the role under test, and provisioner.env last.
 func (s *scenario) env(cfgPath string) []string {
-	env := os.Environ()
+	env := append(os.Environ(), s.r.Env...)
 	for _, k := range sortedKeys(s.mvars) {
 		env = append(env, k+"="+s.mvars[k])
 	}

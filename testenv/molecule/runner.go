@@ -45,6 +45,9 @@ type Runner struct {
 	Start func(ctx context.Context, opts ...testenv.Option) (*testenv.Target, error)
 	// AnsiblePlaybook is the command (default "ansible-playbook").
 	AnsiblePlaybook string
+	// Env are extra KEY=VALUE variables of every ansible-playbook run, over the process's
+	// own (a test gives the built collection's ANSIBLE_COLLECTIONS_PATH this way).
+	Env []string
 	// PlaybookArgs go to every ansible-playbook run (the command line's arguments after --).
 	PlaybookArgs []string
 	// DestroyNever keeps the targets when test fails or ends (Molecule's --destroy=never).
