@@ -56,7 +56,9 @@ func (s *scenario) action(ctx context.Context, action string) error {
 	case "verify":
 		err = s.verify(ctx)
 	case "check":
-		err = s.playbook(ctx, "check", s.playbookPath("converge"), []string{"--check"}, s.convergeVars())
+		if err = s.needCreated("check"); err == nil {
+			err = s.playbook(ctx, "check", s.playbookPath("converge"), []string{"--check"}, s.convergeVars())
+		}
 	case "upgrade":
 		err = s.upgrade(ctx)
 	default:

@@ -105,8 +105,15 @@ func TestE2ESubcommands(t *testing.T) {
 		}
 	}
 	step("create", 0)
+	// A run killed after create loses nothing: with its state file gone, the next create
+	// finds the target by its label and replaces it.
+	dir, _ := StateDir(r.StateRoot, r.ProjectDir, "default")
+	if err := os.Remove(filepath.Join(dir, "state.json")); err != nil {
+		t.Fatal(err)
+	}
 	step("create", 0)
-	mustContain(t, out.String(), "create: Skipping, instances already created.",
+	step("create", 0)
+	mustContain(t, out.String(), "create: removed 1 leftover target(s) of an earlier run", "create: Skipping, instances already created.",
 		"create: instance (docker.io/geerlingguy/docker-rockylinux"+elVersion()+"-ansible:latest) ← testenv's Debian "+testenv.Suite()+" target",
 		"cgroupns_mode, command, pre_build_image, privileged, volumes: testenv's target boots systemd its own way")
 	step("converge", 0)
@@ -121,6 +128,16 @@ func TestE2ESubcommands(t *testing.T) {
 	if err := lr.List([]string{"default"}); err != nil || !strings.Contains(list.String(), "true     true") {
 		t.Errorf("list after converge: %v\n%s", err, list.String())
 	}
+	// A second run of the same scenario while this one holds it is refused, not shared.
+	unlock, err := lockState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := *r
+	if err := busy.Run(ctx, "verify", []string{"default"}); exitCode(err) != 1 || !strings.Contains(err.Error(), "in use by another richt-molecule run") {
+		t.Errorf("a run while the scenario is held: %v", err)
+	}
+	unlock()
 	step("destroy", 0)
 	step("verify", 1) // nothing to verify any more
 	mustContain(t, out.String(), "destroy: removed 1 target(s)", "Instances not created.")
