@@ -242,7 +242,8 @@ func (s *scenario) run(ctx context.Context, command string) error {
 			}
 			fmt.Fprintf(s.out, "CRITICAL %s ➜ %s: %s\n", s.name, action, err)
 			if command == "test" && !s.r.DestroyNever && action != "destroy" {
-				if derr := s.destroy(ctx); derr != nil {
+				// Also after an interrupt: the targets go even when ctx ended.
+				if derr := s.destroy(context.WithoutCancel(ctx)); derr != nil {
 					fmt.Fprintf(s.out, "ERROR    %s ➜ destroy after failure: %v\n", s.name, derr)
 				}
 			}
