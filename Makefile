@@ -17,7 +17,7 @@ VERSION := $(shell awk '/^version:/{print $$2}' galaxy.yml)
 DEMO    ?= richt-demo
 VERSION_VAR := github.com/richt/services/pkg/ansible.Version
 
-.PHONY: all setup build collection ee test test-before unit fuzz lint demo demo-stop bench bench-testenv soak clean
+.PHONY: all setup build collection ee test test-before unit fuzz lint demo demo-stop molecule bench bench-testenv soak clean
 
 all: build
 
@@ -138,6 +138,16 @@ demo: setup build
 	$(GO) run ./testenv/cmd/richt-target start $(DEMO)
 	ANSIBLE_COLLECTIONS_PATH=$(abspath $(BUILD)) ANSIBLE_HOST_KEY_CHECKING=false \
 	  ansible-playbook -i playbooks/inventory/demo.yml playbooks/demo.yml
+
+# richt-molecule (Molecule's scenarios on testenv's targets, docs/testenv.md), installed
+# with go install (into GOBIN, else GOPATH/bin), then run from roles/service on the role's
+# own scenarios against the collection as built. MOLECULE_ARGS picks another run, for
+# example MOLECULE_ARGS='converge -s upgrade'; EL_VERSION=9 runs them on the EL 9 target.
+MOLECULE_ARGS ?= test --all --parallel 2
+molecule: setup build
+	$(GO) install ./testenv/cmd/richt-molecule
+	bin=$$($(GO) env GOBIN); bin=$${bin:-$$($(GO) env GOPATH)/bin}; \
+	  cd roles/service && ANSIBLE_COLLECTIONS_PATH=$(abspath $(BUILD)) "$$bin/richt-molecule" $(MOLECULE_ARGS)
 
 demo-stop:
 	$(GO) run ./testenv/cmd/richt-target stop $(DEMO)

@@ -157,6 +157,14 @@
 // phase can judge it too. Scenario.Targets starts several targets, Scenario.Options
 // shapes them.
 //
+// # Molecule scenarios
+//
+// Role authors who write Molecule scenarios (molecule/<scenario>/molecule.yml with
+// converge.yml and verify.yml) run them on these targets with the command richt-molecule
+// (package [github.com/richt/services/testenv/molecule]): Molecule's sequences,
+// sub-commands and exit codes, each platform's image mapped to its EL generation's
+// target, and per action the restarts and reloads each unit saw.
+//
 // # Fixtures
 //
 // The subpackage [github.com/richt/services/testenv/fixtures] holds the demo package and

@@ -46,6 +46,13 @@ func ImageTag(suite string, extraPackages ...string) string {
 // content-keyed image for Suite(), built from Debian packages when it is missing. Builds
 // are serialised across processes with a lock file, so parallel test binaries build once.
 func EnsureImage(ctx context.Context, extraPackages ...string) (string, error) {
+	return EnsureSuiteImage(ctx, Suite(), extraPackages...)
+}
+
+// EnsureSuiteImage is EnsureImage for a given Debian suite, whatever TESTENV_SUITE says:
+// for a run whose targets are of two generations at once (richt-molecule's platforms).
+// TESTENV_IMAGE still wins when set.
+func EnsureSuiteImage(ctx context.Context, suite string, extraPackages ...string) (string, error) {
 	if img := os.Getenv("TESTENV_IMAGE"); img != "" {
 		if len(extraPackages) > 0 {
 			return "", fmt.Errorf("extra packages %v need a built image; TESTENV_IMAGE=%s is used as it is", extraPackages, img)
@@ -55,7 +62,9 @@ func EnsureImage(ctx context.Context, extraPackages ...string) (string, error) {
 	if err := checkPackageNames(extraPackages); err != nil {
 		return "", err
 	}
-	suite := Suite()
+	if suite == "" {
+		return "", fmt.Errorf("EnsureSuiteImage: empty suite")
+	}
 	tag := ImageTag(suite, extraPackages...)
 	if imageExists(ctx, tag) {
 		return tag, nil

@@ -28,6 +28,7 @@ type Option func(*config) error
 type config struct {
 	name       string
 	image      string
+	suite      string
 	packages   []string
 	readyAfter time.Duration
 	env        map[string]string
@@ -51,6 +52,19 @@ func WithImage(image string) Option {
 			return fmt.Errorf("WithImage: empty image name")
 		}
 		c.image = image
+		return nil
+	}
+}
+
+// WithSuite builds (or reuses) testenv's image from the given Debian suite instead of
+// TESTENV_SUITE's, for a run that needs targets of both generations: "trixie" or
+// "bookworm". TESTENV_IMAGE and WithImage still win.
+func WithSuite(suite string) Option {
+	return func(c *config) error {
+		if suite != "trixie" && suite != "bookworm" {
+			return fmt.Errorf("WithSuite: %q, want \"trixie\" or \"bookworm\"", suite)
+		}
+		c.suite = suite
 		return nil
 	}
 }

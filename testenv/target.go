@@ -98,7 +98,11 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 		o.logger.Printf("waited %s for a target slot (%s)", waited.Round(time.Millisecond), slotsEnv)
 	}
 	if o.image == "" {
-		img, err := EnsureImage(ctx, o.packages...)
+		suite := o.suite
+		if suite == "" {
+			suite = Suite()
+		}
+		img, err := EnsureSuiteImage(ctx, suite, o.packages...)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,414 @@
+package molecule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// writeInventory writes the scenario's inventory: every platform under all, reached
+// through community.docker.docker by container ID, in its groups, with
+// provisioner.inventory's host and group variables.
+func (s *scenario) writeInventory() error {
+	ids := map[string]string{}
+	for _, in := range s.state.Instances {
+		ids[in.Name] = in.ContainerID
+	}
+	hosts := map[string]any{}
+	children := map[string]map[string]any{}
+	for _, p := range s.cfg.Platforms {
+		vars := map[string]any{
+			"ansible_connection":         "community.docker.docker",
+			"ansible_python_interpreter": "/usr/bin/python3",
+		}
+		if id := ids[p.Name]; id != "" {
+			vars["ansible_host"] = id
+		}
+		for k, v := range s.cfg.Provisioner.HostVars[p.Name] {
+			vars[k] = v
+		}
+		hosts[p.Name] = vars
+		for _, g := range p.Groups {
+			if children[g] == nil {
+				children[g] = map[string]any{"hosts": map[string]any{}}
+			}
+			children[g]["hosts"].(map[string]any)[p.Name] = map[string]any{}
+		}
+	}
+	for g, vars := range s.cfg.Provisioner.GroupVars {
+		if g == "all" {
+			continue
+		}
+		if children[g] == nil {
+			children[g] = map[string]any{"hosts": map[string]any{}}
+		}
+		children[g]["vars"] = vars
+	}
+	all := map[string]any{"hosts": hosts}
+	if len(children) > 0 {
+		all["children"] = children
+	}
+	if v := s.cfg.Provisioner.GroupVars["all"]; len(v) > 0 {
+		all["vars"] = v
+	}
+	data, err := json.MarshalIndent(map[string]any{"all": all}, "", "  ") // JSON is YAML
+	if err != nil {
+		return fmt.Errorf("inventory: %w", err)
+	}
+	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(s.stateDir, "inventory.yml"), data, 0o600)
+}
+
+// ansibleConfig writes provisioner.config_options as the run's ansible.cfg, over the
+// defaults Molecule also sets.
+func (s *scenario) ansibleConfig() (string, error) {
+	sections := map[string]map[string]any{
+		"defaults":       {"host_key_checking": "False", "retry_files_enabled": "False", "nocows": "1"},
+		"ssh_connection": {},
+	}
+	for sec, kv := range s.cfg.Provisioner.ConfigOptions {
+		if sections[sec] == nil {
+			sections[sec] = map[string]any{}
+		}
+		for k, v := range kv {
+			sections[sec][k] = v
+		}
+	}
+	var b strings.Builder
+	for _, sec := range sortedKeys(sections) {
+		fmt.Fprintf(&b, "[%s]\n", sec)
+		for _, k := range sortedKeys(sections[sec]) {
+			v := sections[sec][k]
+			switch t := v.(type) {
+			case bool:
+				v = map[bool]string{true: "True", false: "False"}[t]
+			case []any:
+				parts := make([]string, len(t))
+				for i, e := range t {
+					parts[i] = fmt.Sprint(e)
+				}
+				v = strings.Join(parts, ",")
+			}
+			fmt.Fprintf(&b, "%s = %v\n", k, v)
+		}
+	}
+	path := filepath.Join(s.stateDir, "ansible.cfg")
+	return path, os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// optionArgs turns provisioner.options into ansible-playbook arguments, Molecule's way.
+func optionArgs(options map[string]any) []string {
+	var args []string
+	for _, k := range sortedKeys(options) {
+		v := options[k]
+		flag := "--" + strings.ReplaceAll(k, "_", "-")
+		if len(k) == 1 || strings.Trim(k, "v") == "" {
+			flag = "-" + k
+		}
+		switch t := v.(type) {
+		case bool:
+			if t {
+				args = append(args, flag)
+			}
+		case nil:
+		default:
+			args = append(args, flag+"="+fmt.Sprint(t))
+		}
+	}
+	return args
+}
+
+// env is ansible-playbook's environment: the process's, Molecule's variables, the paths
+// that find the role under test, and provisioner.env last.
+func (s *scenario) env(cfgPath string) []string {
+	env := append(os.Environ(), s.r.Env...)
+	for _, k := range sortedKeys(s.mvars) {
+		env = append(env, k+"="+s.mvars[k])
+	}
+	roles := []string{filepath.Join(s.stateDir, "roles"), filepath.Dir(s.project), filepath.Join(s.project, "roles")}
+	if v := s.r.Getenv("ANSIBLE_ROLES_PATH"); v != "" {
+		roles = append(roles, v)
+	}
+	tmp := filepath.Join(s.stateDir, "tmp")
+	_ = os.MkdirAll(tmp, 0o700)
+	env = append(env, "ANSIBLE_CONFIG="+cfgPath, "ANSIBLE_ROLES_PATH="+strings.Join(roles, ":"),
+		"ANSIBLE_NOCOLOR=1", "ANSIBLE_FORCE_COLOR=0", "ANSIBLE_LOCAL_TEMP="+tmp, "ANSIBLE_RETRY_FILES_ENABLED=false")
+	for _, k := range sortedKeys(s.cfg.Provisioner.Env) {
+		env = append(env, k+"="+s.cfg.Provisioner.Env[k])
+	}
+	return env
+}
+
+// playbook runs an action's playbook and prints the unit events it caused.
+func (s *scenario) playbook(ctx context.Context, action, path string, args []string, vars map[string]any) error {
+	_, err := s.playbookEvents(ctx, action, path, args, vars)
+	return err
+}
+
+func (s *scenario) playbookOutput(ctx context.Context, action, path string, args []string, vars map[string]any) (string, error) {
+	out, _, err := s.runPlaybook(ctx, action, path, args, vars)
+	return out, err
+}
+
+// playbookEvents runs the playbook, then reads each instance's journal and prints (and
+// returns) what happened to which unit.
+func (s *scenario) playbookEvents(ctx context.Context, action, path string, args []string, vars map[string]any) (map[string]map[string]UnitEvents, error) {
+	_, events, err := s.runPlaybook(ctx, action, path, args, vars)
+	return events, err
+}
+
+func (s *scenario) runPlaybook(ctx context.Context, action, path string, args []string, vars map[string]any) (string, map[string]map[string]UnitEvents, error) {
+	// The idempotence run is verbose only for the runner to read what changed; unchanged
+	// results are shown as a plain run shows them.
+	quietOK := action == "idempotence" && !verbose(s.cfg.Provisioner.Options, s.r.PlaybookArgs)
+	cfgPath, err := s.ansibleConfig()
+	if err != nil {
+		return "", nil, fmt.Errorf("ansible.cfg: %w", err)
+	}
+	argv := []string{"-i", filepath.Join(s.stateDir, "inventory.yml")}
+	if len(vars) > 0 {
+		data, err := json.Marshal(vars)
+		if err != nil {
+			return "", nil, err
+		}
+		argv = append(argv, "-e", string(data))
+	}
+	argv = append(argv, optionArgs(s.cfg.Provisioner.Options)...)
+	argv = append(argv, args...)
+	argv = append(argv, s.r.PlaybookArgs...)
+	argv = append(argv, path)
+	s.logf("%s: Executing %s", action, filepath.Base(path))
+	cmd := exec.CommandContext(ctx, s.r.AnsiblePlaybook, argv...)
+	cmd.Dir = s.dir
+	cmd.Env = s.env(cfgPath)
+	var buf bytes.Buffer
+	shown := s.out
+	if quietOK {
+		shown = &okFilter{w: s.out}
+	}
+	w := io.MultiWriter(&buf, shown)
+	cmd.Stdout, cmd.Stderr = w, w
+	runErr := cmd.Run()
+	out := buf.String()
+	var events map[string]map[string]UnitEvents
+	if s.state.Created && action != "syntax" {
+		var eerr error
+		if events, eerr = s.unitEvents(ctx); eerr != nil {
+			s.logf("%s: systemd events unknown: %v", action, eerr)
+		}
+		for _, in := range s.state.Instances {
+			for _, l := range FormatEvents(in.Name, events[in.Name]) {
+				s.logf("%s: systemd %s", action, l)
+			}
+		}
+	}
+	if runErr != nil {
+		var ee *exec.ExitError
+		if errors.As(runErr, &ee) {
+			return out, events, &ExitError{Code: ee.ExitCode(),
+				Msg: fmt.Sprintf("Ansible return code was %d, command was: %s", ee.ExitCode(), shellJoin(append([]string{s.r.AnsiblePlaybook}, argv...)))}
+		}
+		return out, events, failf("%s: run %s: %v", action, s.r.AnsiblePlaybook, runErr)
+	}
+	return out, events, nil
+}
+
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`{}[]*?;&|<>()") {
+			q[i] = a
+		} else {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+// testinfraInstalled tells whether Debian's python3-testinfra (py.test with the
+// testinfra plugin) is on this machine.
+func testinfraInstalled() error {
+	if err := exec.Command("python3", "-c", "import testinfra, pytest").Run(); err != nil {
+		return fmt.Errorf("needs Debian's python3-testinfra (python3 cannot import testinfra and pytest: %v); install it or use verifier: ansible", err)
+	}
+	return nil
+}
+
+// testinfra runs the scenario's tests directory with py.test over Ansible's inventory, as
+// Molecule's testinfra verifier does.
+func (s *scenario) testinfra(ctx context.Context) error {
+	dir := s.cfg.Verifier.Directory
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(s.dir, dir)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "test_*.py"))
+	if len(files) == 0 {
+		s.logf("verify: Skipping, no tests found.")
+		return nil
+	}
+	sort.Strings(files)
+	cfgPath, err := s.ansibleConfig()
+	if err != nil {
+		return err
+	}
+	argv := append([]string{"-m", "pytest", "--ansible-inventory=" + filepath.Join(s.stateDir, "inventory.yml"),
+		"--connection=ansible", "--hosts=all", "-p", "no:cacheprovider"}, optionArgs(s.cfg.Verifier.Options)...)
+	argv = append(argv, files...)
+	s.logf("verify: Executing testinfra tests found in %s", dir)
+	cmd := exec.CommandContext(ctx, "python3", argv...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = s.dir, s.env(cfgPath), s.out, s.out
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return &ExitError{Code: ee.ExitCode(), Msg: fmt.Sprintf("Testinfra return code was %d", ee.ExitCode())}
+		}
+		return failf("verify: %v", err)
+	}
+	s.logf("verify: Verifier completed successfully.")
+	return nil
+}
+
+// okFilter drops the result JSON -v adds to "ok:" and "skipping:" lines.
+type okFilter struct {
+	w      io.Writer
+	buf    []byte
+	inJSON bool
+}
+
+func (f *okFilter) Write(b []byte) (int, error) {
+	f.buf = append(f.buf, b...)
+	for {
+		i := bytes.IndexByte(f.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := f.buf[:i+1]
+		f.buf = f.buf[i+1:]
+		if f.inJSON {
+			// A result printed indented (assert's, debug's) ends with a lone "}".
+			f.inJSON = !bytes.Equal(line, []byte("}\n"))
+			continue
+		}
+		if bytes.HasPrefix(line, []byte("ok: [")) || bytes.HasPrefix(line, []byte("skipping: [")) {
+			if j := bytes.Index(line, []byte(" => {")); j >= 0 {
+				f.inJSON = bytes.Equal(line[j:], []byte(" => {\n"))
+				line = append(line[:j:j], '\n')
+			}
+		}
+		if _, err := f.w.Write(line); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+// prefixWriter prefixes every line with the scenario's name, so scenarios running at once
+// can be told apart; lines are written whole, under one lock for all scenarios.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	mu     *sync.Mutex
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			break
+		}
+		p.mu.Lock()
+		_, err := fmt.Fprintf(p.w, "%s%s", p.prefix, p.buf[:i+1])
+		p.mu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+		p.buf = p.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+// Instances lists a scenario's instances from its state, for list and login.
+func (r *Runner) Instances(name string) ([]Instance, *scenario, error) {
+	r.defaults()
+	s, err := r.load(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := loadState(s.stateDir)
+	if err != nil {
+		return nil, nil, failf("%v", err)
+	}
+	s.state = st
+	return st.Instances, s, nil
+}
+
+// List writes Molecule's instance table for the scenarios, with the target standing in
+// for each image.
+func (r *Runner) List(scenarios []string) error {
+	r.defaults()
+	fmt.Fprintf(r.Out, "%-14s %-11s %-16s %-14s %-8s %-10s %s\n", "Instance Name", "Driver Name", "Provisioner Name", "Scenario Name", "Created", "Converged", "Stands in (image ← target)")
+	for _, name := range scenarios {
+		insts, s, err := r.Instances(name)
+		if err != nil {
+			return err
+		}
+		byName := map[string]Instance{}
+		for _, in := range insts {
+			byName[in.Name] = in
+		}
+		for i, p := range s.cfg.Platforms {
+			target := s.gens[i].String()
+			if in, ok := byName[p.Name]; ok && in.Image != "" {
+				target = in.Image
+			}
+			fmt.Fprintf(r.Out, "%-14s %-11s %-16s %-14s %-8t %-10t %s ← %s\n", p.Name, "docker", "ansible", name,
+				s.state.Created, s.state.Converged, p.Image, target)
+		}
+	}
+	return nil
+}
+
+// LoginArgv is the docker command that opens a shell in the scenario's instance (Host, or
+// the only one).
+func (r *Runner) LoginArgv(name string) ([]string, error) {
+	insts, s, err := r.Instances(name)
+	if err != nil {
+		return nil, err
+	}
+	if !s.state.Created || len(insts) == 0 {
+		return nil, failf("Instances not created. Please create instances first (richt-molecule create -s %s).", name)
+	}
+	if r.Host == "" && len(insts) > 1 {
+		names := make([]string, len(insts))
+		for i, in := range insts {
+			names[i] = in.Name
+		}
+		return nil, failf("There are %d running hosts. Please specify which with --host: %s", len(insts), strings.Join(names, ", "))
+	}
+	for _, in := range insts {
+		if r.Host == "" || in.Name == r.Host {
+			return []string{"docker", "exec", "-it", "-e", "TERM=" + orDefault(os.Getenv("TERM"), "xterm"), in.ContainerID, "/bin/bash", "-l"}, nil
+		}
+	}
+	return nil, failf("There is no host named %q in scenario %s.", r.Host, name)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
