@@ -11,7 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
+
+	"github.com/richt/services/pkg/lock"
 )
 
 //go:embed image/build.sh
@@ -69,11 +70,14 @@ func EnsureSuiteImage(ctx context.Context, suite string, extraPackages ...string
 	if imageExists(ctx, tag) {
 		return tag, nil
 	}
-	unlock, err := lockFile(filepath.Join(os.TempDir(), "richt-testenv-image.lock"))
+	// The same lock as the modules and the EE build use (pkg/lock): a root-owned directory
+	// rather than a name in the shared temporary directory, which another local user could
+	// have made first, and a wait that ends with ctx instead of blocking forever.
+	l, err := lock.Acquire(ctx, lock.Dir(), imageBuildLock)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("take the testenv image build lock (another process may be building %s): %w", tag, err)
 	}
-	defer unlock()
+	defer l.Release()
 	if imageExists(ctx, tag) {
 		return tag, nil
 	}
@@ -94,17 +98,9 @@ func imageExists(ctx context.Context, tag string) bool {
 	return exec.CommandContext(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", tag).Run() == nil
 }
 
-func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", path, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-}
+// imageBuildLock is the name of the lock testenv's image builds share, so parallel test
+// processes build an image once.
+const imageBuildLock = "testenv-image"
 
 func tail(s string, n int) string {
 	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
