@@ -1,6 +1,7 @@
-// Package nevra validates RPM package names and EPOCH:VERSION-RELEASE.ARCH strings as
-// single command-line arguments. Everything a shell, a glob or an option parser could read
-// as more than one plain name is refused, so a value can never become a pattern or a flag.
+// Package nevra validates RPM package names, EPOCH:VERSION-RELEASE.ARCH and whole
+// NAME-EPOCH:VERSION-RELEASE.ARCH strings as single command-line arguments. Everything a
+// shell, a glob or an option parser could read as more than one plain name is refused, so
+// a value can never become a pattern or a flag.
 package nevra
 
 import (
@@ -122,4 +123,42 @@ func describeRune(r rune) string {
 func printable(s string) string {
 	q := strconv.QuoteToASCII(s)
 	return q[1 : len(q)-1]
+}
+
+// NEVRA is an exact package build with its name: NAME-EPOCH:VERSION-RELEASE.ARCH.
+type NEVRA struct {
+	Name string
+	EVRA EVRA
+}
+
+// String is the canonical form: nginx-2:1.26.3-1.el10.x86_64.
+func (n NEVRA) String() string { return n.EVRA.NEVRA(n.Name) }
+
+// ParseNEVRA reads NAME-EPOCH:VERSION-RELEASE.ARCH with the epoch always written. A name
+// may contain '-' but never ':', and an epoch is digits, so the name ends at the last '-'
+// before the only ':'. Only the canonical form is accepted (no leading zeros in the epoch):
+// one build has one spelling, so it can key a record or name a file.
+func ParseNEVRA(s string) (NEVRA, error) {
+	const form = "NAME-EPOCH:VERSION-RELEASE.ARCH"
+	colon := strings.IndexByte(s, ':')
+	if colon < 0 {
+		return NEVRA{}, fmt.Errorf("%w: build %+q is not %s: the epoch is missing", ErrInvalid, s, form)
+	}
+	dash := strings.LastIndexByte(s[:colon], '-')
+	if dash < 0 {
+		return NEVRA{}, fmt.Errorf("%w: build %+q is not %s: no '-' before the epoch", ErrInvalid, s, form)
+	}
+	name := s[:dash]
+	if err := ValidateName(name); err != nil {
+		return NEVRA{}, fmt.Errorf("build %+q: %w", s, err)
+	}
+	evra, err := ParseEVRA(s[dash+1:])
+	if err != nil {
+		return NEVRA{}, fmt.Errorf("build %+q: %w", s, err)
+	}
+	n := NEVRA{Name: name, EVRA: evra}
+	if n.String() != s {
+		return NEVRA{}, fmt.Errorf("%w: build %+q is not in canonical form %+q", ErrInvalid, s, n.String())
+	}
+	return n, nil
 }

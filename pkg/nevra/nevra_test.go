@@ -80,6 +80,68 @@ func TestValidateName(t *testing.T) {
 	}
 }
 
+func TestParseNEVRA(t *testing.T) {
+	cases := []struct {
+		in, name, evra string
+		err            string
+	}{
+		{"nginx-2:1.26.3-1.el10.x86_64", "nginx", "2:1.26.3-1.el10.x86_64", ""},
+		{"python3-foo-bar-0:1.2-3.el9.noarch", "python3-foo-bar", "0:1.2-3.el9.noarch", ""},
+		{"libstdc++-devel-0:11.5.0-2.el9.aarch64", "libstdc++-devel", "0:11.5.0-2.el9.aarch64", ""},
+		{"a-1-0:1.0~rc1^git3-1.fc40.s390x", "a-1", "0:1.0~rc1^git3-1.fc40.s390x", ""},
+		{"x--0:1-1.noarch", "x-", "0:1-1.noarch", ""},
+		{"nginx-1.26.3-1.el10.x86_64", "", "", "epoch is missing"},
+		{"0:1.0-1.noarch", "", "", "no '-' before the epoch"},
+		{"-0:1.0-1.noarch", "", "", "empty package name"},
+		{"demo-00:1.0-1.noarch", "", "", `not in canonical form "demo-0:1.0-1.noarch"`},
+		{"demo-0:1.0-1-2.noarch", "", "", "release has '-'"},
+		{"demo-0:1.0-1", "", "", "architecture is missing"},
+		{"a/b-0:1.0-1.noarch", "", "", "'/'"},
+		{"demo-0:1:0-1.noarch", "", "", "':'"},
+		{"demo-x:1.0-1.noarch", "", "", "epoch must be digits"},
+		{"demo-0:1.0-1.noarch\n", "", "", "control character"},
+		{"", "", "", "epoch is missing"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			n, err := ParseNEVRA(c.in)
+			if c.name == "" {
+				require.ErrorIs(t, err, ErrInvalid)
+				assert.ErrorContains(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.name, n.Name)
+			assert.Equal(t, c.evra, n.EVRA.String())
+			assert.Equal(t, c.in, n.String())
+		})
+	}
+}
+
+// FuzzParseNEVRA: builds come from the rpm database and from records on disk, so whatever
+// is accepted must be one plain argument that joins back to itself, its name valid.
+func FuzzParseNEVRA(f *testing.F) {
+	for _, s := range []string{"nginx-2:1.26.3-1.el10.x86_64", "python3-foo-bar-0:1.2-3.el9.noarch", "x--0:1-1.a",
+		"-0:1-1.x", "a-01:1-1.x", "a-0:1-1.x/..", "a:b-0:1-1.x", "a-0:1~2-3.x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseNEVRA(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("%q: error without ErrInvalid: %v", s, err)
+			}
+			return
+		}
+		if n.String() != s || ValidateName(n.Name) != nil {
+			t.Fatalf("%q split into %q and %q", s, n.Name, n.EVRA)
+		}
+		if strings.ContainsAny(s, " \t\n\r/;|&$`'\"*?[]<>(){}\\!#") || strings.HasPrefix(s, "-") {
+			t.Fatalf("accepted unsafe %q", s)
+		}
+	})
+}
+
 // FuzzParseEVRA: whatever is accepted is one plain argument, and its canonical form (epoch
 // without leading zeros) parses back to the same value.
 func FuzzParseEVRA(f *testing.F) {

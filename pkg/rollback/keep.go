@@ -68,41 +68,24 @@ func (k Keeper) dir() string {
 	return k.base()
 }
 
-// build is one parsed NEVRA.
+// build is one parsed NEVRA and its spelling.
 type build struct {
 	nevra string
 	name  string
 	evra  nevra.EVRA
 }
 
-// splitNEVRA reads NAME-EPOCH:VERSION-RELEASE.ARCH. A name may contain '-' but never
-// ':', and the epoch is digits, so the name ends at the last '-' before the only ':'.
-// Only the canonical form is accepted (no leading zeros in the epoch), so one build
-// has one spelling and one kept file.
+// splitNEVRA reads a build through nevra.ParseNEVRA (canonical form only, so one build has
+// one kept file) and refuses one whose kept file name would be too long.
 func splitNEVRA(s string) (build, error) {
-	colon := strings.IndexByte(s, ':')
-	if colon < 0 {
-		return build{}, fmt.Errorf("%w: build %+q is not NAME-EPOCH:VERSION-RELEASE.ARCH: the epoch is missing", nevra.ErrInvalid, s)
-	}
-	dash := strings.LastIndexByte(s[:colon], '-')
-	if dash < 0 {
-		return build{}, fmt.Errorf("%w: build %+q is not NAME-EPOCH:VERSION-RELEASE.ARCH: no '-' before the epoch", nevra.ErrInvalid, s)
-	}
-	name := s[:dash]
-	if err := nevra.ValidateName(name); err != nil {
-		return build{}, fmt.Errorf("build %+q: %w", s, err)
-	}
-	evra, err := nevra.ParseEVRA(s[dash+1:])
+	n, err := nevra.ParseNEVRA(s)
 	if err != nil {
-		return build{}, fmt.Errorf("build %+q: %w", s, err)
-	}
-	if evra.NEVRA(name) != s {
-		return build{}, fmt.Errorf("%w: build %+q is not in canonical form %+q", nevra.ErrInvalid, s, evra.NEVRA(name))
+		return build{}, err
 	}
 	if len(keptName(s)) > maxKeptName {
 		return build{}, fmt.Errorf("%w: build %+q is too long to keep as a file", nevra.ErrInvalid, s)
 	}
-	return build{nevra: s, name: name, evra: evra}, nil
+	return build{nevra: s, name: n.Name, evra: n.EVRA}, nil
 }
 
 // keptName is the file name of a valid build: ':' becomes '~'. Neither a name nor an
