@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"encoding/json"
+
+	"github.com/richt/services/pkg/diffmode"
+	"github.com/richt/services/pkg/filemode"
 )
 
 // Request is one validated invocation, handed to a module's Handler.
@@ -198,15 +201,12 @@ func displayValue(v any) any {
 	case time.Duration:
 		return x.String()
 	case os.FileMode:
-		return fmt.Sprintf("%04o", UnixMode(x))
+		return fmt.Sprintf("%04o", filemode.Unix(x))
 	}
 	return v
 }
 
 // Diff is the diff mode result: Ansible prints it as a unified diff of Before and After.
-type Diff struct {
-	Before       string `json:"before"`
-	After        string `json:"after"`
-	BeforeHeader string `json:"before_header,omitempty"`
-	AfterHeader  string `json:"after_header,omitempty"`
-}
+// The type lives in the leaf diffmode, so the packages that draw a change need not import
+// the protocol.
+type Diff = diffmode.Diff

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/richt/services/pkg/filemode"
 	"github.com/richt/services/pkg/timeout"
 )
 
@@ -386,7 +387,7 @@ func toMode(v any, p Param) (any, error) {
 	if m > 0o7777 {
 		return nil, fmt.Errorf("argument '%s': %04o has bits beyond 07777", p.Name, m)
 	}
-	return FileMode(uint32(m)), nil
+	return filemode.FromUnix(uint32(m)), nil
 }
 
 // decimalMode refuses a number that reads like an octal mode written without its leading
@@ -409,39 +410,6 @@ func decimalMode(name string, m uint64) error {
 	}
 	return fmt.Errorf("argument '%s': %s was read as the decimal number %s (YAML reads a number without a leading 0 as decimal), which as a mode is %04o; quote it: '%s'",
 		name, digits, digits, m, quoted)
-}
-
-// FileMode turns a Unix mode ("4644" read as octal) into Go's os.FileMode, whose
-// setuid, setgid and sticky bits are not the Unix ones: os.FileMode(0o4644) would carry
-// a bit that os.Chmod silently drops and that os.ModeSetuid does not match.
-func FileMode(unix uint32) os.FileMode {
-	m := os.FileMode(unix & 0o777)
-	if unix&0o4000 != 0 {
-		m |= os.ModeSetuid
-	}
-	if unix&0o2000 != 0 {
-		m |= os.ModeSetgid
-	}
-	if unix&0o1000 != 0 {
-		m |= os.ModeSticky
-	}
-	return m
-}
-
-// UnixMode is FileMode's inverse: the permission, setuid, setgid and sticky bits of m as
-// chmod(1) writes them (the file type bits are dropped).
-func UnixMode(m os.FileMode) uint32 {
-	u := uint32(m.Perm())
-	if m&os.ModeSetuid != 0 {
-		u |= 0o4000
-	}
-	if m&os.ModeSetgid != 0 {
-		u |= 0o2000
-	}
-	if m&os.ModeSticky != 0 {
-		u |= 0o1000
-	}
-	return u
 }
 
 // Values are validated, converted parameters. Optional parameters without a default are

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/filemode"
 	"github.com/richt/services/pkg/rootpath"
 	"github.com/richt/services/pkg/safefile"
 )
@@ -117,7 +117,7 @@ func untrusted(w Want, f File, d safefile.Dir) error {
 	if w.RootOnly {
 		if why := d.Insecure(); why != "" {
 			return fmt.Errorf("%s: %s (owner uid %d, group gid %d, mode %04o) is %s: the config is under systemd's unit directories, where a file says what systemd runs as root, so its directories follow the unit files' rule: owned by root and writable by neither group nor others; make it so (chown root:root %s; chmod go-w %s); nothing was written",
-				label(w.Name, w.Path), d.Path, d.UID, d.GID, ansible.UnixMode(d.Mode), why, d.Path, d.Path)
+				label(w.Name, w.Path), d.Path, d.UID, d.GID, filemode.Unix(d.Mode), why, d.Path, d.Path)
 		}
 		return nil
 	}
@@ -126,5 +126,5 @@ func untrusted(w Want, f File, d safefile.Dir) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %s (owner uid %d, group gid %d, mode %04o) is %s: whoever can write it can replace the config the daemon reads; a config's directory is accepted when owned by root or by the config's owner (uid %d), writable by group only for group root or, when owned by the config's owner and that is not root, for the config's group (gid %d), and never writable by others; nothing was written",
-		label(w.Name, w.Path), d.Path, d.UID, d.GID, ansible.UnixMode(d.Mode), why, uid, gid)
+		label(w.Name, w.Path), d.Path, d.UID, d.GID, filemode.Unix(d.Mode), why, uid, gid)
 }

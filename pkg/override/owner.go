@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/filemode"
 	"github.com/richt/services/pkg/safefile"
 )
 
@@ -28,5 +28,5 @@ func ownerWriteWarning(owner string, uid int, mode os.FileMode, what string) str
 	if uid == 0 || mode&0o200 == 0 {
 		return ""
 	}
-	return fmt.Sprintf("owner %s (uid %d) can write the %s (mode %04o): that user can change what systemd runs as root; use owner root, or mode 0444/0400 if that is not intended", owner, uid, what, ansible.UnixMode(mode))
+	return fmt.Sprintf("owner %s (uid %d) can write the %s (mode %04o): that user can change what systemd runs as root; use owner root, or mode 0444/0400 if that is not intended", owner, uid, what, filemode.Unix(mode))
 }

@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/diffmode"
+	"github.com/richt/services/pkg/filemode"
 )
 
 // Diff shows the file at path before and after, with its attributes; a sensitive file's
 // content is never shown, not even a hash of it, only that it changed.
-func Diff(path string, before, after File, sensitive bool) *ansible.Diff {
+func Diff(path string, before, after File, sensitive bool) *diffmode.Diff {
 	attrs := func(m os.FileMode, u, g int) string {
-		return fmt.Sprintf("# mode %04o, owner %d, group %d\n", ansible.UnixMode(m), u, g)
+		return fmt.Sprintf("# mode %04o, owner %d, group %d\n", filemode.Unix(m), u, g)
 	}
 	b, a := "", ""
 	if before.Exists {
@@ -33,5 +34,5 @@ func Diff(path string, before, after File, sensitive bool) *ansible.Diff {
 			}
 		}
 	}
-	return &ansible.Diff{Before: b, After: a, BeforeHeader: path + " (before)", AfterHeader: path + " (after)"}
+	return &diffmode.Diff{Before: b, After: a, BeforeHeader: path + " (before)", AfterHeader: path + " (after)"}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/filemode"
 )
 
 // Dir is one directory a file lives in, as Lstat or Stat found it.
@@ -30,7 +30,7 @@ func (d Dir) Insecure() string {
 		why = append(why, fmt.Sprintf("owned by uid %d", d.UID))
 	}
 	if d.Mode&0o022 != 0 {
-		why = append(why, fmt.Sprintf("writable by group or others (mode %04o)", ansible.UnixMode(d.Mode)))
+		why = append(why, fmt.Sprintf("writable by group or others (mode %04o)", filemode.Unix(d.Mode)))
 	}
 	return strings.Join(why, " and ")
 }

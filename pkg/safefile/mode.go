@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/filemode"
 )
 
 // CheckMode refuses a mode that lets anyone but the owner change what root runs or reads,
@@ -31,5 +31,5 @@ func CheckMode(param string, m os.FileMode, what string) error {
 	if len(why) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s: %04o %s; use 0644 or stricter (0600 to keep it from being read too); nothing was written", param, ansible.UnixMode(m), strings.Join(why, "; it "))
+	return fmt.Errorf("%s: %04o %s; use 0644 or stricter (0600 to keep it from being read too); nothing was written", param, filemode.Unix(m), strings.Join(why, "; it "))
 }
