@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/dnfscript"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/runner"
@@ -40,6 +41,6 @@ func Deps(store *durable.Store) rpmexact.Deps {
 		Memo:     store,
 		Identify: rpmexact.ExecutableIdentity,
 		Queries:  rpmexact.DefaultQueryMemo(),
-		Files:    &rpmexact.ManagerFiles{Locate: rpmexact.LocateCommand, ReadFile: rpmexact.ReadManagerFile},
+		Files:    &rpmexact.ManagerFiles{Locate: dnfscript.LocateCommand, ReadFile: dnfscript.ReadFile},
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/richt/services/pkg/atomicfile"
+	"github.com/richt/services/pkg/dnfscript"
 	"github.com/richt/services/pkg/nevra"
-	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/runner"
 	"github.com/richt/services/pkg/statedir"
 )
@@ -249,7 +249,7 @@ func scriptArgv(python, dir string, builds []build, check bool) []string {
 func (k Keeper) lookup(ctx context.Context, builds []build, check bool) (_ answer, err error) {
 	python := k.Python
 	if python == "" {
-		python = dnfPython(rpmexact.LocateCommand, rpmexact.ReadManagerFile)
+		python = dnfPython(dnfscript.LocateCommand, dnfscript.ReadFile)
 	}
 	res, err := k.Runner.Run(ctx, scriptArgv(python, k.dir(), builds, check)...)
 	if err != nil {
@@ -319,7 +319,7 @@ func parseAnswer(stdout string) (answer, error) {
 }
 
 // dnfPython is the interpreter that imports DNF 4: the absolute one on the dnf script's
-// #! line (as rpmexact.ScriptInterpreter reads it), else DefaultPython.
+// #! line (as dnfscript.Interpreter reads it), else DefaultPython.
 func dnfPython(locate func(string) (string, error), read func(string) ([]byte, error)) string {
 	path, err := locate("dnf")
 	if err != nil {
@@ -329,7 +329,7 @@ func dnfPython(locate func(string) (string, error), read func(string) ([]byte, e
 	if err != nil {
 		return DefaultPython
 	}
-	if interp, ok := rpmexact.ScriptInterpreter(src); ok {
+	if interp, ok := dnfscript.Interpreter(src); ok {
 		return interp
 	}
 	return DefaultPython

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/richt/services/pkg/dnfscript"
 )
 
 // ExecutableIdentity names the file a command resolves to through PATH and symlinks, with
@@ -20,7 +20,7 @@ func ExecutableIdentity(command string) (string, error) {
 }
 
 func executableIdentity(command string) (string, time.Time, error) {
-	real, err := LocateCommand(command)
+	real, err := dnfscript.LocateCommand(command)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -29,19 +29,6 @@ func executableIdentity(command string) (string, time.Time, error) {
 		return "", time.Time{}, err
 	}
 	return real + " " + f.id, f.ctime, nil
-}
-
-// LocateCommand is the file a command resolves to through PATH and symlinks.
-func LocateCommand(command string) (string, error) {
-	path, err := exec.LookPath(command)
-	if err != nil {
-		return "", fmt.Errorf("find %s: %w", command, err)
-	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", path, err)
-	}
-	return real, nil
 }
 
 // identity is what fileIdentity found.

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"regexp"
 	"strings"
 
+	"github.com/richt/services/pkg/dnfscript"
 	"github.com/richt/services/pkg/runner"
 )
 
@@ -52,7 +51,8 @@ func CheckManager(ctx context.Context, r runner.Runner, manager string) (string,
 const findDNF = `import importlib.util as u; s = u.find_spec("dnf"); print(s.origin if s and s.origin else "")`
 
 // ManagerFiles reads the manager's files for QuickManagerVersion: Locate resolves a command
-// through PATH and symlinks, ReadFile reads a file (ReadManagerFile on a real host).
+// through PATH and symlinks, ReadFile reads a file (dnfscript.LocateCommand and
+// dnfscript.ReadFile on a real host).
 type ManagerFiles struct {
 	Locate   func(command string) (string, error)
 	ReadFile func(path string) ([]byte, error)
@@ -74,7 +74,7 @@ func QuickManagerVersion(ctx context.Context, r runner.Runner, files ManagerFile
 	if err != nil {
 		return "", false
 	}
-	interp, ok := ScriptInterpreter(src)
+	interp, ok := dnfscript.Interpreter(src)
 	if !ok || !strings.Contains(string(src), "dnf.cli") {
 		return "", false
 	}
@@ -95,53 +95,6 @@ func QuickManagerVersion(ctx context.Context, r runner.Runner, files ManagerFile
 		return "", false
 	}
 	return v, true
-}
-
-// maxManagerFile bounds what QuickManagerVersion reads: DNF 4's script is about 1 KB and
-// its const.py a few KB, while DNF 5's dnf is a compiled program of megabytes that need
-// not be read to know it is not a script.
-const maxManagerFile = 64 << 10
-
-// ErrManagerFileTooLarge is ReadManagerFile's answer for a file above maxManagerFile.
-var ErrManagerFileTooLarge = errors.New("larger than a DNF 4 script or constants file")
-
-// ReadManagerFile reads a file for QuickManagerVersion, refusing one larger than any DNF 4
-// file it looks at, without reading more of it than that bound.
-func ReadManagerFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxManagerFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > maxManagerFile {
-		return nil, fmt.Errorf("%s: %w", path, ErrManagerFileTooLarge)
-	}
-	return data, nil
-}
-
-// ScriptInterpreter is the absolute interpreter path on a script's #! line. Options after
-// it are allowed (and not passed on: the caller runs the interpreter isolated); `env`
-// indirection is not, since PATH lookup is not what the script's own run would do.
-func ScriptInterpreter(src []byte) (string, bool) {
-	first, _, _ := strings.Cut(string(src), "\n")
-	rest, ok := strings.CutPrefix(first, "#!")
-	if !ok {
-		return "", false
-	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 || !strings.HasPrefix(fields[0], "/") || strings.HasSuffix(fields[0], "/env") {
-		return "", false
-	}
-	for _, opt := range fields[1:] {
-		if !strings.HasPrefix(opt, "-") {
-			return "", false
-		}
-	}
-	return fields[0], true
 }
 
 var constVersionLine = regexp.MustCompile(`(?m)^VERSION\s*=\s*(?:'([^'\n]*)'|"([^"\n]*)")\s*(?:#.*)?$`)

@@ -3,9 +3,6 @@ package rpmexact
 import (
 	"context"
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,31 +10,6 @@ import (
 
 	"github.com/richt/services/pkg/runner/runnertest"
 )
-
-func TestScriptInterpreter(t *testing.T) {
-	cases := []struct {
-		name, src, want string
-		ok              bool
-	}{
-		{"EL and Debian", "#!/usr/bin/python3\n# The dnf executable script.\n", "/usr/bin/python3", true},
-		{"with options", "#!/usr/bin/python3 -s\n", "/usr/bin/python3", true},
-		{"EL 8", "#!/usr/libexec/platform-python\n", "/usr/libexec/platform-python", true},
-		{"space after #!", "#! /usr/bin/python3\n", "/usr/bin/python3", true},
-		{"env indirection", "#!/usr/bin/env python3\n", "", false},
-		{"relative", "#!python3\n", "", false},
-		{"argument that is no option", "#!/usr/bin/python3 script\n", "", false},
-		{"compiled program", "\x7fELF\x02\x01\x01", "", false},
-		{"empty #!", "#!\n", "", false},
-		{"empty", "", "", false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, ok := ScriptInterpreter([]byte(c.src))
-			assert.Equal(t, c.ok, ok)
-			assert.Equal(t, c.want, got)
-		})
-	}
-}
 
 func TestConstVersion(t *testing.T) {
 	cases := []struct {
@@ -100,52 +72,6 @@ func TestQuickManagerVersion(t *testing.T) {
 			assert.Equal(t, len(c.calls), s.Count())
 		})
 	}
-}
-
-func TestReadManagerFile(t *testing.T) {
-	dir := t.TempDir()
-	cases := []struct {
-		name string
-		size int // -1: no file
-		err  error
-	}{
-		{"a DNF 4 script", 1 << 10, nil},
-		{"exactly the bound", maxManagerFile, nil},
-		{"one byte over", maxManagerFile + 1, ErrManagerFileTooLarge},
-		{"a compiled DNF 5", 4 << 20, ErrManagerFileTooLarge},
-		{"missing", -1, fs.ErrNotExist},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
-			want := []byte(strings.Repeat("x", max(c.size, 0)))
-			if c.size >= 0 {
-				if err := os.WriteFile(path, want, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, err := ReadManagerFile(path)
-			if c.err != nil {
-				assert.ErrorIs(t, err, c.err)
-				assert.Nil(t, got)
-				return
-			}
-			assert.NoError(t, err)
-			assert.Equal(t, want, got)
-		})
-	}
-}
-
-func FuzzScriptInterpreter(f *testing.F) {
-	for _, s := range []string{"#!/usr/bin/python3\n", "#!/usr/bin/env python3\n", "#! /x -s -E\nbody", "\x7fELF"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, src []byte) {
-		got, ok := ScriptInterpreter(src)
-		if ok && (got == "" || got[0] != '/') {
-			t.Fatalf("accepted interpreter %q is not an absolute path", got)
-		}
-	})
 }
 
 func FuzzConstVersion(f *testing.F) {
