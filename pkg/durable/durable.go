@@ -147,6 +147,11 @@ func (s *Store) withSync(ctx context.Context, f func(syncRecord) syncRecord) err
 	return s.write(syncDueFile, data)
 }
 
+// StepRecordReload is the name a reported plan gives the step that records a manager
+// reload as due (MarkManagerSyncDue) before a unit file moves. unit_override, rpm_exact and
+// the service's configs write the same record, so they report it under this one name.
+const StepRecordReload = "record-reload-due"
+
 // MarkManagerSyncDue records that systemd's manager must be reloaded before the next
 // decision about any unit, and returns the entry's id. A daemon-reload is host-wide, so
 // the record is one per host, with one entry per writer.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/safefile"
 )
 
@@ -69,7 +70,7 @@ const (
 	StepRemoveStale Step = "remove-stale"
 	// StepRecordReload records durably that the manager must be reloaded, before the file
 	// moves: whatever fails after it, the reload stays due for a later run.
-	StepRecordReload Step = "record-reload-due"
+	StepRecordReload Step = durable.StepRecordReload
 	// StepWrite replaces the file atomically (create or update).
 	StepWrite Step = "write"
 	// StepAttributes sets the mode and owner of a file whose content is right.

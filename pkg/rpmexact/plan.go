@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/nevra"
 )
 
@@ -90,8 +91,9 @@ type Plan struct {
 
 // StepRecordReload names, in the reported plan, the manager reload a transaction that
 // changes unit files leaves due: recorded on the target for a later systemd_lifecycle
-// task (rpm_exact never reloads). unit_override's step of the same name is the same record.
-const StepRecordReload = "record-reload-due"
+// task (rpm_exact never reloads). It is the one record every module writes, under its
+// one name (durable.StepRecordReload).
+const StepRecordReload = durable.StepRecordReload
 
 // UnitFilesChange reports whether the plan's transactions change unit files, as far as the
 // installed RPM database tells (UnitFilesAmong).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/richt/services/pkg/configfile"
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/safefile"
 	"github.com/richt/services/pkg/unitfile"
 )
@@ -100,7 +101,7 @@ func (c configPlan) steps() []configfile.Step {
 func (c configPlan) names() []string {
 	var out []string
 	if c.unitDir() && movesContent(c.steps()) {
-		out = append(out, "record-reload-due")
+		out = append(out, durable.StepRecordReload)
 	}
 	for _, s := range c.steps() {
 		out = append(out, string(s))
@@ -190,7 +191,7 @@ func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error
 	if c.unitDir() && moved {
 		out["unit_files_changed"] = true
 		out["daemon_reload"] = string(contract.ReloadNeeded)
-		names = append(names, "record-reload-due")
+		names = append(names, durable.StepRecordReload)
 	}
 	for _, s := range res.Plan {
 		names = append(names, string(s))
