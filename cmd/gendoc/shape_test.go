@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// maxLines bounds a non-test Go file in pkg/, ee/ and cmd/: a file longer than that does
+// more than one thing, and a reader cannot hold it.
+const maxLines = 500
+
+// longFiles are the files over maxLines today, with their line counts: the EE's three
+// files, which wait for the EE's split into the image and the AWX job. The counts can only
+// go down: a file that grows fails, one that shrinks must have its count lowered here, and
+// one at or under maxLines (or gone) must leave the list.
+var longFiles = map[string]int{
+	"ee/ee.go":         582,
+	"ee/definition.go": 576,
+	"ee/job.go":        569,
+}
+
+// TestNoLongSourceFile keeps every non-test Go file in pkg/, ee/ and cmd/ at most maxLines
+// long, but for longFiles, which can only shrink.
+func TestNoLongSourceFile(t *testing.T) {
+	root := filepath.Join("..", "..")
+	seen := map[string]bool{}
+	for _, top := range []string{"pkg", "ee", "cmd"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			rel = filepath.ToSlash(rel)
+			n := bytes.Count(data, []byte("\n"))
+			allowed, excepted := longFiles[rel]
+			seen[rel] = true
+			switch {
+			case excepted && n <= maxLines:
+				t.Errorf("%s has %d lines, no more than %d: remove it from longFiles", rel, n, maxLines)
+			case excepted && n > allowed:
+				t.Errorf("%s grew to %d lines (allowed %d, and only fewer): split it", rel, n, allowed)
+			case excepted && n < allowed:
+				t.Errorf("%s shrank to %d lines: lower its count in longFiles from %d to %d", rel, n, allowed, n)
+			case !excepted && n > maxLines:
+				t.Errorf("%s has %d lines, more than %d: split it by what its parts do", rel, n, maxLines)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for f := range longFiles {
+		if !seen[f] {
+			t.Errorf("%s is gone: remove it from longFiles", f)
+		}
+	}
+}
+
+// mustNotImport are imports that would run upward: a leaf reaching into the protocol
+// package, or one module's package into another's. What both sides need lives in a leaf
+// (filemode, diffmode, dnfscript).
+var mustNotImport = map[string][]string{
+	"pkg/safefile": {"pkg/ansible"},
+	"pkg/rollback": {"pkg/rpmexact"},
+}
+
+// TestNoUpwardImports fails when a package in mustNotImport imports what it must not, in
+// its non-test files.
+func TestNoUpwardImports(t *testing.T) {
+	const module = "github.com/richt/services/"
+	for pkg, banned := range mustNotImport {
+		files, err := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v)", pkg, err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range parsed.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				for _, b := range banned {
+					if path == module+b {
+						t.Errorf("%s imports %s: move what it needs to a leaf both can import", filepath.ToSlash(f), b)
+					}
+				}
+			}
+		}
+	}
+}
