@@ -4,11 +4,15 @@
 // reload_on), and what that task concludes from it decides whether systemd's manager is
 // reloaded. That is a contract between modules, not a convention: a key two modules both
 // happen to return (each meaning its own thing) must never be read as the other's. So
-// every key one module's result gives
-// another is declared here, once, typed ([Change]); modules write it by embedding Change
-// in their Result (encoding/json inlines the fields of an embedded struct), and readers
-// read a registered result only through [Read], which looks at these keys and no others.
-// The rule "what needs a daemon-reload" is written once, as [Change.NeedsManagerSync].
+// every key one module's result gives another is declared here, once, typed ([Change]),
+// and systemd_lifecycle reads a registered result only through [Read], which looks at
+// these keys and no others. rpm_exact, unit_override and systemd_lifecycle write the keys
+// by embedding Change in their Result (encoding/json inlines the fields of an embedded
+// struct). The service module does not yet: it passes its steps' results to one another
+// as maps, spells the keys itself where it writes them (a config under a unit directory,
+// a restored build) and copies them by name into its processes' triggers, so a misspelt
+// key there is caught by its tests, not by the compiler. The rule "what needs a
+// daemon-reload" is written once, as [Change.NeedsManagerSync].
 //
 // Which module says what:
 //
@@ -32,6 +36,11 @@
 //     the same way, and "false" is said rather than inferred from a missing key), and
 //     daemon_reload: performed is a fact the reader of a lifecycle result can use. None
 //     of the keys collides with lifecycle's own (daemon_reload_reasons is another key).
+//   - service: its steps' results (packages, files, configs, processes) carry their
+//     modules' keys; a config under a unit directory whose content moved says
+//     unit_files_changed and daemon_reload: needed, as unit_override does. The service's
+//     own result carries none of them: manager_reload says whether it reloaded the
+//     manager at its end.
 //
 // changed_at is carried for a later use (telling whether a unit's current process
 // started after the change); every module stamps it when it changed something outside
