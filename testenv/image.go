@@ -45,7 +45,8 @@ func ImageTag(suite string, extraPackages ...string) string {
 
 // EnsureImage returns the image to start targets from: TESTENV_IMAGE when set, else the
 // content-keyed image for Suite(), built from Debian packages when it is missing. Builds
-// are serialised across processes with a lock file, so parallel test binaries build once.
+// are serialised across processes with pkg/lock's lock, so parallel test binaries build
+// once; a process waiting for it gives up when ctx ends.
 func EnsureImage(ctx context.Context, extraPackages ...string) (string, error) {
 	return EnsureSuiteImage(ctx, Suite(), extraPackages...)
 }
@@ -73,7 +74,7 @@ func EnsureSuiteImage(ctx context.Context, suite string, extraPackages ...string
 	// The same lock as the modules and the EE build use (pkg/lock): a root-owned directory
 	// rather than a name in the shared temporary directory, which another local user could
 	// have made first, and a wait that ends with ctx instead of blocking forever.
-	l, err := lock.Acquire(ctx, lock.Dir(), imageBuildLock)
+	l, err := lock.Acquire(ctx, imageLockDir(), imageBuildLock)
 	if err != nil {
 		return "", fmt.Errorf("take the testenv image build lock (another process may be building %s): %w", tag, err)
 	}
@@ -101,6 +102,10 @@ func imageExists(ctx context.Context, tag string) bool {
 // imageBuildLock is the name of the lock testenv's image builds share, so parallel test
 // processes build an image once.
 const imageBuildLock = "testenv-image"
+
+// imageLockDir is where that lock lives (pkg/lock's directory for the running user); a
+// test points it elsewhere so that it never holds the lock real builds wait for.
+var imageLockDir = lock.Dir
 
 func tail(s string, n int) string {
 	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
