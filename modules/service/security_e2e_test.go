@@ -37,7 +37,7 @@ for other in /etc/appd/evil /etc/appd/shadow; do
 done
 `
 
-// TestADaemonsUserCannotMakeRootActForIt is issue 41's end-to-end check of the configs
+// TestADaemonsUserCannotMakeRootActForIt is docs/security.md's end-to-end check of the configs
 // step on a real target, with a daemon's user that owns its config's directory (Debian's
 // /etc/redis shape, appd:appd 2770) and acts while the module runs as root: it swaps the
 // temporary file under the validator (root validates only the task's content, and that
