@@ -18,6 +18,9 @@ type Config struct {
 	// Index is the entry's place in configs, for messages naming the parameter
 	// (configs[2].path).
 	Index int
+	// Origin, when set, names the entry in messages instead of configs[Index]: a file a
+	// rollback puts back is no entry of the task's configs.
+	Origin string
 	// Name is what reactions refer to (config:NAME); messages name the config by it.
 	Name    string
 	Path    string
@@ -50,7 +53,12 @@ type Config struct {
 }
 
 // param names one of the entry's parameters.
-func (c Config) param(field string) string { return fmt.Sprintf("configs[%d].%s", c.Index, field) }
+func (c Config) param(field string) string {
+	if c.Origin != "" {
+		return fmt.Sprintf("%s (%s)", c.Origin, field)
+	}
+	return fmt.Sprintf("configs[%d].%s", c.Index, field)
+}
 
 // Check refuses what no observation is needed for: a path that is not absolute and
 // clean, a mode that others could write through, a validator without Placeholder or with

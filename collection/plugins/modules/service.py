@@ -134,8 +134,12 @@ options:
         (C(/var/cache/richt/rpms), root-only; a real run keeps them there from the enabled
         repositories, with the builds it installs, for the next change) or available from the
         enabled repositories; otherwise the run is refused before any change, naming the build
-        (check mode too). The previous files are kept root-only in C(/var/lib/richt/rollback)
-        until the run ends; C(rollback) in the result lists what would be put back.
+        (check mode too). From a repository with C(gpgcheck=1) a build is kept only when its
+        signature passes DNF's check, and is installed again with that check on. A previous
+        config that today's rules would not write back (a mode the group or others can write, a
+        set-id bit) refuses the run before any change too. The previous files are kept root-only
+        in C(/var/lib/richt/rollback) until the run ends; C(rollback) in the result lists what
+        would be put back.
       - "A run killed at any moment leaves that record: the next run with C(rollback=true) keeps
         its older state, moves forward again, and puts the record's state back if that fails, so
         the host ends all new or all old, never a mix. A removal (C(state=absent)) is not rolled
