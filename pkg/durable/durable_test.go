@@ -310,3 +310,20 @@ func TestMerge(t *testing.T) {
 		})
 	}
 }
+
+// The last verified reload round-trips; a missing, corrupt or foreign-writable record
+// reads as none (it could only make a reload owed look served).
+func TestReloadedRecord(t *testing.T) {
+	s := store(t)
+	assert.Nil(t, s.LastReload("nginx.service"), "none yet")
+	r := Reloaded{At: stamp.Stamp{BootID: "b", Mono: 7}, Invocation: "inv", Triggers: []string{"config:main"}, Time: time.Unix(5, 0).UTC()}
+	require.NoError(t, s.SetReloaded("nginx.service", r))
+	assert.Equal(t, &r, s.LastReload("nginx.service"))
+
+	path := filepath.Join(s.Dir, "reloaded", "nginx.service.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"at":`), 0o644))
+	assert.Nil(t, s.LastReload("nginx.service"), "corrupt")
+	require.NoError(t, s.SetReloaded("nginx.service", r))
+	require.NoError(t, os.Chmod(path, 0o666))
+	assert.Nil(t, s.LastReload("nginx.service"), "writable by others")
+}
