@@ -191,6 +191,7 @@ func FuzzRecords(f *testing.F) {
 	f.Add([]byte(`{"reaction":"restart","since":"2026-01-01T00:00:00Z","at":{"boot_id":"b","monotonic_us":5}}`))
 	f.Add([]byte("2026-01-01T00:00:00Z old one-line record\n"))
 	f.Add([]byte{})
+	f.Add([]byte(`{"at":{"boot_id":"b","monotonic_us":5},"invocation":"i","time":"2026-01-01T00:00:00Z"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := &Store{Dir: t.TempDir(), LockDir: t.TempDir()}
 		require.NoError(t, os.MkdirAll(filepath.Join(s.Dir, "pending"), 0o755))
@@ -208,6 +209,12 @@ func FuzzRecords(f *testing.F) {
 		}
 		if err != nil && !strings.Contains(err.Error(), s.pendingPath("x.service")) {
 			t.Fatalf("error does not name the file: %v", err)
+		}
+		// The reload record: whatever it holds, either none or one with a moment.
+		require.NoError(t, os.MkdirAll(filepath.Join(s.Dir, "reloaded"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(s.Dir, "reloaded", "x.service.json"), data, 0o644))
+		if r := s.LastReload("x.service"); r != nil && r.At.IsZero() {
+			t.Fatalf("reload record %q read without its moment", data)
 		}
 	})
 }
