@@ -64,6 +64,21 @@ func TestNginxExample(t *testing.T) {
 		assert.Equal(t, before.MainPID, tg.Snapshot(t, "nginx.service").MainPID)
 	})
 
+	t.Run("a broken site is refused by the main config's tree validator: nothing written", func(t *testing.T) {
+		before := tg.Snapshot(t, "nginx.service")
+		site := tg.MustExec(t, "cat", "/etc/nginx/conf.d/site.conf")
+		p := example
+		// An unbalanced quote in the site's return: nginx -t of the whole tree refuses it.
+		p.ExtraVars = vars(fixtures.ELNginx("1.el10").EVRA(), `broken" twice`)
+		r := p.Run(t)
+		require.NotZero(t, r.Failed(), "the task fails: %s", r.Output)
+		assert.Contains(t, r.Output, "the tree validator")
+		assert.Contains(t, r.Output, "site (/etc/nginx/conf.d/site.conf)")
+		assert.Equal(t, site, tg.MustExec(t, "cat", "/etc/nginx/conf.d/site.conf"), "nothing written")
+		assert.Equal(t, before.MainPID, tg.Snapshot(t, "nginx.service").MainPID)
+		greets(t, tg, "reloaded")
+	})
+
 	t.Run("the role passes service_configs and the reactions through", func(t *testing.T) {
 		before := tg.Snapshot(t, "nginx.service")
 		role := play(t, "testdata/nginx-role.yml", tg)

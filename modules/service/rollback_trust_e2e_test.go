@@ -194,6 +194,17 @@ func TestRollbackKeepsTheBuildsOfEveryPackageOfTheService(t *testing.T) {
 		assert.Equal(t, "", strings.TrimSpace(tg.Shell(t, "find /var/cache/richt /var/lib/richt/rollback -newer /var/tmp/before-check 2>/dev/null || true")))
 		assert.Equal(t, "", strings.TrimSpace(tg.Shell(t, "ls -d /tmp/richt-keep-check-* /var/tmp/richt-keep-check-* 2>/dev/null || true")),
 			"its temporary cache is removed")
+
+		// keep.py alone (the module's check mode also runs rpm_exact's dnf --assumeno,
+		// which reads through DNF's cache): it asks the repository (metadata_expire=0)
+		// and writes nothing to DNF's cache.
+		script, err := os.ReadFile("../../pkg/rollback/keep.py")
+		require.NoError(t, err)
+		require.NoError(t, tg.WriteFile(context.Background(), "/var/tmp/keep.py", script, 0o644))
+		build := `{"nevra": "pa-0:1.0-1.noarch", "name": "pa", "epoch": 0, "version": "1.0", "release": "1", "arch": "noarch", "file": "pa-0~1.0-1.noarch.rpm"}`
+		out := tg.Shell(t, "touch /var/tmp/before-keep && python3 -I /var/tmp/keep.py check /var/tmp '"+build+"'")
+		assert.Contains(t, out, `"found": {"pa-0:1.0-1.noarch": {"path": "", "repo": "pair"}}`)
+		assert.Equal(t, "", strings.TrimSpace(tg.Shell(t, "find /var/cache/dnf -newer /var/tmp/before-keep 2>/dev/null || true")))
 	})
 
 	t.Run("moving pa keeps pb's build", func(t *testing.T) {

@@ -37,9 +37,9 @@ for other in /etc/appd/evil /etc/appd/shadow; do
 done
 `
 
-// TestADaemonsUserCannotMakeRootActForIt is issue 41's end-to-end check of the configs
-// step on a real target, with a daemon's user that owns its config's directory (Debian's
-// /etc/redis shape, appd:appd 2770) and acts while the module runs as root: it swaps the
+// TestADaemonsUserCannotMakeRootActForIt is docs/security.md's end-to-end check of the
+// configs step on a real target, with a daemon's user that owns its config's directory
+// (Debian's /etc/redis shape, appd:appd 2770) and acts while the module runs as root: it swaps the
 // temporary file under the validator (root validates only the task's content, and that
 // is what is installed, the user's); it cannot have a config under a unit directory
 // (what systemd runs as root) made its own, nor written into a directory it owns there;

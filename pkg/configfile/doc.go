@@ -8,8 +8,8 @@
 // directories only root's, Config.RootOnly), never into a directory it would have to
 // invent, and removed (state absent) as exactly its path and nothing beside it.
 //
-// Since the config's owner may write its directory (issue 41: nothing that user does may
-// make root read, write or install what it should not), Apply changes the file only
+// Since the config's owner may write its directory (and nothing that user does may make
+// root read, write or install what it should not), Apply changes the file only
 // through the directory opened from the root without following a link and checked again
 // on what it opened, creates the temporary file exclusively there, root's alone (0600),
 // hands the validator a copy in ValidateDir (a name in the config's directory could be

@@ -217,6 +217,7 @@ func FuzzRecords(f *testing.F) {
 	f.Add([]byte(`{"reaction":"restart","since":"2026-01-01T00:00:00Z","at":{"boot_id":"b","monotonic_us":5}}`))
 	f.Add([]byte("2026-01-01T00:00:00Z old one-line record\n"))
 	f.Add([]byte{})
+	f.Add([]byte(`{"at":{"boot_id":"b","monotonic_us":5},"invocation":"i","time":"2026-01-01T00:00:00Z"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := &Store{Dir: t.TempDir(), LockDir: t.TempDir()}
 		require.NoError(t, os.MkdirAll(filepath.Join(s.Dir, "pending"), 0o755))
@@ -234,6 +235,12 @@ func FuzzRecords(f *testing.F) {
 		}
 		if err != nil && !strings.Contains(err.Error(), s.pendingPath("x.service")) {
 			t.Fatalf("error does not name the file: %v", err)
+		}
+		// The reload record: whatever it holds, either none or one with a moment.
+		require.NoError(t, os.MkdirAll(filepath.Join(s.Dir, "reloaded"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(s.Dir, "reloaded", "x.service.json"), data, 0o644))
+		if r := s.LastReload("x.service"); r != nil && r.At.IsZero() {
+			t.Fatalf("reload record %q read without its moment", data)
 		}
 	})
 }
@@ -335,4 +342,21 @@ func TestMerge(t *testing.T) {
 			assert.Equal(t, c.next, got)
 		})
 	}
+}
+
+// The last verified reload round-trips; a missing, corrupt or foreign-writable record
+// reads as none (it could only make a reload owed look served).
+func TestReloadedRecord(t *testing.T) {
+	s := store(t)
+	assert.Nil(t, s.LastReload("nginx.service"), "none yet")
+	r := Reloaded{At: stamp.Stamp{BootID: "b", Mono: 7}, Invocation: "inv", Triggers: []string{"config:main"}, Time: time.Unix(5, 0).UTC()}
+	require.NoError(t, s.SetReloaded("nginx.service", r))
+	assert.Equal(t, &r, s.LastReload("nginx.service"))
+
+	path := filepath.Join(s.Dir, "reloaded", "nginx.service.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"at":`), 0o644))
+	assert.Nil(t, s.LastReload("nginx.service"), "corrupt")
+	require.NoError(t, s.SetReloaded("nginx.service", r))
+	require.NoError(t, os.Chmod(path, 0o666))
+	assert.Nil(t, s.LastReload("nginx.service"), "writable by others")
 }

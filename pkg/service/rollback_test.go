@@ -1008,3 +1008,33 @@ func TestARollbackWithNothingMovedDoesNothing(t *testing.T) {
 		})
 	}
 }
+
+// A rollback reacts only to the parts that move back: a recorded config already as
+// recorded (an earlier run's record, the file back since) is left alone and its reload is
+// not carried out; the package that moved is put back and restarts the process.
+func TestARollbackReactsOnlyToWhatMovesBack(t *testing.T) {
+	g := newTarget(t)
+	path := filepath.Join(t.TempDir(), "site.conf")
+	require.NoError(t, os.WriteFile(path, []byte("listen 80\n"), 0o644))
+	require.NoError(t, os.Chmod(path, 0o644))
+	rec := rollback.Record{Service: "demo", Phase: rollback.PhaseChanging,
+		Packages: []rollback.Package{{Name: "demo", Before: []string{demoOld}}},
+		Files:    []rollback.File{{Path: path, Existed: true, Mode: 0o644, UID: os.Getuid(), GID: os.Getgid()}}}
+	require.NoError(t, g.store.Begin(rec, map[string][]byte{path: []byte("listen 80\n")}))
+	g.txn.after = map[string][]string{"demo": {demoOld}}
+	procs := &failingProcess{fail: []bool{true}}
+	args := rbArgs(path, "listen 80\n", map[string]any{"unit": "demo", "restart_on": []any{"package:demo"}, "reload_on": []any{"config:site"}})
+	out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(rbDeps(g, demoMoves(g.rpm), procs)))
+
+	require.Equal(t, true, out["failed"])
+	assert.Contains(t, out["msg"], "the previous state is back and healthy")
+	done := resultOf(out, "rolled_back")
+	require.NotNil(t, done)
+	assert.Equal(t, []any{}, done["files"], "the config did not move: not put back")
+	assert.NotContains(t, stringsOf(out["plan"]), "rollback: restore "+path)
+	require.Len(t, procs.calls, 2, "the change's process step, then the rollback's")
+	restart, _ := procs.calls[1]["restart_on"].([]any)
+	reload, _ := procs.calls[1]["reload_on"].([]any)
+	assert.True(t, refChanged(restart), "the package moved back: restarted")
+	assert.False(t, refChanged(reload), "the config did not move: no reload owed for it: %v", reload)
+}

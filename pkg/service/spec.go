@@ -339,7 +339,7 @@ func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 		cfg := configfile.Config{Index: i, Name: c.Name, Path: c.Path, Mode: c.Mode, Owner: c.Owner,
 			Group: c.Group, Sensitive: c.Sensitive, Validate: c.Validate, Absent: absent,
 			// What systemd reads from its unit directories it runs as root: the unit
-			// files' rule, not a daemon's config's (issue 41).
+			// files' rule, not a daemon's config's (docs/security.md).
 			RootOnly: inUnitDir(c.Path)}
 		if c.Timeout != nil {
 			cfg.Timeout = *c.Timeout

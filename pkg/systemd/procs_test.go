@@ -1,11 +1,13 @@
 package systemd
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/godbus/dbus/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -59,4 +61,37 @@ func FuzzParsePIDs(f *testing.F) {
 		}
 		_ = err
 	})
+}
+
+// procsCaller answers GetUnitProcesses with body, as systemd's a(sus) reply decodes.
+type procsCaller struct {
+	body   []any
+	method string
+	args   []any
+}
+
+func (c *procsCaller) call(_ context.Context, _ dbus.ObjectPath, method string, args ...any) ([]any, error) {
+	c.method, c.args = method, args
+	return c.body, nil
+}
+func (c *procsCaller) Close() error { return nil }
+
+// Over D-Bus the Manager's GetUnitProcesses lists the unit's cgroup subtree: its PIDs,
+// once each, sorted.
+func TestBusUnitProcesses(t *testing.T) {
+	type proc struct {
+		Cgroup string
+		PID    uint32
+		Cmd    string
+	}
+	c := &procsCaller{body: []any{[]proc{
+		{"/system.slice/nginx.service", 31, "nginx: worker process"},
+		{"/system.slice/nginx.service", 12, "nginx: master process /usr/sbin/nginx"},
+		{"/system.slice/nginx.service/sub", 31, "nginx: worker process"},
+	}}}
+	pids, err := (&Bus{obs: c}).UnitProcesses(context.Background(), "nginx.service")
+	require.NoError(t, err)
+	assert.Equal(t, []int{12, 31}, pids)
+	assert.Equal(t, "org.freedesktop.systemd1.Manager.GetUnitProcesses", c.method)
+	assert.Equal(t, []any{"nginx.service"}, c.args)
 }
