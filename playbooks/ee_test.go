@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/ee"
+	"github.com/richt/services/ee/runner"
 	"github.com/richt/services/testenv"
 )
 
@@ -272,18 +273,18 @@ func TestExecutionEnvironmentJobPath(t *testing.T) {
 	inventory, project := eeInventory(t, jobTargets...), demoProject(t)
 
 	n := 0
-	runJob := func(t *testing.T, extra map[string]any, cmdline string) ee.Result {
+	runJob := func(t *testing.T, extra map[string]any, cmdline string) runner.Result {
 		t.Helper()
 		n++
 		dir := t.TempDir()
-		d := ee.DataDir{Project: project, Inventory: inventory, SSHKey: key, ExtraVars: extra, Cmdline: cmdline,
+		d := runner.DataDir{Project: project, Inventory: inventory, SSHKey: key, ExtraVars: extra, Cmdline: cmdline,
 			// Pipelining on, as users who want speed set it in the job template's
 			// environment: the collection's fast path runs the modules inside the worker.
 			EnvVars: map[string]string{"ANSIBLE_PIPELINING": "1", "ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "1"}}
 		require.NoError(t, d.Write(filepath.Join(dir, "private")))
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
-		j := ee.Job{Image: img.Tag, Dir: filepath.Join(dir, "private"), Out: filepath.Join(dir, "out"), Playbook: "demo.yml", Ident: fmt.Sprintf("job%d", n)}
+		j := runner.Job{Image: img.Tag, Dir: filepath.Join(dir, "private"), Out: filepath.Join(dir, "out"), Playbook: "demo.yml", Ident: fmt.Sprintf("job%d", n)}
 		res, err := j.Run(ctx)
 		require.NoError(t, err)
 		require.Equal(t, "successful", res.Status, "job %s (rc %d):\n%s", j.Ident, res.RC, lastLines(res.Stdout(), 60))
@@ -300,7 +301,7 @@ func TestExecutionEnvironmentJobPath(t *testing.T) {
 	// equal holds a job's per-host counts and the role's one task's result (keys, and
 	// values less volatileKeys) to the plain run's; it returns the job's service results
 	// by host.
-	equal := func(t *testing.T, job ee.Result, p testenv.PlaybookResult) map[string]map[string]any {
+	equal := func(t *testing.T, job runner.Result, p testenv.PlaybookResult) map[string]map[string]any {
 		t.Helper()
 		stats, err := job.Stats()
 		require.NoError(t, err)
@@ -312,7 +313,7 @@ func TestExecutionEnvironmentJobPath(t *testing.T) {
 		for _, tg := range jobTargets {
 			s, ok := stats[tg.Name()]
 			require.True(t, ok, "the job's stats name %s: %v", tg.Name(), stats)
-			assert.Equal(t, ee.HostStats{Ok: want.Ok, Changed: want.Changed}, ee.HostStats{Ok: s.Ok, Changed: s.Changed}, "%s: ok and changed as in the plain run", tg.Name())
+			assert.Equal(t, runner.HostStats{Ok: want.Ok, Changed: want.Changed}, runner.HostStats{Ok: s.Ok, Changed: s.Changed}, "%s: ok and changed as in the plain run", tg.Name())
 			assert.Zero(t, s.Failures+s.Unreachable, tg.Name())
 		}
 		// The role is one task of the service module: one result per host.

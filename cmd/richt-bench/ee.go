@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/richt/services/ee"
+	"github.com/richt/services/ee/runner"
 )
 
 // The execution-environment rows: the demo role on every target through AWX's
@@ -50,7 +51,7 @@ func (b *bench) eeRows(ctx context.Context, root string) []timing {
 // failed (a host failed or was unreachable) marks the row's round failed, as a play's
 // ignored failure does, and the other rows still run; a job whose pipeline broke is an
 // error.
-func eeTiming(row string, round int, seconds float64, results []ee.Result, errs []error) (timing, error) {
+func eeTiming(row string, round int, seconds float64, results []runner.Result, errs []error) (timing, error) {
 	t := timing{Segment: fmt.Sprintf("%s|%s|%d", row, sideEE, round), Task: "job", Seconds: seconds}
 	for k := range results {
 		if errs[k] != nil {
@@ -116,30 +117,30 @@ func (b *bench) eeJobs(ctx context.Context, root string) ([]timing, error) {
 		return map[string]any{"all": map[string]any{"hosts": hosts}}, nil
 	}
 	n := len(b.targets)
-	job := func(name string, from, to int, level string) (ee.Job, error) {
+	job := func(name string, from, to int, level string) (runner.Job, error) {
 		inv, err := inventory(from, to)
 		if err != nil {
-			return ee.Job{}, err
+			return runner.Job{}, err
 		}
 		jd := filepath.Join(dir, name)
-		d := ee.DataDir{Project: project, Inventory: inv, SSHKey: key, ExtraVars: map[string]any{"demo_level": level},
+		d := runner.DataDir{Project: project, Inventory: inv, SSHKey: key, ExtraVars: map[string]any{"demo_level": level},
 			Cmdline: fmt.Sprintf("--forks %d", to-from),
 			EnvVars: map[string]string{"ANSIBLE_PIPELINING": "1", "ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_NOCOLOR": "1"}}
 		if err := d.Write(filepath.Join(jd, "private")); err != nil {
-			return ee.Job{}, err
+			return runner.Job{}, err
 		}
-		return ee.Job{Image: img.Tag, Dir: filepath.Join(jd, "private"), Out: filepath.Join(jd, "out"), Playbook: "demo.yml", Ident: name}, nil
+		return runner.Job{Image: img.Tag, Dir: filepath.Join(jd, "private"), Out: filepath.Join(jd, "out"), Playbook: "demo.yml", Ident: name}, nil
 	}
 	// run starts the mode's workers together and times them until the last one ends.
 	run := func(mode string, nodes int, row string, round int, level string) (timing, error) {
-		jobs := make([]ee.Job, nodes)
+		jobs := make([]runner.Job, nodes)
 		for k := range jobs {
 			var err error
 			if jobs[k], err = job(fmt.Sprintf("%s-%d-node%d", row, round, k), k*n/nodes, (k+1)*n/nodes, level); err != nil {
 				return timing{}, err
 			}
 		}
-		results, errs := make([]ee.Result, nodes), make([]error, nodes)
+		results, errs := make([]runner.Result, nodes), make([]error, nodes)
 		start := time.Now()
 		var wg sync.WaitGroup
 		for k := range jobs {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/richt/services/ee"
+	"github.com/richt/services/ee/runner"
 )
 
 func TestWriteEE(t *testing.T) {
@@ -41,21 +41,21 @@ func TestWriteEE(t *testing.T) {
 }
 
 func TestEETiming(t *testing.T) {
-	ok := ee.Result{Status: "successful", RC: 0}
-	failed := ee.Result{Status: "failed", RC: 2, Events: []ee.Event{{Event: "runner_on_failed", Counter: 3, UUID: "u", Stdout: "fatal: [t13]: FAILED! => {}"}}}
+	ok := runner.Result{Status: "successful", RC: 0}
+	failed := runner.Result{Status: "failed", RC: 2, Events: []runner.Event{{Event: "runner_on_failed", Counter: 3, UUID: "u", Stdout: "fatal: [t13]: FAILED! => {}"}}}
 	for _, tc := range []struct {
 		name       string
-		results    []ee.Result
+		results    []runner.Result
 		errs       []error
 		wantFailed string
 		wantErr    string
 	}{
-		{name: "both nodes successful", results: []ee.Result{ok, ok}, errs: []error{nil, nil}},
-		{name: "one node's host failed: the round is failed, the run goes on", results: []ee.Result{ok, failed}, errs: []error{nil, nil},
+		{name: "both nodes successful", results: []runner.Result{ok, ok}, errs: []error{nil, nil}},
+		{name: "one node's host failed: the round is failed, the run goes on", results: []runner.Result{ok, failed}, errs: []error{nil, nil},
 			wantFailed: "node 1: job failed (rc 2): fatal: [t13]: FAILED! => {}"},
-		{name: "the first failure is the one named", results: []ee.Result{{Status: "timeout", RC: 254}, failed}, errs: []error{nil, nil},
+		{name: "the first failure is the one named", results: []runner.Result{{Status: "timeout", RC: 254}, failed}, errs: []error{nil, nil},
 			wantFailed: "node 0: job timeout (rc 254): "},
-		{name: "a broken pipeline is an error", results: []ee.Result{ok, {}}, errs: []error{nil, errors.New("job x: worker stage exited 125")},
+		{name: "a broken pipeline is an error", results: []runner.Result{ok, {}}, errs: []error{nil, errors.New("job x: worker stage exited 125")},
 			wantErr: "ee-change-2nodes round 3 node 1: job x: worker stage exited 125"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package ee
+package runner
 
 import (
 	"context"
