@@ -3,12 +3,10 @@ package ee
 import (
 	"fmt"
 	"os"
-	"path"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
-	"unicode"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -314,23 +312,6 @@ func (r *Requirements) add(field, deb, constraint string) error {
 	return nil
 }
 
-// addBindep adds the packages of bindep lines that apply to the image; field names line i
-// in errors.
-func (r *Requirements) addBindep(lines []string, field func(i int) string) error {
-	for i, l := range lines {
-		pkg, ok, err := bindepDpkg(l)
-		if err != nil {
-			return fmt.Errorf("%s: %w", field(i), err)
-		}
-		if ok {
-			if err := r.add(field(i), pkg, ""); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // Merge returns the requirements of both: the packages of either, each package's
 // specifiers joined (both must hold), the collections of either.
 func (r Requirements) Merge(o Requirements) (Requirements, error) {
@@ -343,153 +324,6 @@ func (r Requirements) Merge(o Requirements) (Requirements, error) {
 		}
 	}
 	return out, nil
-}
-
-// CollectionRequirements reads what a collection asks of the execution environment it is
-// installed into, as ansible-builder's introspection does when it installs the collection:
-// meta/execution-environment.yml (or .yaml) gives dependencies.python and
-// dependencies.system, each a list of lines or a file in the collection holding them;
-// without that file, requirements.txt and bindep.txt at the collection's root. file returns
-// a collection file's content by its path in the collection (false: absent). Every pip
-// requirement must have a row in the table (debian) and every bindep line must name a
-// Debian package, so what ansible-builder would add to its image make ee adds to its own or
-// refuses. (ansible-builder drops a collection's ansible-core requirement; make ee holds the
-// image to it.)
-func CollectionRequirements(file func(name string) ([]byte, bool)) (Requirements, error) {
-	var meta struct {
-		Dependencies map[string]yaml.Node `yaml:"dependencies"`
-	}
-	found := false
-	for _, name := range []string{"meta/execution-environment.yml", "meta/execution-environment.yaml"} {
-		data, ok := file(name)
-		if !ok {
-			continue
-		}
-		if err := yaml.Unmarshal(data, &meta); err != nil {
-			return Requirements{}, fmt.Errorf("%s: %w", name, err)
-		}
-		found = true
-		break
-	}
-	req := Requirements{Constraints: map[string]string{}}
-	if !found {
-		for key, name := range map[string]string{"python": "requirements.txt", "system": "bindep.txt"} {
-			if data, ok := file(name); ok && strings.TrimSpace(string(data)) != "" {
-				if err := req.addCollectionFile(key, name, file, 0); err != nil {
-					return Requirements{}, err
-				}
-			}
-		}
-		return req, nil
-	}
-	for _, key := range sortedKeys(meta.Dependencies) {
-		if key != "python" && key != "system" {
-			return Requirements{}, fmt.Errorf("meta/execution-environment.yml: dependencies.%s: ansible-builder reads only python and system from a collection", key)
-		}
-		node := meta.Dependencies[key]
-		var lines []string
-		if node.Kind == yaml.SequenceNode {
-			if err := node.Decode(&lines); err != nil {
-				return Requirements{}, fmt.Errorf("meta/execution-environment.yml: dependencies.%s: %w", key, err)
-			}
-			field := func(i int) string { return fmt.Sprintf("meta/execution-environment.yml: dependencies.%s[%d]", key, i) }
-			if err := req.addCollectionLines(key, lines, field); err != nil {
-				return Requirements{}, err
-			}
-			continue
-		}
-		var name string
-		if err := node.Decode(&name); err != nil {
-			return Requirements{}, fmt.Errorf("meta/execution-environment.yml: dependencies.%s: a list or a file name: %w", key, err)
-		}
-		if path.IsAbs(name) {
-			return Requirements{}, fmt.Errorf("meta/execution-environment.yml: dependencies.%s: %s: not a relative path in the collection", key, name)
-		}
-		if err := req.addCollectionFile(key, path.Clean(name), file, 0); err != nil {
-			return Requirements{}, fmt.Errorf("meta/execution-environment.yml: dependencies.%s: %w", key, err)
-		}
-	}
-	return req, nil
-}
-
-// maxIncludes bounds `-r` nesting in a collection's pip requirements (a file that
-// includes itself would never end).
-const maxIncludes = 8
-
-// addCollectionFile adds the lines of a requirements file of the collection (key python:
-// pip's format with -r includes, relative to the including file; system: bindep's).
-func (r *Requirements) addCollectionFile(key, name string, file func(string) ([]byte, bool), depth int) error {
-	if depth > maxIncludes {
-		return fmt.Errorf("%s: -r nests deeper than %d files", name, maxIncludes)
-	}
-	data, ok := file(name)
-	if !ok {
-		return fmt.Errorf("%s: not in the collection", name)
-	}
-	var lines []string
-	var numbers []int
-	for i, l := range strings.Split(string(data), "\n") {
-		l = strings.TrimSpace(l)
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		if inc, ok := cutInclude(l); ok && key == "python" {
-			if err := r.addCollectionFile(key, path.Join(path.Dir(name), inc), file, depth+1); err != nil {
-				return err
-			}
-			continue
-		}
-		lines = append(lines, l)
-		numbers = append(numbers, i+1)
-	}
-	return r.addCollectionLines(key, lines, func(i int) string { return fmt.Sprintf("%s line %d", name, numbers[i]) })
-}
-
-// cutInclude returns the file of a pip `-r FILE` or `--requirement FILE` line.
-func cutInclude(line string) (string, bool) {
-	for _, opt := range []string{"-r", "--requirement"} {
-		if rest, ok := strings.CutPrefix(line, opt); ok && (rest == "" || rest[0] == ' ' || rest[0] == '=') {
-			return strings.TrimSpace(strings.TrimPrefix(rest, "=")), true
-		}
-	}
-	return "", false
-}
-
-// addCollectionLines adds a collection's pip requirements (key python) through the table,
-// or its bindep lines (key system).
-func (r *Requirements) addCollectionLines(key string, lines []string, field func(i int) string) error {
-	if key == "system" {
-		return r.addBindep(lines, field)
-	}
-	for i, l := range lines {
-		l, _, _ = strings.Cut(l, "#")
-		name, spec := splitRequirement(l)
-		row, ok := pipRow(name)
-		if !ok {
-			return fmt.Errorf("%s: %q: no row in the table in ee/definition.go maps pip's %s to a Debian package", field(i), strings.TrimSpace(l), name)
-		}
-		if _, err := parseSpec(spec); err != nil {
-			return fmt.Errorf("%s: %w", field(i), err)
-		}
-		if err := r.add(field(i), row.deb, spec); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-var pipSeparators = regexp.MustCompile(`[-_.]+`)
-
-// pipRow finds the table's row for a PyPI name, compared as pip compares them (PEP 503:
-// case and runs of -_. do not matter).
-func pipRow(name string) (debianDependency, bool) {
-	norm := func(s string) string { return pipSeparators.ReplaceAllString(strings.ToLower(s), "-") }
-	for _, row := range debian {
-		if row.pip != "" && norm(row.pip) == norm(name) {
-			return row, true
-		}
-	}
-	return debianDependency{}, false
 }
 
 // isThisCollection tells whether a galaxy entry's name is this collection: its FQCN, or
@@ -527,50 +361,4 @@ func splitRequirement(r string) (name, spec string) {
 		return "", ""
 	}
 	return m[1], strings.TrimSpace(m[2])
-}
-
-// bindepDpkg reads one bindep line and returns the package when the line applies to the
-// image, as `bindep` decides it with no profile requested (ansible-builder's final stage):
-// a dpkg platform (no platform selector, or one naming dpkg or debian and none excluding
-// it) and the default profile (no profile selector, or one naming default and none
-// excluding it). A line for another profile (test, compile, doc) is left out.
-func bindepDpkg(line string) (string, bool, error) {
-	// bindep splits on any whitespace, tabs included.
-	name, rest := strings.TrimSpace(line), ""
-	if i := strings.IndexFunc(name, unicode.IsSpace); i >= 0 {
-		name, rest = name[:i], strings.TrimSpace(name[i:])
-	}
-	if name == "" {
-		return "", false, fmt.Errorf("%q: no package name", line)
-	}
-	if rest == "" {
-		return name, true, nil
-	}
-	if !strings.HasPrefix(rest, "[") || !strings.HasSuffix(rest, "]") {
-		return "", false, fmt.Errorf("%q: only a [selector] list may follow the name here (no version constraints)", line)
-	}
-	platforms, dpkg := 0, false
-	profiles, defaultProfile := 0, false
-	for _, sel := range strings.Fields(strings.Trim(rest, "[]")) {
-		neg := strings.HasPrefix(sel, "!")
-		sel = strings.TrimPrefix(sel, "!")
-		p, isPlatform := strings.CutPrefix(sel, "platform:")
-		switch {
-		case isPlatform && neg:
-			if p == "dpkg" || p == "debian" {
-				return "", false, nil
-			}
-		case isPlatform:
-			platforms++
-			dpkg = dpkg || p == "dpkg" || p == "debian"
-		case neg:
-			if sel == "default" {
-				return "", false, nil
-			}
-		default:
-			profiles++
-			defaultProfile = defaultProfile || sel == "default"
-		}
-	}
-	return name, (platforms == 0 || dpkg) && (profiles == 0 || defaultProfile), nil
 }

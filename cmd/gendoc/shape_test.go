@@ -16,14 +16,11 @@ import (
 // more than one thing, and a reader cannot hold it.
 const maxLines = 500
 
-// longFiles are the files over maxLines today, with their line counts: the EE's three
-// files, which wait for the EE's split into the image and the AWX job. The counts can only
-// go down: a file that grows fails, one that shrinks must have its count lowered here, and
-// one at or under maxLines (or gone) must leave the list.
-var longFiles = map[string]int{
-	"ee/ee.go":         582,
-	"ee/definition.go": 576,
-}
+// longFiles are the files allowed over maxLines, with their line counts: none today (the
+// EE's three were split into ee and ee/runner). The counts can only go down: a file that
+// grows fails, one that shrinks must have its count lowered here, and one at or under
+// maxLines (or gone) must leave the list.
+var longFiles = map[string]int{}
 
 // TestNoLongSourceFile keeps every non-test Go file in pkg/, ee/ and cmd/ at most maxLines
 // long, but for longFiles, which can only shrink.
