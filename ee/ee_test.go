@@ -7,12 +7,8 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,48 +17,6 @@ import (
 
 	"github.com/richt/services/pkg/lock"
 )
-
-// Every part of the requirements shapes the image or what it is held to: changing any one
-// of them must give a new tag, or the old image would be reused unchecked.
-func TestTagCoversRequirements(t *testing.T) {
-	coll := Collection{Name: "richt.services", Version: "0.3.0", Digest: "d1"}
-	req := func() Requirements {
-		return Requirements{
-			Packages:    []string{"ansible-core", "python3-ansible-runner"},
-			Constraints: map[string]string{"ansible-core": ">=2.19.0,<2.20.0"},
-			Collections: []string{"richt.services"},
-		}
-	}
-	want, wantBase := Tag(Suite, req(), coll), BaseTag(Suite, req())
-	assert.Equal(t, want, Tag(Suite, req(), coll), "the key is stable")
-	assert.Equal(t, wantBase, BaseTag(Suite, req()), "the base's key is stable")
-	assert.Regexp(t, `^richt-services-ee-base:[0-9a-f]{12}$`, wantBase)
-	assert.Regexp(t, `^richt-services-ee:0\.3\.0-[0-9a-f]{12}$`, want)
-	for _, c := range []struct {
-		name   string
-		change func(*string, *Requirements, *Collection)
-		// base: the change is the base's too (a new base is built), not only the layer's.
-		base bool
-	}{
-		{"constraint", func(_ *string, r *Requirements, _ *Collection) { r.Constraints["ansible-core"] = ">=2.20" }, true},
-		{"new constraint", func(_ *string, r *Requirements, _ *Collection) { r.Constraints["python3"] = ">=3.11" }, true},
-		{"package", func(_ *string, r *Requirements, _ *Collection) { r.Packages = append(r.Packages, "sshpass") }, true},
-		{"suite", func(s *string, _ *Requirements, _ *Collection) { *s = "forky" }, true},
-		{"collections", func(_ *string, r *Requirements, _ *Collection) { r.Collections = nil }, false},
-		{"collection content", func(_ *string, _ *Requirements, c *Collection) { c.Digest = "d2" }, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			suite, r, cl := Suite, req(), coll
-			c.change(&suite, &r, &cl)
-			assert.NotEqual(t, want, Tag(suite, r, cl))
-			if c.base {
-				assert.NotEqual(t, wantBase, BaseTag(suite, r), "a new base")
-			} else {
-				assert.Equal(t, wantBase, BaseTag(suite, r), "the base is reused")
-			}
-		})
-	}
-}
 
 // call is one expected command of a scripted fake: its argv (docker … or build …) and
 // what it returns.
@@ -291,54 +245,6 @@ func readTar(t *testing.T, data []byte) map[string]string {
 	}
 }
 
-// A cancelled build stops as a whole: the script's children get SIGTERM with it (none is
-// left running) and its TERM trap, which removes its work directory, runs.
-func TestRunScriptCancelStopsTheGroup(t *testing.T) {
-	dir := t.TempDir()
-	sh := filepath.Join(dir, "build.sh")
-	require.NoError(t, os.WriteFile(sh, []byte(`set -eu
-trap 'touch "$1/cleaned"' EXIT
-trap 'exit 143' TERM
-# A foreground child, as mmdebstrap and docker build are.
-sh -c 'echo $$ > "$1/child.tmp" && mv "$1/child.tmp" "$1/child" && exec sleep 600' sh "$1"
-`), 0o755))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { _, err := runScript(ctx, sh, dir); done <- err }()
-	var pid int
-	require.Eventually(t, func() bool {
-		data, err := os.ReadFile(filepath.Join(dir, "child"))
-		if err != nil {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
-		return err == nil
-	}, 60*time.Second, 20*time.Millisecond, "the script's child started")
-	cancel()
-	select {
-	case err := <-done:
-		require.Error(t, err)
-	case <-time.After(2 * scriptWaitDelay):
-		t.Fatal("runScript did not return after cancel")
-	}
-	assert.FileExists(t, filepath.Join(dir, "cleaned"), "the script's trap ran")
-	assert.Eventually(t, func() bool { return !running(pid) }, 30*time.Second, 50*time.Millisecond, "child %d still runs", pid)
-}
-
-// running tells whether a process exists and is not a zombie.
-func running(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	_, after, _ := strings.Cut(string(stat), ") ")
-	return !strings.HasPrefix(after, "Z")
-}
-
 // The build lock is package lock's: a file in a directory root's alone, never opened
 // through a link (a name in the shared temporary directory could be anyone's link, or
 // a file another user holds locked forever), and waiting for it ends with the context.
@@ -394,126 +300,3 @@ func TestImageSummary(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, c.img.Summary()) })
 	}
 }
-
-func TestParseVersionsLabel(t *testing.T) {
-	assert.Equal(t, map[string]string{"ansible-core": "2.19.11-1", "openssh-client": "1:10.0p1-7"},
-		parseVersionsLabel(" ansible-core=2.19.11-1  openssh-client=1:10.0p1-7 junk =x y= \n"))
-	assert.Empty(t, parseVersionsLabel(""))
-	assert.Empty(t, parseVersionsLabel("<no value>"))
-}
-
-// build.sh's output and an image's label are read back: any text gives one-word names and
-// versions, and a label written from the versions reads back the same.
-func FuzzBuiltVersions(f *testing.F) {
-	f.Add("package ansible-core 2.19.11-1\nnoise\npackage python3 3.13.5-1\nbuilt x\n")
-	f.Add("package a=b 1\npackage  x\n")
-	f.Fuzz(func(t *testing.T, out string) {
-		v := builtVersions(out)
-		var label []string
-		for name, version := range v {
-			assert.Equal(t, []string{name}, strings.Fields(name))
-			assert.Equal(t, []string{version}, strings.Fields(version))
-			if !strings.Contains(name, "=") {
-				label = append(label, name+"="+version)
-			} else {
-				delete(v, name) // not a Debian name: build.sh never writes it into a label
-			}
-		}
-		assert.Equal(t, v, parseVersionsLabel(strings.Join(label, " ")))
-		parseVersionsLabel(out)
-	})
-}
-
-// The collection's version goes into a docker tag, which allows only [A-Za-z0-9_.-], may
-// not start with '.' or '-', and has at most 128 characters.
-func TestTagIsAValidDockerTag(t *testing.T) {
-	valid := regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
-	req := Requirements{Packages: []string{"ansible-core"}}
-	for _, c := range []struct{ version, prefix string }{
-		{"0.3.0", "0.3.0-"},
-		{"1.0.0+b1", "1.0.0-b1-"},
-		{"1.0.0-rc.1+build/7 x", "1.0.0-rc.1-build-7-x-"},
-		{".hidden", "_hidden-"},
-		{strings.Repeat("9", 300), strings.Repeat("9", 115) + "-"},
-	} {
-		t.Run(c.version, func(t *testing.T) {
-			tag := Tag(Suite, req, Collection{Name: "richt.services", Version: c.version, Digest: "d"})
-			name, ver, ok := strings.Cut(tag, ":")
-			require.True(t, ok)
-			assert.Equal(t, Repository, name)
-			assert.Regexp(t, valid, ver)
-			assert.True(t, strings.HasPrefix(ver, c.prefix), "%q starts with %q", ver, c.prefix)
-		})
-	}
-}
-
-// fakeMmdebstrap stands in for mmdebstrap on PATH: it records its work directory (the
-// directory of its last argument, build.sh's rootfs.tar) and its pid, then sleeps as a
-// long bootstrap would.
-const fakeMmdebstrap = `#!/bin/sh
-for a; do last=$a; done
-dirname "$last" > "$RICHT_FAKE_DIR/work"
-echo $$ > "$RICHT_FAKE_DIR/pid.tmp" && mv "$RICHT_FAKE_DIR/pid.tmp" "$RICHT_FAKE_DIR/pid"
-exec sleep 600
-`
-
-// buildHelperEnv names the environment variable that makes TestRunBuildHelperProcess run
-// build.sh (the process TestBuildStopsWhenItsCallerDies kills).
-const buildHelperEnv = "RICHT_EE_BUILD_HELPER"
-
-// TestRunBuildHelperProcess is not a test: TestBuildStopsWhenItsCallerDies runs the test
-// binary with it to have a process that runs build.sh and can be killed.
-func TestRunBuildHelperProcess(t *testing.T) {
-	if os.Getenv(buildHelperEnv) == "" {
-		t.Skip("helper process for TestBuildStopsWhenItsCallerDies")
-	}
-	_, err := runBuild(context.Background(), strings.Fields(os.Getenv(buildHelperEnv))...)
-	t.Fatalf("build.sh returned while its caller should have been killed: %v", err)
-}
-
-// A caller that dies without cancelling (a go test timeout, SIGKILL) still stops the
-// build: bash gets SIGTERM as its parent dies, and build.sh's trap stops its whole process
-// group (mmdebstrap here) and removes its work directory.
-func TestBuildStopsWhenItsCallerDies(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	require.NoError(t, os.Mkdir(bin, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "mmdebstrap"), []byte(fakeMmdebstrap), 0o755))
-	tmp := filepath.Join(dir, "tmp") // the helper's TMPDIR: runBuild must leave nothing there
-	require.NoError(t, os.Mkdir(tmp, 0o755))
-	helper := exec.Command(os.Args[0], "-test.run=^TestRunBuildHelperProcess$", "-test.count=1")
-	helper.Env = append(os.Environ(),
-		buildHelperEnv+"="+strings.Join(buildTestArgs, " "),
-		"RICHT_FAKE_DIR="+dir,
-		"TMPDIR="+tmp,
-		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	require.NoError(t, helper.Start())
-	defer func() { _ = helper.Process.Kill(); _ = helper.Wait() }()
-	var pid int
-	require.Eventually(t, func() bool {
-		data, err := os.ReadFile(filepath.Join(dir, "pid"))
-		if err != nil {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
-		return err == nil
-	}, 60*time.Second, 20*time.Millisecond, "the fake mmdebstrap started")
-	work, err := os.ReadFile(filepath.Join(dir, "work"))
-	require.NoError(t, err)
-	require.NoError(t, helper.Process.Kill())
-	_ = helper.Wait()
-	assert.Eventually(t, func() bool { return !running(pid) }, 60*time.Second, 50*time.Millisecond, "mmdebstrap %d still runs", pid)
-	assert.Eventually(t, func() bool {
-		_, err := os.Stat(strings.TrimSpace(string(work)))
-		return os.IsNotExist(err)
-	}, 60*time.Second, 50*time.Millisecond, "build.sh's work directory %s is left", work)
-	left, err := os.ReadDir(tmp)
-	require.NoError(t, err)
-	assert.Empty(t, left, "files the killed caller left in its TMPDIR")
-	if running(pid) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-}
-
-// buildTestArgs are build.sh's arguments for the tests that run it with fakes.
-var buildTestArgs = []string{"trixie", BaseRepository + ":unchecked-test", "ansible-core"}
