@@ -60,6 +60,9 @@ func libSame(version string) (testenv.Package, error) {
 
 // librariesSetup starts the services on the target, then replaces the libraries.
 const librariesSetup = `set -e
+# Debian's dnf-plugins-core enables the local plugin, whose _dnf_local repository checks
+# GPG keys the fixtures do not have; EL ships it apart (python3-dnf-plugin-local), off.
+printf '[main]\nenabled=0\n' > /etc/dnf/plugins/local.conf
 dnf -q -y install-nevra libfix-0:1.0-1.noarch libsame-0:1.0-1.noarch
 cp /usr/lib/richt/libsame.so.1 /usr/local/lib/libhand.so.1
 u=/etc/systemd/system
