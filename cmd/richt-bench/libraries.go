@@ -145,7 +145,9 @@ func (b *bench) librariesRow(ctx context.Context, root string) (*librariesBench,
 		return nil, fmt.Errorf("libraries set-up: %v %s %s", err, out.Stdout, out.Stderr)
 	}
 	res := &librariesBench{Rounds: b.rounds, Image: t.Image}
-	res.Processes, _ = strconv.Atoi(strings.TrimSpace(out.Stdout))
+	// The count is the script's last line (DNF prints what it did before it, even with -q).
+	lines := strings.Split(strings.TrimSpace(out.Stdout), "\n")
+	res.Processes, _ = strconv.Atoi(strings.TrimSpace(lines[len(lines)-1]))
 	// One round first, not counted: DNF's caches and the page cache warm for both sides.
 	for _, rounds := range []int{1, b.rounds} {
 		if out, err = t.Exec(ctx, "bash", "-c", strings.ReplaceAll(librariesTimes, "ROUNDS", strconv.Itoa(rounds))); err != nil || out.ExitCode != 0 {
