@@ -395,10 +395,10 @@ unit:
   sample: demo.service
 summary:
   description:
-    - What this run did to the unit and why, in one line - C(UNIT: ACTIONS (WHY)), C(UNIT:
+    - "What this run did to the unit and why, in one line - C(UNIT: ACTIONS (WHY)), C(UNIT:
       nothing (converged)); in check mode C(UNIT: would ACTIONS (WHY)); after a failure, how
       far the run got. WHY names the triggers that changed (C(config:env)), a reaction due from
-      an earlier run, or C(was stopped) for a start.
+      an earlier run, or C(was stopped) for a start."
     - The collection's action plugin prints it as C([HOST] LINE) at the default verbosity
       (not for a no_log task).
   returned: always
