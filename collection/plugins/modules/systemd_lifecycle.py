@@ -452,7 +452,10 @@ reaction:
   type: str
   choices: [restart, reload, served, none, ignored]
 triggers:
-  description: The triggers that changed (their names, or where they came from such as C(restart_on[0])), and a pending reaction from an earlier run (a record this run wrote, as the service module does ahead of its steps, is not one).
+  description:
+    - The triggers that changed (their names, or where they came from such as C(restart_on[0])),
+      and a pending reaction from an earlier run (a record this run wrote, as the service module
+      does ahead of its steps, is not one).
   returned: always
   type: list
   elements: str
