@@ -228,7 +228,7 @@ kill -9 $p; wait $p; echo "module exit $?"; rm -f /usr/local/bin/systemctl; pkil
 		args["packages"] = []any{map[string]any{"name": "demo", "version": v1, "timeout": "1m"}, map[string]any{"name": "other", "timeout": "2m"}}
 		r := e.run(t, args)
 		assert.True(t, r.Failed())
-		assert.Contains(t, r.Msg(), `packages[1]: timeout "2m" differs from "1m"`)
+		assert.Contains(t, r.Msg(), `packages[1]: timeout "2m0s" differs from "1m0s"`)
 		args = demo(v1, "info")
 		args["processes"] = []any{map[string]any{"unit": "demo.service", "after": []any{"nope.service"}}}
 		r = e.run(t, args)

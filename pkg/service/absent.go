@@ -70,7 +70,7 @@ func (r *run) absent(ctx context.Context) (err error) {
 func absentProcessArgs(proc Process) map[string]any {
 	args := map[string]any{"unit": proc.Unit, "state": "stopped", "enabled": false, "allow_missing": true}
 	if proc.Timeout != nil {
-		args["timeout"] = *proc.Timeout
+		args["timeout"] = proc.Timeout.String()
 	}
 	return args
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -107,6 +108,34 @@ func TestAnUnnamedChangeOfTheProcessesOwnUnitWarns(t *testing.T) {
 				}
 				assert.Contains(t, warnings, "processes[0] (demo.service): its drop-in dropin:demo.service/20.conf changed, and its restart_on and reload_on do not name it")
 				assert.Contains(t, warnings, "Name dropin:demo.service/20.conf in restart_on")
+			})
+		}
+	}
+}
+
+// A process's timeout, given as a number of seconds or with its unit, reaches its step in
+// a form the step's module takes, in a removal as in a present run.
+func TestAProcessTimeoutReachesItsStep(t *testing.T) {
+	for _, state := range []string{"present", "absent"} {
+		for _, limit := range []any{20.0, "20s"} { // 20.0: a number as JSON decodes it
+			t.Run(fmt.Sprintf("%s, %v", state, limit), func(t *testing.T) {
+				var calls, procCalls []map[string]any
+				no := false
+				d := Deps{
+					Packages:  predicted(fakePredict{}, fakeModule(rpmexact.Spec(), &no, &calls)),
+					Files:     fakeModule(override.Spec(), &no, &calls),
+					Processes: fakeModule(lifecycle.Spec(), &no, &procCalls),
+					Predict:   fakePredict{},
+					Pending:   &fakePending{records: map[string]*durable.Pending{}},
+					Now:       func() (stamp.Stamp, error) { return stamp.Stamp{BootID: "b", Mono: 1}, nil },
+				}
+				args := demoArgs()
+				args["state"] = state
+				args["processes"] = []any{map[string]any{"unit": "demo", "timeout": limit}}
+				out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(d))
+				require.Nil(t, out["failed"], out["msg"])
+				require.Len(t, procCalls, 1)
+				assert.Equal(t, 20*time.Second, procCalls[0]["timeout"])
 			})
 		}
 	}

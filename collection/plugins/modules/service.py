@@ -497,12 +497,12 @@ name:
   type: str
 summary:
   description:
-    - What the run did, one line each - the packages that moved (C(packages: demo 1.0-1 → 2.0-1);
+    - "What the run did, one line each - the packages that moved (C(packages: demo 1.0-1 → 2.0-1);
       check mode C(packages: would change ...)), each process as its step's I(summary) says
       with a package trigger named with its move (C(demo.service: restart (package:demo 1.0-1 →
       2.0-1)), C(demo.service: nothing (converged)), C(demo.service: would reload
       (dropin:demo.service/20-level.conf))), a manager reload the service did itself, and the
-      rollback's readiness or outcome.
+      rollback's readiness or outcome."
     - The collection's action plugin prints each line as C([HOST] LINE) at the default
       verbosity (not for a no_log task), so the console says what happened without C(-v).
   returned: always

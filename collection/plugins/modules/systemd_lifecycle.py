@@ -436,10 +436,10 @@ unit:
   sample: demo.service
 summary:
   description:
-    - What this run did to the unit and why, in one line - C(UNIT: ACTIONS (WHY)), C(UNIT:
+    - "What this run did to the unit and why, in one line - C(UNIT: ACTIONS (WHY)), C(UNIT:
       nothing (converged)); in check mode C(UNIT: would ACTIONS (WHY)); after a failure, how
       far the run got. WHY names the triggers that changed (C(config:env)), a reaction due from
-      an earlier run, or C(was stopped) for a start.
+      an earlier run, or C(was stopped) for a start."
     - The collection's action plugin prints it as C([HOST] LINE) at the default verbosity
       (not for a no_log task).
   returned: always
@@ -494,7 +494,10 @@ reaction:
   type: str
   choices: [restart, reload, served, none, ignored]
 triggers:
-  description: The triggers that changed (their names, or where they came from such as C(restart_on[0])), and a pending reaction from an earlier run (a record this run wrote, as the service module does ahead of its steps, is not one).
+  description:
+    - The triggers that changed (their names, or where they came from such as C(restart_on[0])),
+      and a pending reaction from an earlier run (a record this run wrote, as the service module
+      does ahead of its steps, is not one).
   returned: always
   type: list
   elements: str

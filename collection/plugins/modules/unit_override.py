@@ -205,7 +205,7 @@ daemon_reload:
     - C(needed) when it left the reload to a later task (I(daemon_reload=false), or the
       daemon-reload failed); an entry in the manager-sync record on the target says so too.
     - C(none) when the content did not change.
-    - In check mode, what the real run would report, but C(planned) for C(performed): nothing
+    - In check mode, what the real run would report, but C(planned) for C(performed) - nothing
       was reloaded.
   returned: always
   type: str

@@ -248,7 +248,7 @@ def show_summary(task, host, result):
     default callback shows only ok/changed, and whether a process was reloaded, restarted
     or left alone is what a user of this collection needs to see without -v. Nothing is
     printed for a no_log task (its result is censored), so nothing of it leaks here."""
-    if task.no_log or (isinstance(result, dict) and result.get('_ansible_no_log')):
+    if getattr(task, 'no_log', False) or (isinstance(result, dict) and result.get('_ansible_no_log')):
         return
     for line in summary_lines(result):
         display.display('[%s] %s' % (host, line))
