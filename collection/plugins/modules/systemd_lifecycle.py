@@ -503,11 +503,11 @@ triggers:
   elements: str
 libraries:
   description:
-    - The unit's processes that map regular files replaced or deleted since they mapped them
+    - "The unit's processes that map regular files replaced or deleted since they mapped them
       (C(processes), by PID, each with its C(command) and at most 10 C(files) with the
       C(package) that owns each path now; C(more_files), C(more_processes) count the rest),
       and C(reaction) - C(restart) when I(restart_on) names C(libraries), else C(reported:
-      restart_on does not name libraries) or C(reported: RefuseManualStop=yes).
+      restart_on does not name libraries) or C(reported: RefuseManualStop=yes)."
     - C(manager) lists the service manager's (PID 1) own stale files; it is never acted on.
   returned: when a process of the unit, or the manager, maps a replaced file
   type: dict
