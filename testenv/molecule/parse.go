@@ -449,4 +449,3 @@ func strictDecode(where string, n *yaml.Node, v any) error {
 	}
 	return nil
 }
-
