@@ -15,7 +15,7 @@ import (
 	"github.com/richt/services/ee"
 )
 
-// The execution-environment rows (issue 33): the demo role on every target through AWX's
+// The execution-environment rows: the demo role on every target through AWX's
 // job path (ansible-runner transmit | worker in the EE's container | process), once with
 // one execution node (one worker for all targets, forks = all) and once with two (two
 // workers started together, half the inventory each, forks = half). A changed run (a new

@@ -1,6 +1,6 @@
 // Package service is the richt.services.service Ansible module: one whole service
-// (packages, owned unit files and drop-ins, processes) in one task and one process on the
-// target, from the three other modules' own steps.
+// (packages, configs, owned unit files and drop-ins, processes, and with rollback the last
+// good state) in one task and one process on the target; the work is pkg/service's.
 package service
 
 import (

@@ -1,5 +1,5 @@
-// Package configfile owns one config file a service reads (the service module's configs,
-// issue 31): written atomically, at its path only ever with its final mode and owner,
+// Package configfile owns one config file a service reads (the service module's
+// configs): written atomically, at its path only ever with its final mode and owner,
 // checked by an optional validator (on a copy root's alone) before it replaces the old
 // content, never through a link, never in a directory someone other than root and the
 // config's owner can write (a daemon's own directory, as Debian's /etc/redis redis:redis

@@ -2,10 +2,9 @@
 //
 // A registered result is passed to a later task (systemd_lifecycle's restart_on and
 // reload_on), and what that task concludes from it decides whether systemd's manager is
-// reloaded. That is a contract between modules, not a convention: when it was a
-// convention, the key `operation`, which rpm_exact and unit_override both happen to
-// return, came to mean "a package changed", and a changed drop-in made systemd_lifecycle
-// reload the manager "after a package change". So every key one module's result gives
+// reloaded. That is a contract between modules, not a convention: a key two modules both
+// happen to return (each meaning its own thing) must never be read as the other's. So
+// every key one module's result gives
 // another is declared here, once, typed ([Change]); modules write it by embedding Change
 // in their Result (encoding/json inlines the fields of an embedded struct), and readers
 // read a registered result only through [Read], which looks at these keys and no others.

@@ -221,7 +221,7 @@ type Pending struct {
 	// after At (a drop-in written after a package transaction whose scriptlet may have
 	// restarted the unit): an activation after At serves the restart, the reload only one
 	// after ReloadAt. Without it, stamping the whole record again for the reload turned the
-	// restart the scriptlet had served into a second one (issue 29).
+	// restart the scriptlet had served into a second one.
 	ReloadAt *stamp.Stamp `json:"reload_at,omitempty"`
 }
 

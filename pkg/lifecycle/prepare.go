@@ -166,7 +166,7 @@ func enableFirst(w Want, o Observation) Step {
 // triggers placed. NeedDaemonReload does not: it also turns yes for a drop-in written
 // after the transaction, whose own trigger carries its own reaction, and for a unit file
 // only when its whole-second mtime happens to be newer than the loaded one's, so it
-// repeated restarts a scriptlet had done (issue 29). On EL 9 and 10 the scriptlets reload
+// repeated restarts a scriptlet had done. On EL 9 and 10 the scriptlets reload
 // the manager before they restart (systemd-update-helper); a package that restarts
 // without a reload runs its new files with the unit definition it had before, as it
 // does without this module.

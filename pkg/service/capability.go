@@ -16,7 +16,7 @@ import (
 	"github.com/richt/services/pkg/wiring"
 )
 
-// The reload capability a process needs (SPEC 5, issue 31 item 4). systemd_lifecycle
+// The reload capability a process needs (SPEC 5). systemd_lifecycle
 // checks it in each process step, but a process step comes after the packages, the
 // configs and the files: a reload_on on a unit that cannot reload would leave a config
 // written and its reload recorded, owed by every later run (a reload is never turned into

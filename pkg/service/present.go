@@ -62,8 +62,7 @@ func (r *run) present(ctx context.Context) (err error) {
 			// restart: recorded before the next step, also when this one then failed.
 			// Stamped when the package's files were in place, not now: a scriptlet's
 			// restart inside the transaction (an EL %postun) served it, and a stamp taken
-			// after that restart had the process restart a second time (soak seeds
-			// 20261205 and 20261206, kill-supervisor; main 215764c).
+			// after that restart would have the process restart a second time.
 			placed := contract.Read(pkgRes).FilesPlaced
 			if rerr := r.recordAt(ahead, missed(ahead.pkg, pkgDue), true, placed); rerr != nil {
 				return rerr

@@ -141,7 +141,7 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		if err != nil {
 			// Once more: the rollback is what stands between the host and a service that
 			// stays down, and a step can fail for a moment's reason (the manager
-			// re-executing under it: soak seed 20261203, step 59, daemon-reexec). A last
+			// re-executing under it). A last
 			// good state that really cannot start fails twice and is reported so.
 			r.req.Warn("rollback: %s failed, tried once more: %v", step, err)
 			r.res.Plan = append(r.res.Plan, prefixed("rollback: "+step, stringsOf(res["plan"]))...)
