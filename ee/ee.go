@@ -28,12 +28,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/richt/services/pkg/lock"
 )
 
 // buildScript builds the base image (build.sh's header says how).
@@ -220,14 +221,16 @@ var suiteName = regexp.MustCompile(`^[a-z][a-z0-9.-]*$`)
 // Ensure returns the execution environment for the definition and the collection tarball,
 // building it when no image with its content key exists: the base from Debian packages when
 // none with its key exists either, then the collection's layer on it. Builds are serialised
-// across processes with a lock file, so parallel tests build once. Building needs root,
+// across processes with a lock (package lock: in a directory root's alone, never through a
+// link; not a name in the shared temporary directory, which any local user could have
+// made first, as a link or a file held forever), so parallel tests build once. Building needs root,
 // mmdebstrap and docker (.ci/setup-host installs them).
 func Ensure(ctx context.Context, o Options) (Image, error) {
-	return builder{docker: runDocker, dockerInput: runDockerInput, build: runBuild, lock: filepath.Join(os.TempDir(), "richt-ee-image.lock")}.ensure(ctx, o)
+	return builder{docker: runDocker, dockerInput: runDockerInput, build: runBuild, lock: lock.In(lock.Dir())}.ensure(ctx, o)
 }
 
 // builder is Ensure with its side effects as fields: docker commands, the build script,
-// the lock file's path.
+// the lock builds share.
 type builder struct {
 	// docker runs docker with the arguments and returns its standard output.
 	docker func(ctx context.Context, args ...string) ([]byte, error)
@@ -235,7 +238,19 @@ type builder struct {
 	dockerInput func(ctx context.Context, input []byte, args ...string) ([]byte, error)
 	// build runs build.sh with the arguments and returns its output.
 	build func(ctx context.Context, args ...string) ([]byte, error)
-	lock  string
+	lock  lock.Func
+}
+
+// buildLock is the name of the lock builds share (lock.Func).
+const buildLock = "ee-image"
+
+// lockBuild takes the build lock, waiting while another process holds it, until ctx ends.
+func (b builder) lockBuild(ctx context.Context) (func(), error) {
+	release, err := b.lock(ctx, buildLock)
+	if err != nil {
+		return nil, fmt.Errorf("take the EE build lock (another process may be building the image): %w", err)
+	}
+	return release, nil
 }
 
 func (b builder) ensure(ctx context.Context, o Options) (Image, error) {
@@ -308,7 +323,7 @@ func (b builder) tagLatest(ctx context.Context, img *Image, logf func(string, ..
 // process that dies between build and check leaves nothing a later call would trust. Once
 // the EE image is tagged, images of older keys are removed (prune).
 func (b builder) buildChecked(ctx context.Context, img *Image, suite string, coll Collection, o Options, logf func(string, ...any)) error {
-	unlock, err := lockFile(ctx, b.lock)
+	unlock, err := b.lockBuild(ctx)
 	if err != nil {
 		return err
 	}

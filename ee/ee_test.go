@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/richt/services/pkg/lock"
 )
 
 // Every part of the requirements shapes the image or what it is held to: changing any one
@@ -90,7 +92,7 @@ func (s *script) run(argv []string) ([]byte, error) {
 	return []byte(c.out), c.err
 }
 
-func (s *script) builder(lock string) builder {
+func (s *script) builder(dir string) builder {
 	return builder{
 		docker: func(_ context.Context, args ...string) ([]byte, error) {
 			return s.run(append([]string{"docker"}, args...))
@@ -105,7 +107,7 @@ func (s *script) builder(lock string) builder {
 		build: func(_ context.Context, args ...string) ([]byte, error) {
 			return s.run(append([]string{"build"}, args...))
 		},
-		lock: lock,
+		lock: lock.In(dir),
 	}
 }
 
@@ -243,7 +245,7 @@ func TestEnsure(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := &script{t: t, calls: c.calls}
 			var log strings.Builder
-			img, err := s.builder(filepath.Join(dir, "lock")).ensure(context.Background(), Options{Definition: def, Collection: tarball, Latest: c.latest, Log: &log})
+			img, err := s.builder(dir).ensure(context.Background(), Options{Definition: def, Collection: tarball, Latest: c.latest, Log: &log})
 			assert.Equal(t, len(c.calls), s.n, "commands made")
 			for _, l := range c.log {
 				assert.Contains(t, log.String(), l)
@@ -268,7 +270,7 @@ func TestEnsure(t *testing.T) {
 			assert.Equal(t, map[string]string{"ansible-core": "2.19.11-1", "python3-ansible-runner": "2.4.1-1"}, img.Versions)
 		})
 	}
-	_, err = (&script{t: t}).builder(filepath.Join(dir, "lock")).ensure(context.Background(), Options{Definition: def, Collection: tarball, Suite: "trixie;reboot"})
+	_, err = (&script{t: t}).builder(dir).ensure(context.Background(), Options{Definition: def, Collection: tarball, Suite: "trixie;reboot"})
 	assert.ErrorContains(t, err, `suite "trixie;reboot": not a Debian suite name`)
 }
 
@@ -337,34 +339,40 @@ func running(pid int) bool {
 	return !strings.HasPrefix(after, "Z")
 }
 
-// Waiting for the build lock ends with the context, while another holder keeps it; once
-// released, the lock is taken.
-func TestLockFileHonoursContext(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "lock")
-	unlock, err := lockFile(context.Background(), path)
+// The build lock is package lock's: a file in a directory root's alone, never opened
+// through a link (a name in the shared temporary directory could be anyone's link, or
+// a file another user holds locked forever), and waiting for it ends with the context.
+func TestTheBuildLockIsNeverALinkAndHonoursContext(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "shadow")
+	require.NoError(t, os.WriteFile(target, []byte("root:secret\n"), 0o600))
+	require.NoError(t, os.Symlink(target, filepath.Join(dir, buildLock+".lock")))
+	b := (&script{t: t}).builder(dir)
+	_, err := b.lockBuild(context.Background())
+	assert.ErrorContains(t, err, "take the EE build lock")
+	assert.ErrorContains(t, err, "too many levels of symbolic links")
+	got, rerr := os.ReadFile(target)
+	require.NoError(t, rerr)
+	assert.Equal(t, "root:secret\n", string(got), "nothing written through the link")
+
+	open := t.TempDir()
+	require.NoError(t, os.Chmod(open, 0o777))
+	_, err = (&script{t: t}).builder(open).lockBuild(context.Background())
+	assert.ErrorContains(t, err, "writable by group or others")
+
+	b = (&script{t: t}).builder(t.TempDir())
+	unlock, err := b.lockBuild(context.Background())
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		u, err := lockFile(ctx, path)
-		if err == nil {
-			u()
-		}
-		done <- err
-	}()
-	time.Sleep(2 * lockPoll) // it is waiting, not holding
 	cancel()
-	select {
-	case err := <-done:
-		assert.ErrorIs(t, err, context.Canceled)
-		assert.ErrorContains(t, err, "another process is building the image")
-	case <-time.After(60 * time.Second):
-		t.Fatal("lockFile did not return after cancel")
-	}
+	_, err = b.lockBuild(ctx)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, lock.ErrHeld)
+	assert.ErrorContains(t, err, "another process may be building the image")
 	unlock()
-	unlock2, err := lockFile(context.Background(), path)
+	unlock, err = b.lockBuild(context.Background())
 	require.NoError(t, err)
-	unlock2()
+	unlock()
 }
 
 func TestImageSummary(t *testing.T) {

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -81,34 +79,6 @@ func runScript(ctx context.Context, bashArgs ...string) ([]byte, error) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // ESRCH when all ended as asked
 	}
 	return out, err
-}
-
-// lockPoll is how often lockFile tries a lock another process holds.
-const lockPoll = 250 * time.Millisecond
-
-// lockFile takes an exclusive flock on path, waiting while another process holds it, until
-// ctx ends: a blocking flock could not be cancelled.
-func lockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", path, err)
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("wait for lock %s (another process is building the image): %w", path, ctx.Err())
-		case <-time.After(lockPoll):
-		}
-	}
 }
 
 func tail(s string, n int) string {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"reflect"
-	"strings"
 
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/rootpath"
@@ -122,11 +121,12 @@ func (d Deps) carry(ctx context.Context, p Plan, s Step, full string, place *dir
 }
 
 // write puts the content beside the path in a file root's alone (0600), has the validator
-// check it there, only then gives it its final owner and mode, and renames it into place
-// once the temporary file is proven still the one written (before the validator and right
-// before the rename: the config's owner may write the directory and rename or replace the
-// file, though not write to it). Whatever fails before the rename removes the temporary
-// file and leaves the path as it was.
+// check a copy of it in ValidateDir, and renames it into place once it is proven still the
+// one written and still holding the content (the config's owner may write the directory
+// and rename or replace the file, though not write to it). Only once the path is proven
+// to hold it does the file get its final owner and mode, through its descriptor: before,
+// the owner could have rewritten the validated bytes. Whatever fails before the rename
+// removes the temporary file and leaves the path as it was.
 func (d Deps) write(ctx context.Context, w Want, place *dir) (err error) {
 	tmp, err := place.create(w)
 	if err != nil {
@@ -138,45 +138,14 @@ func (d Deps) write(ctx context.Context, w Want, place *dir) (err error) {
 		}
 	}()
 	if len(w.Validate) > 0 {
-		if err := tmp.same(); err != nil {
+		if err := d.validate(ctx, w); err != nil {
 			return fmt.Errorf("%s %w: %w", w.Path, atomicfile.ErrNotReplaced, err)
 		}
-		if err := d.validate(ctx, w, tmp.full()); err != nil {
-			return fmt.Errorf("%s %w: %w", w.Path, atomicfile.ErrNotReplaced, err)
-		}
-	}
-	if err := tmp.finish(w); err != nil {
-		return fmt.Errorf("%s %w: %w", w.Path, atomicfile.ErrNotReplaced, err)
 	}
 	if err := d.beforeReplace(w.Path); err != nil {
 		return err
 	}
-	return tmp.replace(w.Path, path.Base(w.Path))
-}
-
-// validate runs the validator on the new content at tmp, under ctx (the step's deadline).
-// Its output is the user's best hint, but a validator may quote the content it refused:
-// for a sensitive config the output is withheld.
-func (d Deps) validate(ctx context.Context, w Want, tmp string) error {
-	argv := make([]string, len(w.Validate))
-	for i, a := range w.Validate {
-		argv[i] = strings.ReplaceAll(a, Placeholder, tmp)
-	}
-	res, err := d.Runner.Run(ctx, argv...)
-	if err != nil {
-		return fmt.Errorf("%w: %q did not finish: %w", ErrValidation, argv, err)
-	}
-	if res.ExitCode == 0 {
-		return nil
-	}
-	out := res.Output()
-	switch {
-	case w.Sensitive:
-		out = "output hidden: sensitive"
-	case out == "":
-		out = "no output"
-	}
-	return fmt.Errorf("%w: %q exited %d: %s", ErrValidation, argv, res.ExitCode, out)
+	return tmp.replace(w, d.renamed)
 }
 
 // beforeReplace runs Deps.BeforeReplace; its failure leaves p as it was.

@@ -317,12 +317,11 @@ func TestDirectoryTrust(t *testing.T) {
 	}
 }
 
-// The validator runs as root on the temporary file, so that file stays root's alone
-// (0600, owned by root) until validated: a config's owner who could write it could
-// change what root validates (nginx's load_module, haproxy's lua-load) and installs.
-// The validator here is a real command that fails unless it sees root:0600; the file
-// installed has its final owner and mode.
-func TestValidatorSeesRootsPrivateTemporaryFile(t *testing.T) {
+// The validator runs as root on a copy of the new content root's alone (0600 in a 0700
+// directory of root's): a config's owner who could write or swap it could change what
+// root validates (nginx's load_module, haproxy's lua-load). The validator here is a real
+// command that fails unless it sees that; the file installed has its final owner and mode.
+func TestValidatorSeesARootOnlyCopy(t *testing.T) {
 	needsRoot(t)
 	for _, c := range []struct {
 		name             string
@@ -341,7 +340,7 @@ func TestValidatorSeesRootsPrivateTemporaryFile(t *testing.T) {
 			dir := filepath.Join(root, "etc/app")
 			require.NoError(t, os.Chown(dir, c.dirUID, c.dirGID))
 			require.NoError(t, os.Chmod(dir, c.dirMode))
-			cfg := site(`sh -c 'm=$(stat -c %u:%a "$1"); [ "$m" = 0:600 ] || { echo "validated as $m"; exit 1; }' check %s`)
+			cfg := site(`sh -c 'm=$(stat -c %u:%a "$1" "${1%/*}"); [ "$m" = "$(printf "0:600\n0:700")" ] || { echo "validated as $m"; exit 1; }' check %s`)
 			cfg.Owner, cfg.Group, cfg.Mode = c.owner, c.group, c.mode
 			d := Deps{Runner: runner.Exec{}, Root: root}
 			plan, err := d.Plan(context.Background(), cfg)

@@ -18,6 +18,9 @@ type Config struct {
 	// Index is the entry's place in configs, for messages naming the parameter
 	// (configs[2].path).
 	Index int
+	// Origin, when set, names the entry in messages instead of configs[Index]: a file a
+	// rollback puts back is no entry of the task's configs.
+	Origin string
 	// Name is what reactions refer to (config:NAME); messages name the config by it.
 	Name    string
 	Path    string
@@ -31,6 +34,13 @@ type Config struct {
 	Validate string
 	// Absent: the file must not exist (state absent).
 	Absent bool
+	// RootOnly: what the file says root runs (the service sets it for a config under
+	// systemd's unit directories, where an ExecStartPre= is a command root runs), so it
+	// gets the unit files' rule, not a daemon's config's: its owner is root, and every
+	// directory above it is root's and writable by neither group nor others
+	// (safefile.Dir.Insecure). A daemon's user who could write it, or its directory, could
+	// have root run anything.
+	RootOnly bool
 	// Timeout is the deadline of the caller's step for this config (its Plan and its
 	// Apply, the validator included); configfile runs under the context it is given and
 	// does not read it. 0: the caller's default.
@@ -43,7 +53,12 @@ type Config struct {
 }
 
 // param names one of the entry's parameters.
-func (c Config) param(field string) string { return fmt.Sprintf("configs[%d].%s", c.Index, field) }
+func (c Config) param(field string) string {
+	if c.Origin != "" {
+		return fmt.Sprintf("%s (%s)", c.Origin, field)
+	}
+	return fmt.Sprintf("configs[%d].%s", c.Index, field)
+}
 
 // Check refuses what no observation is needed for: a path that is not absolute and
 // clean, a mode that others could write through, a validator without Placeholder or with
@@ -70,6 +85,13 @@ func (c Config) check() ([]string, error) {
 	if err := safefile.CheckMode(c.param("mode"), c.Mode, "config file"); err != nil {
 		return nil, err
 	}
+	if c.RootOnly && !c.Absent {
+		switch c.Owner {
+		case "", "root", "0":
+		default:
+			return nil, rootOnlyOwnerErr(c.param("owner"), c.Path, fmt.Sprintf("%q", c.Owner))
+		}
+	}
 	if c.Validate == "" {
 		return nil, nil
 	}
@@ -86,6 +108,11 @@ func (c Config) check() ([]string, error) {
 		}
 	}
 	return nil, fmt.Errorf("%s: %q has no %s for the new content's path (for example %q); the validator would not check the new file", c.param("validate"), c.Validate, Placeholder, argv[0]+" "+Placeholder)
+}
+
+// rootOnlyOwnerErr refuses owner, not root, for the RootOnly config at p.
+func rootOnlyOwnerErr(param, p, owner string) error {
+	return fmt.Errorf("%s: %s is not root, and %s is under systemd's unit directories, where a file says what systemd runs as root: its owner could make root run anything (an ExecStartPre=); such a config is root's, as a unit file is: give owner root or leave it out; nothing was written", param, owner, p)
 }
 
 // checkPath says why p is not an absolute, clean path to a file, or nil.

@@ -1,17 +1,22 @@
 // Package configfile owns one config file a service reads (the service module's
-// configs): written atomically, at its path only ever with its final mode and owner,
-// checked by an optional validator (on a copy root's alone) before it replaces the old
-// content, never through a link, never in a directory someone other than root and the
-// config's owner can write (a daemon's own directory, as Debian's /etc/redis redis:redis
-// 2770, is trusted; root's directory writable by the config's group, or one others can
-// write, never is), never into a directory it would have to invent, and removed (state
-// absent) as exactly its path and nothing beside it.
+// configs): written atomically, at its path never with looser attributes than its final
+// ones, checked by an optional validator (on a copy in a directory root's alone,
+// ValidateDir) before it replaces the old content, never through a link, never in a
+// directory someone other than root and the config's owner can write (a daemon's own
+// directory, as Debian's /etc/redis redis:redis 2770, is trusted; root's directory
+// writable by the config's group, or one others can write, never is; under systemd's unit
+// directories only root's, Config.RootOnly), never into a directory it would have to
+// invent, and removed (state absent) as exactly its path and nothing beside it.
 //
-// Since the config's owner may write its directory, Apply changes the file only through
-// the directory opened from the root without following a link and checked again on what
-// it opened, creates the temporary file exclusively there, and renames it only while its
-// name still holds the file it wrote (device and inode, checked before the validator and
-// right before the rename): the content validated is the content installed.
+// Since the config's owner may write its directory (and nothing that user does may make
+// root read, write or install what it should not), Apply changes the file only
+// through the directory opened from the root without following a link and checked again
+// on what it opened, creates the temporary file exclusively there, root's alone (0600),
+// hands the validator a copy in ValidateDir (a name in the config's directory could be
+// swapped under the validator), reads the temporary file back through its descriptor and
+// renames it only while its name still holds it (device and inode), checks that the path
+// then holds it, and only then gives it its owner and mode through the descriptor: the
+// content validated is the content installed, and a swap is a loud failure.
 //
 // A run is [Deps.Plan] (the parameters checked, owner and group resolved through NSS,
 // [Observe] of the file and every directory above it, then the pure [Decide]; reads only)

@@ -1,8 +1,10 @@
 package configfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -24,8 +26,8 @@ import (
 // path looked up again would then lead elsewhere.
 type dir struct {
 	f *os.File
-	// path is the directory on the target, for messages; full is it below Deps.Root.
-	path, full string
+	// path is the directory on the target, for messages.
+	path string
 }
 
 // openDir opens the directory of w.Path below root; f is the config's file as observed
@@ -36,7 +38,7 @@ func openDir(root string, w Want, f File) (_ *dir, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: open /: %w", label(w.Name, w.Path), err)
 	}
-	d := &dir{f: os.NewFile(uintptr(fd), "/"), path: "/", full: rootpath.Join(root, "/")}
+	d := &dir{f: os.NewFile(uintptr(fd), "/"), path: "/"}
 	defer func() {
 		if err != nil {
 			d.close()
@@ -55,7 +57,7 @@ func openDir(root string, w Want, f File) (_ *dir, err error) {
 			return nil, d.openErr(w, name, next, err)
 		}
 		d.close()
-		d.f, d.path, d.full = os.NewFile(uintptr(nfd), next), next, rootpath.Join(root, next)
+		d.f, d.path = os.NewFile(uintptr(nfd), next), next
 		if err := d.trusted(w, f); err != nil {
 			return nil, err
 		}
@@ -162,21 +164,22 @@ func (d *dir) remove(base string) error {
 
 // temp is a config's new content beside it in d, held open: the file this run created,
 // told from any other put at its name since by device and inode (an open file's inode is
-// not reused). It is root's alone (0600) until finish gives it its final attributes.
+// not reused). It is root's alone (0600) until handOver gives it its final attributes, once
+// it is at the config's path.
 type temp struct {
 	d    *dir
 	name string
 	f    *os.File
-	// done: discarded or renamed; the descriptor is closed.
+	// done: discarded or renamed; the descriptor is closed (after a rename, once replace
+	// has handed the file over through it).
 	done bool
 }
 
 // create writes w's content to a new temporary file in d, named as atomicfile names a
 // path's (a killed run's leftover is Stale): created exclusively and never through a
-// link, root's with mode 0600, written and synced. It stays root's while the validator,
-// run as root, reads it: a config's owner who could write it could change what root
-// validates (nginx's load_module runs code) and what is installed. An error leaves
-// nothing behind.
+// link, root's with mode 0600, written and synced. It stays root's until it is at the
+// config's path: a config's owner who could write it could change the content after the
+// validator (run on a copy, ValidateDir) accepted it. An error leaves nothing behind.
 func (d *dir) create(w Want) (*temp, error) {
 	prefix := atomicfile.TempPrefix(w.Path)
 	for range 100 {
@@ -208,47 +211,73 @@ func (t *temp) fill(content []byte) error {
 	return nil
 }
 
-// finish gives the validated temporary file, through its descriptor, w's owner, then its
-// mode (chown may clear set-id bits), and syncs them: the file appears at the config's
-// path only with its final attributes, never with looser ones.
-func (t *temp) finish(w Want) error {
+// handOver gives the temporary file, through its descriptor, w's owner, then its mode
+// (chown may clear set-id bits), and syncs them. It runs once the file is at the config's
+// path with its final content: until then the file is root's alone, so the owner, who
+// may write it afterwards, cannot change what was validated before it is installed.
+func (t *temp) handOver(w Want) error {
 	if err := t.f.Chown(w.UID, w.GID); err != nil {
-		return fmt.Errorf("set owner of %s: %w", t.f.Name(), err)
+		return fmt.Errorf("set owner of %s: %w", w.Path, err)
 	}
 	if err := t.f.Chmod(w.Mode); err != nil {
-		return fmt.Errorf("set mode of %s: %w", t.f.Name(), err)
+		return fmt.Errorf("set mode of %s: %w", w.Path, err)
 	}
 	if err := t.f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", t.f.Name(), err)
+		return fmt.Errorf("sync %s: %w", w.Path, err)
 	}
 	return nil
 }
 
-// full is the temporary file's path below Deps.Root: what the validator reads.
-func (t *temp) full() string { return path.Join(t.d.full, t.name) }
+// holds refuses a temporary file whose content is not content, read through its
+// descriptor: only root could have written it, but what is renamed into place must be
+// what was validated, not what it was believed to be.
+func (t *temp) holds(content []byte) error {
+	buf := make([]byte, len(content)+1)
+	n, err := t.f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read back %s: %w", t.f.Name(), err)
+	}
+	if !bytes.Equal(buf[:n], content) {
+		return fmt.Errorf("the temporary file %s no longer holds the content validated: the new content is not installed", t.f.Name())
+	}
+	return nil
+}
 
 // same refuses a temporary file that is no longer the one create made: its name now
 // holds another file (or none), which whoever can write the directory put there.
 func (t *temp) same() error {
-	var at, own unix.Stat_t
-	err := unix.Fstatat(t.d.fd(), t.name, &at, unix.AT_SYMLINK_NOFOLLOW)
-	if err == nil {
-		err = unix.Fstat(int(t.f.Fd()), &own)
-	}
-	if err == nil && at.Mode&unix.S_IFMT == unix.S_IFREG && at.Dev == own.Dev && at.Ino == own.Ino {
+	if t.at(t.name) {
 		return nil
 	}
-	why := "another file is at its name"
-	if err != nil {
-		why = err.Error()
-	}
-	return fmt.Errorf("the temporary file %s was replaced while being written (%s; whoever can write %s can do that): the new content is not installed", t.f.Name(), why, t.d.path)
+	return fmt.Errorf("the temporary file %s was replaced while being written (another file, or none, is at its name; whoever can write %s can do that): the new content is not installed", t.f.Name(), t.d.path)
 }
 
-// replace renames the temporary file over base once more proven the one create made, and
-// syncs the directory. An error before the rename removes the temporary file (when it is
-// still this run's) and wraps atomicfile.ErrNotReplaced, naming target.
-func (t *temp) replace(target, base string) error {
+// at reports whether name in the directory is, without following a link, the regular
+// file create made: the same device and inode as the descriptor held (an open file's
+// inode is not reused).
+func (t *temp) at(name string) bool {
+	var at, own unix.Stat_t
+	if err := unix.Fstatat(t.d.fd(), name, &at, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return false
+	}
+	if err := unix.Fstat(int(t.f.Fd()), &own); err != nil {
+		return false
+	}
+	return at.Mode&unix.S_IFMT == unix.S_IFREG && at.Dev == own.Dev && at.Ino == own.Ino
+}
+
+// replace renames the temporary file over w's path once more proven the one create made
+// and holding w's content, checks that the path then holds it, hands it over (handOver)
+// and syncs the directory. renamed, when set, runs right after the rename (tests). An
+// error before the rename removes the temporary file (when it is still this run's) and
+// wraps atomicfile.ErrNotReplaced. Another file at the path right after the rename (the
+// directory's writer swapped names between the check and the rename, or just after it)
+// fails loudly: the path changed, but not to this run's file, which is not handed over.
+func (t *temp) replace(w Want, renamed func()) error {
+	target, base := w.Path, path.Base(w.Path)
+	if err := t.holds(w.Content); err != nil {
+		return fmt.Errorf("%s %w: %w", target, atomicfile.ErrNotReplaced, errors.Join(err, t.discard()))
+	}
 	if err := t.same(); err != nil {
 		return fmt.Errorf("%s %w: %w", target, atomicfile.ErrNotReplaced, errors.Join(err, t.discard()))
 	}
@@ -256,7 +285,16 @@ func (t *temp) replace(target, base string) error {
 		return fmt.Errorf("%s %w: rename %s: %w", target, atomicfile.ErrNotReplaced, t.f.Name(), errors.Join(err, t.discard()))
 	}
 	t.done = true
-	_ = t.f.Close()
+	defer t.f.Close()
+	if renamed != nil {
+		renamed()
+	}
+	if !t.at(base) {
+		return fmt.Errorf("%s was replaced by another file right as it was renamed into place (whoever can write %s can do that): the path does not hold the content validated, and the file written (root's, mode 0600) was not handed to its owner; nothing run by this task may trust %s now: look at what it holds", target, t.d.path, target)
+	}
+	if err := t.handOver(w); err != nil {
+		return fmt.Errorf("%s replaced, but %w", target, err)
+	}
 	if err := t.d.sync(); err != nil {
 		// Replaced, but the rename may not survive a crash: not "unchanged".
 		return fmt.Errorf("%s replaced, but %w", target, err)

@@ -3,6 +3,7 @@ package configfile
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/richt/services/pkg/ansible"
@@ -25,6 +26,10 @@ type Deps struct {
 	// processes, so a run killed after the move leaves it due. An error stops the step
 	// with nothing replaced.
 	BeforeReplace func() error
+
+	// renamed, when set, runs right after a write's rename, before the check that the
+	// path holds the file written: tests put another file there.
+	renamed func()
 }
 
 // Want is what the task asks for, resolved: owner and group as ids, the validator split.
@@ -35,6 +40,8 @@ type Want struct {
 	Mode       os.FileMode
 	UID, GID   int
 	Sensitive  bool
+	// RootOnly is Config.RootOnly: the owner is root and the directories are root's alone.
+	RootOnly bool
 	// Validate is the validator's argv, with Placeholder in at least one word; nil for none.
 	Validate []string
 }
@@ -66,7 +73,8 @@ type Step string
 // The steps, in the order a plan holds them:
 //   - remove-stale removes temporary files a killed run left (no change of the file);
 //   - write writes the content to a temporary file beside the path (root's, 0600), runs
-//     the validator on it, gives it its final owner and mode, and renames it over the path;
+//     the validator on a copy in ValidateDir, renames the file over the path and then
+//     gives it its final owner and mode;
 //   - chown and chmod give a file whose content is right its owner and group, its mode;
 //   - remove removes the path, and nothing else.
 const (
@@ -82,7 +90,7 @@ const (
 // observes the path and decides; it changes nothing. With an error, the plan is as far as
 // it got, with no steps.
 func (d Deps) Plan(ctx context.Context, c Config) (Plan, error) {
-	w := Want{Name: c.Name, Path: c.Path, Present: !c.Absent, Content: []byte(c.Content), Mode: c.Mode, Sensitive: c.Sensitive}
+	w := Want{Name: c.Name, Path: c.Path, Present: !c.Absent, Content: []byte(c.Content), Mode: c.Mode, Sensitive: c.Sensitive, RootOnly: c.RootOnly}
 	p := Plan{Want: w}
 	var err error
 	if !c.checked {
@@ -100,6 +108,10 @@ func (d Deps) Plan(ctx context.Context, c Config) (Plan, error) {
 		}
 		if w.GID, err = safefile.GID(ctx, d.Runner, c.param("group"), group); err != nil {
 			return p, err
+		}
+		if w.RootOnly && w.UID != 0 {
+			// A name Check let through (root's) that resolves to another uid.
+			return p, rootOnlyOwnerErr(c.param("owner"), c.Path, fmt.Sprintf("%q (uid %d)", owner, w.UID))
 		}
 	}
 	p.Want = w

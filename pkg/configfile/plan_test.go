@@ -89,9 +89,10 @@ func needsRoot(t *testing.T) {
 }
 
 // strictRunner is a runner.Runner that fails the test on a command its plan does not
-// name: only the validator of a plan that writes, with the temporary file Apply wrote
-// (Write's name pattern, beside the path) holding the new content, still root's alone
-// (0600, owned by this process, root): the config's owner gets it only after validation.
+// name: only the validator of a plan that writes, with a copy of the new content in a
+// directory of root's own below ValidateDir (never the temporary file beside the path,
+// whose directory the config's owner may write), named as the config, root's alone (0600
+// in a 0700 directory, owned by this process, root).
 type strictRunner struct {
 	t     *testing.T
 	plan  Plan
@@ -110,9 +111,9 @@ func (r *strictRunner) Run(_ context.Context, argv ...string) (runner.Result, er
 	require.Len(r.t, argv, len(w.Validate))
 	var tmp string
 	for i, a := range w.Validate {
-		re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(a), Placeholder, `(/\S*/etc/app/\.site\.conf\.richt-[0-9]+)`) + "$")
+		re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(a), Placeholder, `(/\S*/run/richt/validate/run-[0-9]+/site\.conf)`) + "$")
 		m := re.FindStringSubmatch(argv[i])
-		require.NotNil(r.t, m, "argv[%d] %q: %q with the temporary file for %s", i, argv[i], a, Placeholder)
+		require.NotNil(r.t, m, "argv[%d] %q: %q with the validator's copy for %s", i, argv[i], a, Placeholder)
 		if len(m) > 1 {
 			tmp = m[1]
 		}
@@ -125,6 +126,12 @@ func (r *strictRunner) Run(_ context.Context, argv ...string) (runner.Result, er
 	assert.Equal(r.t, os.FileMode(0o600), safefile.Perm(fi), "mode 0600 while validated")
 	st := fi.Sys().(*syscall.Stat_t)
 	assert.Equal(r.t, os.Geteuid(), int(st.Uid), "owned by root while validated")
+	for _, dir := range []string{filepath.Dir(tmp), filepath.Dir(filepath.Dir(tmp))} {
+		fi, err := os.Lstat(dir)
+		require.NoError(r.t, err)
+		assert.Equal(r.t, os.ModeDir|0o700, fi.Mode(), "%s is root's alone", dir)
+		assert.Equal(r.t, os.Geteuid(), int(fi.Sys().(*syscall.Stat_t).Uid), "%s is root's", dir)
+	}
 	return runner.Result{Argv: argv, ExitCode: r.rc}, nil
 }
 

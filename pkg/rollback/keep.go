@@ -208,10 +208,28 @@ func (k Keeper) Ensure(ctx context.Context, nevras []string, check bool) (missin
 	return missing, nil
 }
 
-// found is one build keep.py found: the repository, and in fetch mode the file.
+// found is one build keep.py found: the repository, and in fetch mode the file and
+// whether its signature was checked (the repository has gpgcheck on).
 type found struct {
-	Repo string `json:"repo"`
-	Path string `json:"path"`
+	Repo     string `json:"repo"`
+	Path     string `json:"path"`
+	GPGCheck bool   `json:"gpgcheck"`
+}
+
+// gpgMarkSuffix names the file beside a kept build that says its repository had gpgcheck
+// on when it was kept (its signature checked then): a rollback installs it with DNF's
+// check of local packages on, so a file that is not what was checked is refused.
+const gpgMarkSuffix = ".gpgcheck"
+
+// GPGCheck reports whether the build was kept from a repository with gpgcheck on, so
+// that installing it again must check its signature too.
+func (k Keeper) GPGCheck(nevra string) bool {
+	p := k.Path(nevra)
+	if p == "" {
+		return false
+	}
+	fi, err := os.Lstat(p + gpgMarkSuffix)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // answer is keep.py's output.
@@ -375,6 +393,17 @@ func (k Keeper) adopt(builds []build, found map[string]found) (err error) {
 			return fmt.Errorf("keep %s from repository %s: %s is not a non-empty regular file (%s, %d bytes)",
 				b.nevra, f.Repo, f.Path, fi.Mode().Type(), fi.Size())
 		}
+		// The mark first: a kill between leaves a mark without its build (fetched again,
+		// the mark rewritten), never a build from a gpgcheck repository without its mark.
+		mark := k.Path(b.nevra) + gpgMarkSuffix
+		if f.GPGCheck {
+			err = atomicfile.Write(mark, nil, atomicfile.Options{Mode: 0o600, UID: -1, GID: -1})
+		} else if err = os.Remove(mark); errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+		if err != nil {
+			return fmt.Errorf("keep %s from repository %s: %w", b.nevra, f.Repo, err)
+		}
 		if err := os.Rename(f.Path, k.Path(b.nevra)); err != nil {
 			return fmt.Errorf("keep %s from repository %s: %w", b.nevra, f.Repo, err)
 		}
@@ -423,7 +452,8 @@ func (k Keeper) Prune(keep []string) error {
 	removed := false
 	for _, e := range entries {
 		name := e.Name()
-		if !(strings.HasSuffix(name, ".rpm") && !want[name]) && !isKeptTemp(name) {
+		build := strings.TrimSuffix(name, gpgMarkSuffix)
+		if !(strings.HasSuffix(build, ".rpm") && !want[build]) && !isKeptTemp(name) {
 			continue
 		}
 		// Only files and links are the Keeper's; a directory is someone else's.

@@ -7,7 +7,15 @@
 # synced; keep.go renames it into place. The answer is one JSON object on the last stdout
 # line that starts with MARKER, so whatever DNF or a plugin prints cannot break it:
 #   {"found": {NEVRA: {"repo": ID, "path": TEMPORARY FILE or ""}}, "missing": [NEVRA, ...]}
-# or {"error": MESSAGE} with a non-zero exit.
+# or {"error": MESSAGE} with a non-zero exit. A found build also says whether its
+# repository has gpgcheck on ("gpgcheck": true): its signature was then checked here as
+# DNF checks it before installing from that repository (the key imported from the
+# repository's gpgkey as `dnf -y` would), and a build it refuses (unsigned, a bad or
+# unknown signature) is an error, never kept: a rollback installs the kept file as a local
+# package, which DNF does not check unless told to.
+#
+# Check mode writes nothing: the repositories' metadata goes to a temporary cache
+# directory, removed when the script ends, not to DNF's cache.
 #
 # DNF 4's Python API, because targets have no `dnf download` (dnf-plugins-core) and
 # `dnf reinstall --downloadonly --downloaddir` copies nothing from file:// repositories.
@@ -19,6 +27,7 @@ import os
 import random
 import shutil
 import sys
+import tempfile
 
 MARKER = "RICHT-KEEP-RESULT "
 KEYS = ("nevra", "name", "epoch", "version", "release", "arch", "file")
@@ -79,8 +88,10 @@ def lookup(base, builds):
     return found, missing
 
 
-def read_repos(base):
+def read_repos(base, cachedir=None):
     base.conf.read()
+    if cachedir:
+        base.conf.cachedir = cachedir
     # The CLI reads /etc/dnf/vars; an API script has to ask (older DNF 4 has no varsdir).
     subst = base.conf.substitutions
     if hasattr(subst, "update_from_etc"):
@@ -118,6 +129,33 @@ def copy_into(src, dest, name):
     return tmp
 
 
+class Refused(Exception):
+    """A build DNF would not install from its repository: its message is the answer."""
+
+
+def check_signature(base, pkg, nevra):
+    """Checks pkg's signature when its repository has gpgcheck on, as DNF does before it
+    installs from there; returns whether it was checked. Raises when DNF would refuse it."""
+    if not getattr(pkg.repo, "gpgcheck", False):
+        return False
+    code, msg = base.package_signature_check(pkg)
+    if code == 1:
+        # The signing key is not in rpm's keyring yet: imported from the repository's
+        # gpgkey as `dnf -y install` does (DNF verifies it is the key the package names).
+        try:
+            base._get_key_for_package(pkg, askcb=lambda *a: True, fullaskcb=lambda *a: True)
+        except Exception as e:
+            msg = "%s; its key could not be imported from the repository's gpgkey: %s" % (msg, e)
+        else:
+            code, msg = base.package_signature_check(pkg)
+    if code != 0:
+        raise Refused(
+            "%s from repository %s, which has gpgcheck on, fails DNF's signature check (%s): DNF "
+            "would not install it from there, so it is not kept for a rollback to install"
+            % (nevra, pkg.reponame, (msg or "not signed").strip()))
+    return True
+
+
 def fetch(base, found, files, dest):
     base.download_packages(list(found.values()))
     out, made = {}, []
@@ -133,9 +171,10 @@ def fetch(base, found, files, dest):
             if not pkg.verifyLocalPkg():
                 raise RuntimeError("%s from repository %s: %s does not match the repository's checksum"
                                    % (nevra, pkg.reponame, path))
+            gpgcheck = check_signature(base, pkg, nevra)
             tmp = copy_into(path, dest, files[nevra])
             made.append(tmp)
-            out[nevra] = {"repo": pkg.reponame, "path": tmp}
+            out[nevra] = {"repo": pkg.reponame, "path": tmp, "gpgcheck": gpgcheck}
     except BaseException:
         for tmp in made:
             os.unlink(tmp)
@@ -152,8 +191,9 @@ def main(args):
     except ImportError as e:
         answer({"error": "%s cannot import dnf (DNF 4's Python API): %s" % (sys.executable, e)}, 1)
     base = dnf.Base()
+    cachedir = tempfile.mkdtemp(prefix="richt-keep-check-") if mode == "check" else None
     try:
-        read_repos(base)
+        read_repos(base, cachedir)
         found, missing = lookup(base, builds)
         if mode == "fetch" and found:
             files = dict((b["nevra"], b["file"]) for b in builds)
@@ -163,10 +203,14 @@ def main(args):
         answer({"found": out, "missing": missing}, 0)
     except SystemExit:
         raise
+    except Refused as e:
+        answer({"error": str(e)}, 1)
     except Exception as e:
         answer({"error": "%s: %s" % (type(e).__name__, e)}, 1)
     finally:
         base.close()
+        if cachedir:
+            shutil.rmtree(cachedir, ignore_errors=True)
 
 
 main(sys.argv[1:])

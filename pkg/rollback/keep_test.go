@@ -3,9 +3,11 @@ package rollback
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -451,6 +453,7 @@ func TestPrune(t *testing.T) {
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	for _, f := range []string{
 		"a-0~1.0-1.noarch.rpm", "b-lib-2~3.1-4.el9.x86_64.rpm", "c-0~1.0-1.noarch.rpm",
+		"a-0~1.0-1.noarch.rpm.gpgcheck", "c-0~1.0-1.noarch.rpm.gpgcheck", // gpgcheck marks
 		".c-0~1.0-1.noarch.rpm.richt-12345", ".a-0~1.0-1.noarch.rpm.richt-9", // killed copies
 		".a-0~1.0-1.noarch.rpm.richt-x1", "notes.txt", "x.rpm.bak", // not ours
 	} {
@@ -461,12 +464,13 @@ func TestPrune(t *testing.T) {
 
 	err := k.Prune([]string{nevraA, "bad build"})
 	require.ErrorContains(t, err, "prune kept builds")
-	assert.Len(t, listDir(t, dir), 10, "bad input removes nothing")
+	assert.Len(t, listDir(t, dir), 12, "bad input removes nothing")
 
 	require.NoError(t, k.Prune([]string{nevraA, nevraB}))
 	assert.Equal(t, []string{
 		".a-0~1.0-1.noarch.rpm.richt-x1 -rw-------",
 		"a-0~1.0-1.noarch.rpm -rw-------",
+		"a-0~1.0-1.noarch.rpm.gpgcheck -rw-------",
 		"b-lib-2~3.1-4.el9.x86_64.rpm -rw-------",
 		"d.rpm drwx------",
 		"notes.txt -rw-------",
@@ -579,10 +583,15 @@ class Conf:
         self.substitutions = Subst()
     def read(self):
         log("conf.read")
+    def __setattr__(self, name, value):
+        if name == "cachedir":
+            log("cachedir", value, os.path.isdir(value))
+        object.__setattr__(self, name, value)
 
 class Repo:
     def __init__(self, d):
         self.id = d["id"]
+        self.gpgcheck = d.get("gpgcheck", False)
         self.priority = d.get("priority", 99)
         self.cost = 1000
         self.local = d.get("local", False)
@@ -645,6 +654,14 @@ class Base:
                 with open(p.d["path"], "w") as f:
                     f.write("downloaded " + p.d["name"])
                 self.tempfiles.append(p.d["path"])
+    def package_signature_check(self, pkg):
+        # 0 verified, 1 the key is missing, 2 a bad signature, 3 not signed.
+        sig = pkg.d.get("sig", 0)
+        log("signature", pkg.d["name"], sig)
+        return sig, {0: "", 1: "public key not installed", 2: "bad signature", 3: "package is not signed"}[sig]
+    def _get_key_for_package(self, pkg, askcb=None, fullaskcb=None):
+        log("import key", pkg.reponame, askcb(pkg, "uid", "0xKEY"))
+        pkg.d["sig"] = 0
     def close(self):
         # As DNF 4 does with keepcache off: what download_packages fetched goes.
         log("close")
@@ -696,14 +713,55 @@ func TestKeepScriptWithFakeDNF(t *testing.T) {
 	}
 	setup := "conf.read\nvars / /etc/dnf/vars\nread_all_repos\nfill_sack False True skip=dead,local,r1\n"
 
+	// checkSetup is setup in check mode: DNF's cache is a new temporary directory.
+	checkSetup := func(t *testing.T, logged string) string {
+		m := regexp.MustCompile(`(?m)^cachedir (\S+) True\n`).FindStringSubmatch(logged)
+		require.NotNil(t, m, "check mode sets a temporary cache directory: %s", logged)
+		assert.NoDirExists(t, m[1], "and removes it")
+		return strings.Replace(logged, m[0], "", 1)
+	}
 	t.Run("check", func(t *testing.T) {
 		res, logged := run(t, "", "check", dest, argA, argB, argC)
 		require.Equal(t, 0, res.ExitCode, res.Stderr)
 		ans, err := parseAnswer(res.Stdout)
 		require.NoError(t, err)
 		assert.Equal(t, answer{Found: map[string]found{nevraA: {Repo: "r1"}, nevraB: {Repo: "local"}}, Missing: []string{nevraC}}, ans)
-		assert.Equal(t, setup+"close\n", logged, "no download in check mode")
+		assert.Equal(t, setup+"close\n", checkSetup(t, logged), "no download in check mode")
 		assert.NoFileExists(t, remoteA)
+	})
+	t.Run("fetch checks signatures where the repository has gpgcheck on", func(t *testing.T) {
+		for _, c := range []struct {
+			name, sig string
+			err       string
+			log       string
+		}{
+			{"signed", `"sig": 0`, "", "signature a 0\n"},
+			{"its key imported from the repository first", `"sig": 1`, "", "signature a 1\nimport key r1 True\nsignature a 0\n"},
+			{"a bad signature: refused", `"sig": 2`, "bad signature", "signature a 2\n"},
+			{"not signed: refused", `"sig": 3`, "package is not signed", "signature a 3\n"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Cleanup(func() { require.NoError(t, os.RemoveAll(dest)); require.NoError(t, os.Mkdir(dest, 0o700)) })
+				signed := strings.Replace(strings.Replace(state, `{"id": "r1", "priority": 10}`, `{"id": "r1", "priority": 10, "gpgcheck": true}`, 1),
+					`"path": "`+remoteA+`"`, `"path": "`+remoteA+`", `+c.sig, 1)
+				stateBackup := state
+				state = signed
+				defer func() { state = stateBackup }()
+				res, logged := run(t, "", "fetch", dest, argA, argB)
+				assert.Equal(t, setup+"download a@r1 b-lib@local\n"+c.log+"close\n", logged)
+				ans, err := parseAnswer(res.Stdout)
+				require.NoError(t, err, res.Stdout)
+				if c.err != "" {
+					assert.Equal(t, 1, res.ExitCode)
+					assert.Contains(t, ans.Error, nevraA+" from repository r1, which has gpgcheck on, fails DNF's signature check ("+c.err+")")
+					assert.Empty(t, listDir(t, dest), "nothing copied is left")
+					return
+				}
+				require.Equal(t, 0, res.ExitCode, res.Stderr)
+				assert.True(t, ans.Found[nevraA].GPGCheck, "a's repository has gpgcheck on")
+				assert.False(t, ans.Found[nevraB].GPGCheck, "b's has not: not checked")
+			})
+		}
 	})
 	t.Run("fetch prefers the local repository, copies into dest before close", func(t *testing.T) {
 		t.Cleanup(func() { require.NoError(t, os.RemoveAll(dest)); require.NoError(t, os.Mkdir(dest, 0o700)) })
@@ -758,7 +816,7 @@ func TestKeepScriptWithFakeDNF(t *testing.T) {
 		ans, err := parseAnswer(res.Stdout)
 		require.NoError(t, err)
 		assert.Equal(t, "RuntimeError: Failed to download metadata for repo 'r1'", ans.Error)
-		assert.Equal(t, setup+"close\n", logged)
+		assert.Equal(t, setup+"close\n", checkSetup(t, logged))
 	})
 	t.Run("bad arguments", func(t *testing.T) {
 		for _, args := range [][]string{{}, {"check"}, {"download", dest, argA}, {"check", "rpms", argA}, {"check", dest, "{"}, {"check", dest, `{"nevra": "x"}`}} {
@@ -779,4 +837,38 @@ func TestKeepScriptWithFakeDNF(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, ans.Error, "cannot import dnf (DNF 4's Python API)")
 	})
+}
+
+// A build kept from a repository with gpgcheck on is marked so (GPGCheck), the mark
+// written before the build is renamed into place; one kept again from a repository
+// without gpgcheck loses an old mark.
+func TestEnsureMarksBuildsFromAGPGCheckRepository(t *testing.T) {
+	py := "/usr/bin/python3"
+	for _, c := range []struct {
+		name     string
+		gpgcheck bool
+		oldMark  bool
+	}{
+		{"gpgcheck on: marked", true, false},
+		{"gpgcheck off: not marked", false, false},
+		{"gpgcheck off: an old mark goes", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "rpms")
+			tmp, mk := tempOf(dir, nevraA, "7", "build a")
+			line := fmt.Sprintf(`RICHT-KEEP-RESULT {"found": {"%s": {"path": "%s", "repo": "r1", "gpgcheck": %v}}, "missing": []}`, nevraA, tmp, c.gpgcheck)
+			k := Keeper{Runner: runnertest.New(t, runnertest.Call{Argv: []string{py, "-I", "-c", keepPy(t), "fetch", dir, argA}, Do: mk, Stdout: line}),
+				Dir: dir, Python: py}
+			if c.oldMark {
+				require.NoError(t, os.Mkdir(dir, 0o700))
+				require.NoError(t, os.WriteFile(k.Path(nevraA)+".gpgcheck", nil, 0o600))
+			}
+			missing, err := k.Ensure(context.Background(), []string{nevraA}, false)
+			require.NoError(t, err)
+			assert.Empty(t, missing)
+			assert.Equal(t, c.gpgcheck, k.GPGCheck(nevraA))
+			assert.FileExists(t, k.Path(nevraA))
+			assert.False(t, k.GPGCheck("not a build"))
+		})
+	}
 }

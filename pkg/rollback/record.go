@@ -18,10 +18,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"syscall"
 
 	"github.com/richt/services/pkg/atomicfile"
 	"github.com/richt/services/pkg/statedir"
@@ -171,25 +173,42 @@ func Merge(earlier *Record, now Record) Record {
 }
 
 // Observe is a file as it is now, for a record: a missing file did not exist; content is
-// nil then.
+// nil then. It is read through one descriptor opened without following a link and without
+// blocking, and its attributes are that descriptor's: whoever can write the file's
+// directory (a config's may be its daemon's user) can put a link or a FIFO at the path at
+// any moment, and root must never save what such a link points at (the record's content
+// is what a failed change writes back as the file).
 func Observe(path string) (File, []byte, error) {
-	fi, err := os.Lstat(path)
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return File{Path: path}, nil, nil
 	}
+	if errors.Is(err, syscall.ELOOP) {
+		return File{}, nil, fmt.Errorf("%s is a symbolic link: a rollback could not put it back, and it is not followed", path)
+	}
+	if err != nil {
+		return File{}, nil, fmt.Errorf("open %s for the rollback record without following a link: %w", path, err)
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
 	if err != nil {
 		return File{}, nil, fmt.Errorf("inspect %s for the rollback record: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
 		return File{}, nil, fmt.Errorf("%s is not a regular file (%s): a rollback could not put it back", path, fi.Mode().Type())
 	}
-	data, err := os.ReadFile(path)
+	observing(path)
+	data, err := io.ReadAll(fh)
 	if err != nil {
 		return File{}, nil, fmt.Errorf("read %s for the rollback record: %w", path, err)
 	}
 	uid, gid := owner(fi)
 	return File{Path: path, Existed: true, Mode: fi.Mode().Perm() | fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky), UID: uid, GID: gid}, data, nil
 }
+
+// observing runs between Observe's inspection of a file and its read: tests swap the path
+// there.
+var observing = func(string) {}
 
 // Begin writes the record before the run's first change: the saved contents first, then
 // the record that names them (one atomic write), so a record never names a content that

@@ -103,3 +103,32 @@ func TestKeyIsSafeAndUnique(t *testing.T) {
 		assert.NotContains(t, key(tc.a), "/")
 	}
 }
+
+// A file swapped for a link between its inspection and its read (its directory is the
+// daemon's user's: Debian's /etc/redis) never puts the link's target in the record: the
+// content saved is the file's that was inspected, read through the one descriptor. A link
+// at the path from the start is refused.
+func TestObserveNeverSavesWhatALinkPointsAt(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "shadow")
+	require.NoError(t, os.WriteFile(secret, []byte("root:$6$secret\n"), 0o600))
+	path := filepath.Join(dir, "redis.conf")
+	require.NoError(t, os.WriteFile(path, []byte("port 6379\n"), 0o640))
+	t.Cleanup(func() { observing = func(string) {} })
+	observing = func(p string) {
+		// What the daemon's user does at that instant: the config's name to a link.
+		require.NoError(t, os.Rename(p, p+".away"))
+		require.NoError(t, os.Symlink(secret, p))
+	}
+	f, data, err := Observe(path)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "secret")
+	assert.Equal(t, "port 6379\n", string(data), "the inspected file's content")
+	assert.Equal(t, os.FileMode(0o640), f.Mode)
+
+	observing = func(string) {}
+	_, data, err = Observe(path) // the link itself
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "symbolic link")
+	assert.Nil(t, data)
+}

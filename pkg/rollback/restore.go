@@ -63,12 +63,25 @@ func checkRestorePath(p string) error {
 // Its exit code proves nothing: DNF 4's shell (dnf/cli/commands/shell.py) logs a line
 // that fails and goes on with the next, and its `run` swallows a failed transaction. The
 // caller reads the installed builds back afterwards to know what was restored.
-func RestoreArgv(manager, script string) []string {
-	return []string{manager, "-y", "--setopt=skip_if_unavailable=True", "shell", script}
+//
+// With gpgcheck (a kept build came from a repository with gpgcheck on), DNF checks the
+// signatures of the local files it installs (localpkg_gpgcheck, off by default), against
+// rpm's keyring, as it checked them from that repository: the kept file is installed only
+// if it is signed as one DNF would install from there.
+func RestoreArgv(manager, script string, gpgcheck bool) []string {
+	return restoreArgv(manager, "--setopt=skip_if_unavailable=True", script, gpgcheck)
 }
 
 // RestoreArgvOffline is RestoreArgv with every repository disabled: the kept files and the
 // installed packages alone, without reading any repository's metadata.
-func RestoreArgvOffline(manager, script string) []string {
-	return []string{manager, "-y", "--disablerepo=*", "shell", script}
+func RestoreArgvOffline(manager, script string, gpgcheck bool) []string {
+	return restoreArgv(manager, "--disablerepo=*", script, gpgcheck)
+}
+
+func restoreArgv(manager, repos, script string, gpgcheck bool) []string {
+	argv := []string{manager, "-y", repos}
+	if gpgcheck {
+		argv = append(argv, "--setopt=localpkg_gpgcheck=True")
+	}
+	return append(argv, "shell", script)
 }

@@ -70,9 +70,24 @@ func TestRestoreScriptTakesKeeperPaths(t *testing.T) {
 	assert.ErrorContains(t, err, "empty path", "an invalid build has no path to install")
 }
 
+// A kept build from a repository with gpgcheck on is installed with DNF's check of local
+// packages on; without one DNF's default stays.
 func TestRestoreArgv(t *testing.T) {
-	assert.Equal(t, []string{"dnf", "-y", "--setopt=skip_if_unavailable=True", "shell", "/var/lib/richt/rollback/web.dnf"},
-		RestoreArgv("dnf", "/var/lib/richt/rollback/web.dnf"))
-	assert.Equal(t, []string{"/usr/bin/yum", "-y", "--setopt=skip_if_unavailable=True", "shell", "/s"},
-		RestoreArgv("/usr/bin/yum", "/s"))
+	for _, c := range []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"with repositories", RestoreArgv("dnf", "/var/lib/richt/rollback/web.dnf", false),
+			[]string{"dnf", "-y", "--setopt=skip_if_unavailable=True", "shell", "/var/lib/richt/rollback/web.dnf"}},
+		{"yum", RestoreArgv("/usr/bin/yum", "/s", false),
+			[]string{"/usr/bin/yum", "-y", "--setopt=skip_if_unavailable=True", "shell", "/s"}},
+		{"offline", RestoreArgvOffline("dnf", "/s", false), []string{"dnf", "-y", "--disablerepo=*", "shell", "/s"}},
+		{"gpgcheck", RestoreArgv("dnf", "/s", true),
+			[]string{"dnf", "-y", "--setopt=skip_if_unavailable=True", "--setopt=localpkg_gpgcheck=True", "shell", "/s"}},
+		{"offline gpgcheck", RestoreArgvOffline("dnf", "/s", true),
+			[]string{"dnf", "-y", "--disablerepo=*", "--setopt=localpkg_gpgcheck=True", "shell", "/s"}},
+	} {
+		assert.Equal(t, c.want, c.got, c.name)
+	}
 }

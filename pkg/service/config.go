@@ -179,6 +179,12 @@ func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error
 	if data, merr := json.Marshal(res); merr == nil {
 		_ = json.Unmarshal(data, &out)
 	}
+	if !r.req.Diff {
+		// As Ansible's own modules: a diff only in diff mode. The previous content of a
+		// config that is not sensitive would otherwise be in every result, and in every
+		// event AWX stores of it.
+		delete(out, "diff")
+	}
 	moved := res.Changed && movesContent(res.Plan)
 	names := []string{}
 	if c.unitDir() && moved {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -118,6 +119,18 @@ func TestConfigsAndReactionsAreRefusedBeforeAnything(t *testing.T) {
 			`configs[0].timeout: "0s" must be a positive duration`},
 		{"no content", map[string]any{"configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf"}}},
 			`configs[0].content: required when the service is present`},
+		{"a config under a unit directory owned by a daemon's user", map[string]any{"configs": []any{map[string]any{"name": "env",
+			"path": "/etc/systemd/system/demo.service.d/50-env.conf", "content": "[Service]\n", "owner": "redis"}}},
+			`configs[0].owner: "redis" is not root, and /etc/systemd/system/demo.service.d/50-env.conf is under systemd's unit directories, where a file says what systemd runs as root`},
+		{"a config under a unit directory owned by uid 101", map[string]any{"configs": []any{map[string]any{"name": "env",
+			"path": "/usr/lib/systemd/system/demo.service.d/50-env.conf", "content": "[Service]\n", "owner": "101"}}},
+			`configs[0].owner: "101" is not root`},
+		{"a config under a unit directory, root's with another group: fine", map[string]any{"configs": []any{map[string]any{"name": "env",
+			"path": "/etc/systemd/system/demo.service.d/50-env.conf", "content": "[Service]\n", "owner": "root", "group": "redis", "mode": "0640"}}}, ""},
+		{"a config under a unit directory, absent with an owner: fine", map[string]any{"state": "absent", "configs": []any{map[string]any{"name": "env",
+			"path": "/etc/systemd/system/demo.service.d/50-env.conf", "owner": "redis"}}}, ""},
+		{"a config elsewhere owned by a daemon's user: fine", map[string]any{"configs": []any{map[string]any{"name": "cache",
+			"path": "/etc/redis/redis.conf", "content": "port 6379\n", "owner": "redis"}}}, ""},
 		{"no content, absent: fine", map[string]any{"state": "absent", "configs": []any{map[string]any{"name": "site", "path": "/etc/site.conf"}}}, ""},
 		{"references to every kind of part: fine", map[string]any{
 			"packages":  []any{map[string]any{"name": "demo"}},
@@ -539,4 +552,46 @@ func TestAFailedRenameWithdrawsWhatItsHookRecorded(t *testing.T) {
 	assert.Equal(t, earlier, pending.records["web.service"], "the earlier record is back")
 	assert.Equal(t, []any{"record-pending demo.service restart", "record-pending web.service restart",
 		"withdraw-pending demo.service", "withdraw-pending web.service"}, out["plan"])
+}
+
+// diffingConfigs is fakeConfigs whose writes carry a diff, with the old content in it.
+type diffingConfigs struct{ fakeConfigs }
+
+func (f *diffingConfigs) Plan(ctx context.Context, c configfile.Config) (configfile.Plan, error) {
+	p, err := f.fakeConfigs.Plan(ctx, c)
+	if p.Changed() {
+		p.Diff = &ansible.Diff{Before: "requirepass old-secret\n", After: c.Content}
+	}
+	return p, err
+}
+
+// A config's diff (its previous content, when not sensitive) is in the result only in
+// diff mode, as Ansible's own modules do: not in every result a controller stores, in
+// check mode or not.
+func TestAConfigsDiffOnlyInDiffMode(t *testing.T) {
+	for _, check := range []bool{false, true} {
+		for _, diff := range []bool{false, true} {
+			t.Run(fmt.Sprintf("check %v, diff %v", check, diff), func(t *testing.T) {
+				d := Deps{Configs: &diffingConfigs{fakeConfigs{write: true}}}
+				args := map[string]any{"name": "demo", "configs": []any{siteConfig("site")}}
+				out := ansible.Call(context.Background(), Spec(), args, check, diff, Handler(d))
+				require.Nil(t, out["failed"], out["msg"])
+				configs, _ := out["configs"].([]any)
+				require.Len(t, configs, 1)
+				c := configs[0].(map[string]any)
+				assert.Equal(t, true, c["changed"])
+				_, has := c["diff"]
+				assert.Equal(t, diff, has, "configs[0].diff")
+				_, has = out["diff"]
+				assert.Equal(t, diff, has, "diff")
+				if diff {
+					assert.Contains(t, out["diff"].(map[string]any)["before"], "requirepass old-secret")
+				} else {
+					data, err := json.Marshal(out)
+					require.NoError(t, err)
+					assert.NotContains(t, string(data), "old-secret", "the old content nowhere in the result")
+				}
+			})
+		}
+	}
 }

@@ -24,6 +24,9 @@ type Keeper interface {
 	Path(nevra string) string
 	// Prune removes every kept build but keep.
 	Prune(keep []string) error
+	// GPGCheck reports whether the build was kept from a repository with gpgcheck on
+	// (its signature checked then, and to be checked again when it is installed).
+	GPGCheck(nevra string) bool
 }
 
 // Rollbacks are what `rollback: true` needs on the target.
@@ -128,9 +131,11 @@ func (r *run) presentLocked(ctx context.Context) error {
 
 // absentLocked is absent; a removal that ends well removes the service's record and the
 // builds it keeps (a later install must not roll back to the removed service's state),
-// under the service's lock when there is a record.
+// under the service's lock: also without a record, since a run with rollback that is
+// keeping builds at that moment has no record yet, and a prune beside it would remove
+// the files it is writing.
 func (r *run) absentLocked(ctx context.Context) error {
-	release, err := r.lockService(ctx, false)
+	release, err := r.lockService(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -192,22 +197,33 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	}
 	contents := map[string][]byte{}
 	refs := map[string][]wiring.Ref{}
+	keep := func(f rollback.File, data []byte, sensitive, unitFile bool) {
+		f.Sensitive, f.UnitFile = sensitive, unitFile
+		rec.Files = append(rec.Files, f)
+		contents[f.Path] = data
+	}
 	observe := func(path string, sensitive, unitFile bool) error {
 		f, data, err := rollback.Observe(path)
 		if err != nil {
 			return err
 		}
-		f.Sensitive, f.UnitFile = sensitive, unitFile
-		rec.Files = append(rec.Files, f)
-		contents[path] = data
+		keep(f, data, sensitive, unitFile)
 		return nil
 	}
 	for _, cp := range c.configs {
-		if cp.changes() {
-			if err := observe(cp.cfg.Path, cp.cfg.Sensitive, cp.unitDir()); err != nil {
-				r.res.FailedStep = "rollback"
-				return fmt.Errorf("rollback: %w", err)
-			}
+		if !cp.changes() {
+			continue
+		}
+		if f, data, ok := beforeAsPlanned(cp); ok {
+			// The plan's own read (no link followed, its directories checked): the
+			// content saved is the one its write replaces, which checks that the file is
+			// still the one it read.
+			keep(f, data, cp.cfg.Sensitive, cp.unitDir())
+			continue
+		}
+		if err := observe(cp.cfg.Path, cp.cfg.Sensitive, cp.unitDir()); err != nil {
+			r.res.FailedStep = "rollback"
+			return fmt.Errorf("rollback: %w", err)
 		}
 	}
 	for i, f := range r.files {
@@ -242,6 +258,11 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		return nil
 	}
 	rec = rollback.Merge(earlier, rec)
+	rec.Files = r.declaredOnly(rec.Files, c, refs)
+	if err := r.restorable(ctx, rec, contents); err != nil {
+		r.res.FailedStep = "rollback"
+		return err
+	}
 	// This run moves forward, whatever phase an earlier run was killed in.
 	rec.Phase = rollback.PhaseChanging
 	var old []string
@@ -284,6 +305,72 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	}
 	r.res.Rollback = plan
 	r.rb = &rollbackRun{rec: rec, contents: contents, fileRefs: refs}
+	return nil
+}
+
+// declaredOnly drops the files of an earlier run's record that the task no longer
+// declares (a config or file since taken out of the service): a rollback acts only on the
+// service's files, and one no longer declared may be someone else's now. Each is a
+// warning: its earlier state is not put back.
+func (r *run) declaredOnly(files []rollback.File, c *composed, refs map[string][]wiring.Ref) []rollback.File {
+	declared := func(path string) bool {
+		if _, ok := refs[path]; ok {
+			return true
+		}
+		return slices.ContainsFunc(c.configs, func(cp configPlan) bool { return cp.cfg.Path == path })
+	}
+	var out []rollback.File
+	for _, f := range files {
+		if declared(f.Path) {
+			out = append(out, f)
+			continue
+		}
+		r.req.Warn("rollback: %s, which an earlier unfinished run changed, is no longer one of the service's files: a rollback leaves it as it is", f.Path)
+	}
+	return out
+}
+
+// beforeAsPlanned is a config's state before the change as its plan read it, when the
+// plan was made (not deferred to the packages step, not failed).
+func beforeAsPlanned(cp configPlan) (rollback.File, []byte, bool) {
+	if cp.err != nil || cp.deferred {
+		return rollback.File{}, nil, false
+	}
+	pf := cp.plan.File
+	f := rollback.File{Path: cp.cfg.Path, Existed: pf.Exists}
+	if !pf.Exists {
+		return f, nil, true
+	}
+	f.Mode, f.UID, f.GID = pf.Mode, pf.UID, pf.GID
+	return f, slices.Clone(pf.Content), true
+}
+
+// restorable plans, reading only, how a rollback would put back each config the record
+// holds that existed (restorePlan): a state today's rules refuse to write (a mode group or
+// others could write through, a set-id bit, a directory no longer trusted) refuses the run
+// here, before any change, as a build that could not be installed again does.
+func (r *run) restorable(ctx context.Context, rec rollback.Record, contents map[string][]byte) error {
+	if r.d.Configs == nil {
+		return nil
+	}
+	for _, f := range rec.Files {
+		if f.UnitFile || !f.Existed {
+			continue
+		}
+		saved, ok := contents[f.Path]
+		if f.Saved != "" {
+			// An earlier run's saved content.
+			var err error
+			if saved, err = r.d.Rollback.Store.Saved(&rec, f); err != nil {
+				return fmt.Errorf("rollback: %w", err)
+			}
+		} else if !ok {
+			continue
+		}
+		if _, err := r.restorePlan(ctx, f, saved); err != nil {
+			return fmt.Errorf("rollback: %s could not be put back as it is now (%w); a failed change could not be rolled back, so nothing was changed (make the file one a config may be, or run without rollback)", f.Path, err)
+		}
+	}
 	return nil
 }
 
@@ -339,15 +426,25 @@ func (r *run) endRollback(ctx context.Context, cause error) error {
 
 // forget removes the record and the kept builds that are no longer installed.
 //
+// The builds kept are those of every package of the service, not only the ones this run
+// moved: a run that moves only one package must not remove the build another's next
+// change needs (that change would be refused for want of it). A run that moved no package
+// prunes nothing.
+//
 // The builds now installed are kept first (after a change that ended well, the ones it
 // installed; after a rollback, the old ones, kept already): the next change's rollback
 // then needs no repository that still has them. One that no enabled repository has is a
 // warning: that next change will be refused before it changes anything.
 func (r *run) forget(ctx context.Context) error {
 	rb := r.d.Rollback
-	names := make([]string, 0, len(r.rb.rec.Packages))
+	names := make([]string, 0, len(r.rb.rec.Packages)+len(r.p.Packages))
 	for _, p := range r.rb.rec.Packages {
 		names = append(names, p.Name)
+	}
+	for _, p := range r.p.Packages {
+		if len(r.rb.rec.Packages) > 0 && !slices.Contains(names, p.Name) {
+			names = append(names, p.Name)
+		}
 	}
 	var keep []string
 	if len(names) > 0 {

@@ -46,6 +46,9 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 	rpmexact.MarkReported(earlier)
 	var install, remove []string
 	var moving []rollback.Package
+	// gpgcheck: a kept build came from a repository with gpgcheck on; the transaction
+	// checks the kept files' signatures as DNF checked them there.
+	gpgcheck := false
 	for _, p := range rec.Packages {
 		now := have[p.Name].NEVRAs
 		if slices.Equal(now, p.Before) {
@@ -59,11 +62,15 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 		for _, b := range p.Before {
 			if !slices.Contains(now, b) {
 				install = append(install, rb.Keeper(r.p.Name).Path(b))
+				gpgcheck = gpgcheck || rb.Keeper(r.p.Name).GPGCheck(b)
 			}
 		}
 	}
 	if len(moving) == 0 {
 		return map[string]any{"changed": false}, nil
+	}
+	if err := r.removesOnlyItsOwn(ctx, remove, rec); err != nil {
+		return nil, err
 	}
 	script, err := rollback.RestoreScript(install, remove)
 	if err != nil {
@@ -82,7 +89,7 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 	// at its `run`), so the second is the restore, not half of it.
 	var o rpmexact.Outcome
 	var unitFiles bool
-	for i, argv := range [][]string{rollback.RestoreArgvOffline(r.manager(), path), rollback.RestoreArgv(r.manager(), path)} {
+	for i, argv := range [][]string{rollback.RestoreArgvOffline(r.manager(), path, gpgcheck), rollback.RestoreArgv(r.manager(), path, gpgcheck)} {
 		o, err = rb.Txn.Run(ctx, rpmexact.Transaction{Argv: argv, Names: names, Reason: "rollback of service " + r.p.Name})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
@@ -125,6 +132,43 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 	res["changed"] = true
 	res["packages"] = entries
 	return res, nil
+}
+
+// removesOnlyItsOwn refuses a restore whose `remove NAME` lines would take other installed
+// packages along: DNF removes what requires a removed package, and a package installed
+// since the change (by someone else, on purpose) that needs what the change brought is
+// not the rollback's to remove. Asked of rpm (a test removal, nothing changed) before the
+// transaction; the packages the record holds are the rollback's own.
+func (r *run) removesOnlyItsOwn(ctx context.Context, remove []string, rec *rollback.Record) error {
+	if len(remove) == 0 || r.d.Predict == nil {
+		return nil
+	}
+	deps, err := r.d.Predict.Dependents(ctx, remove)
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, d := range deps {
+		if !slices.ContainsFunc(rec.Packages, func(p rollback.Package) bool { return isBuildOf(d, p.Name) }) {
+			others = append(others, d)
+		}
+	}
+	if len(others) > 0 {
+		return fmt.Errorf("removing %s (installed by the change) would also remove %s, which require it and are not the service's; nothing was removed (remove them, or the service's packages, yourself)",
+			strings.Join(remove, ", "), strings.Join(others, ", "))
+	}
+	return nil
+}
+
+// isBuildOf reports whether the NAME-VERSION-RELEASE.ARCH build is one of name's (a name
+// may itself hold dashes: the two last dash-separated parts are the version and release).
+func isBuildOf(build, name string) bool {
+	i := strings.LastIndexByte(build, '-')
+	if i < 0 {
+		return false
+	}
+	j := strings.LastIndexByte(build[:i], '-')
+	return j >= 0 && build[:j] == name
 }
 
 // restored checks that the database shows every moving package at its recorded builds

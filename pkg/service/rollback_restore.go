@@ -235,22 +235,14 @@ func (r *run) restoreFile(ctx context.Context, rec *rollback.Record, f rollback.
 	if f.UnitFile || r.d.Configs == nil {
 		return r.d.Rollback.Store.RestoreFile(rec, f)
 	}
-	cfg := configfile.Config{Index: -1, Name: f.Path, Path: f.Path, Sensitive: f.Sensitive, Absent: !f.Existed,
-		Mode: f.Mode, Owner: strconv.Itoa(f.UID), Group: strconv.Itoa(f.GID)}
+	var saved []byte
 	if f.Existed {
-		saved, err := r.d.Rollback.Store.Saved(rec, f)
-		if err != nil {
+		var err error
+		if saved, err = r.d.Rollback.Store.Saved(rec, f); err != nil {
 			return false, err
 		}
-		cfg.Content = string(saved)
-	} else {
-		cfg.Mode = 0o644 // not used for a removal, but checked
 	}
-	cfg, err := cfg.Check()
-	if err != nil {
-		return false, err
-	}
-	plan, err := r.d.Configs.Plan(ctx, cfg)
+	plan, err := r.restorePlan(ctx, f, saved)
 	if err != nil {
 		return false, err
 	}
@@ -259,6 +251,25 @@ func (r *run) restoreFile(ctx context.Context, rec *rollback.Record, f rollback.
 		return false, err
 	}
 	return res != nil && res.Changed, nil
+}
+
+// restorePlan is the config plan that puts f back with its saved content (none for a file
+// that did not exist): checked and planned under today's rules, reading only. The same
+// plan is made before the change (restorable), so a state that could not be put back
+// refuses the run before it changes anything rather than failing its rollback after.
+func (r *run) restorePlan(ctx context.Context, f rollback.File, saved []byte) (configfile.Plan, error) {
+	cfg := configfile.Config{Index: -1, Origin: "the state saved for " + f.Path, Name: f.Path, Path: f.Path,
+		Sensitive: f.Sensitive, Absent: !f.Existed, Mode: f.Mode, Owner: strconv.Itoa(f.UID), Group: strconv.Itoa(f.GID)}
+	if f.Existed {
+		cfg.Content = string(saved)
+	} else {
+		cfg.Mode = 0o644 // not used for a removal, but checked
+	}
+	cfg, err := cfg.Check()
+	if err != nil {
+		return configfile.Plan{}, err
+	}
+	return r.d.Configs.Plan(ctx, cfg)
 }
 
 // rollbackProcess runs one process's step of a rollback: as the change's own steps run,

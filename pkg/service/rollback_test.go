@@ -38,7 +38,12 @@ type fakeKeeper struct {
 	asked   [][]string
 	checks  []bool
 	pruned  [][]string
+	onPrune func()
+	// signed are the builds kept from a repository with gpgcheck on.
+	signed []string
 }
+
+func (k *fakeKeeper) GPGCheck(nevra string) bool { return slices.Contains(k.signed, nevra) }
 
 func (k *fakeKeeper) Ensure(_ context.Context, nevras []string, check bool) ([]string, error) {
 	k.asked = append(k.asked, slices.Clone(nevras))
@@ -56,6 +61,9 @@ func (k *fakeKeeper) Path(nevra string) string { return rollback.DefaultKeepDir 
 
 func (k *fakeKeeper) Prune(keep []string) error {
 	k.pruned = append(k.pruned, slices.Clone(keep))
+	if k.onPrune != nil {
+		k.onPrune()
+	}
 	return nil
 }
 
@@ -218,7 +226,11 @@ func demoMoves(rpm *fakeRPM) *movingPackages {
 
 // diskConfigs writes the configs' content to their paths (mode 0644): a plan writes a
 // file whose content differs.
-type diskConfigs struct{ written []string }
+type diskConfigs struct {
+	written []string
+	// planned, when set, runs after each plan's read.
+	planned func(path string)
+}
 
 func (d *diskConfigs) Plan(_ context.Context, c configfile.Config) (configfile.Plan, error) {
 	mode := c.Mode
@@ -226,6 +238,15 @@ func (d *diskConfigs) Plan(_ context.Context, c configfile.Config) (configfile.P
 		mode = 0o644
 	}
 	p := configfile.Plan{Want: configfile.Want{Name: c.Name, Path: c.Path, Present: !c.Absent, Content: []byte(c.Content), Mode: mode}}
+	// The file as configfile's plan reads it (the rollback's record takes it from there).
+	f, err := configfile.Observe("", c.Path)
+	if err != nil {
+		return p, err
+	}
+	p.File = f
+	if d.planned != nil {
+		d.planned(c.Path)
+	}
 	now, err := os.ReadFile(c.Path)
 	switch {
 	case c.Absent:
@@ -731,4 +752,190 @@ func TestAMergedRecordIsChangingWhileTheRunMovesForward(t *testing.T) {
 	require.Nil(t, out["failed"], out["msg"])
 	require.NotNil(t, during)
 	assert.Equal(t, rollback.PhaseChanging, during.Phase, "the run moves forward, whatever phase the earlier run was killed in")
+}
+
+// A config whose state before the change today's rules would not write back (a mode the
+// group can write through, a set-id bit) refuses the run before any change, in check mode
+// too: its rollback could not put it back. Refused after the change, the host would be
+// left with the failed change.
+func TestRollbackRefusesAFileItCouldNotPutBackBeforeAnyChange(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mode os.FileMode
+		why  string
+	}{
+		{"group-writable", 0o664, "lets group or others write"},
+		{"setgid", 0o644 | os.ModeSetgid, "setgid"},
+	} {
+		for _, check := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s check=%v", c.name, check), func(t *testing.T) {
+				g := newTarget(t)
+				path := filepath.Join(t.TempDir(), "site.conf")
+				require.NoError(t, os.WriteFile(path, []byte("listen 80\n"), 0o600))
+				require.NoError(t, os.Chmod(path, c.mode))
+				pkgs := demoMoves(g.rpm)
+				procs := &failingProcess{fail: []bool{true}}
+				out := ansible.Call(context.Background(), Spec(), rbArgs(path, "listen 81\n", map[string]any{"unit": "demo"}), check, false,
+					Handler(rbDeps(g, pkgs, procs)))
+				require.Equal(t, true, out["failed"], "refused")
+				assert.Equal(t, "rollback", out["failed_step"])
+				msg, _ := out["msg"].(string)
+				assert.Contains(t, msg, path+" could not be put back")
+				assert.Contains(t, msg, c.why)
+				assert.Contains(t, msg, "nothing was changed")
+				assert.NotContains(t, msg, "configs[-1]", "the message names the saved state, not an entry the task does not have")
+				assert.Zero(t, pkgs.runs, "the packages step never ran")
+				assert.Empty(t, procs.calls)
+				data, err := os.ReadFile(path)
+				require.NoError(t, err)
+				assert.Equal(t, "listen 80\n", string(data))
+				assert.NoDirExists(t, g.store.Dir, "no record")
+			})
+		}
+	}
+}
+
+// The content a record saves for a config is the one its plan read (through a descriptor
+// opened without following a link) and its write checks it still replaces: a link to a
+// root-only secret put at the config's path after the plan (by the daemon's user, who
+// owns the directory) never reaches the record.
+func TestRollbackSavesTheConfigItsPlanRead(t *testing.T) {
+	g := newTarget(t)
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "shadow")
+	require.NoError(t, os.WriteFile(secret, []byte("root:$6$secret\n"), 0o600))
+	path := filepath.Join(dir, "site.conf")
+	require.NoError(t, os.WriteFile(path, []byte("listen 80\n"), 0o640))
+	pkgs := demoMoves(g.rpm)
+	var saved []string
+	pkgs.during = func() {
+		rec := g.record(t)
+		require.NotNil(t, rec)
+		for _, f := range rec.Files {
+			data, err := g.store.Saved(rec, f)
+			require.NoError(t, err)
+			saved = append(saved, string(data))
+		}
+	}
+	d := rbDeps(g, pkgs, &failingProcess{})
+	d.Configs.(*diskConfigs).planned = func(p string) {
+		require.NoError(t, os.Rename(p, p+".away"))
+		require.NoError(t, os.Symlink(secret, p))
+	}
+	ansible.Call(context.Background(), Spec(), rbArgs(path, "listen 81\n", map[string]any{"unit": "demo"}), false, false, Handler(d))
+	assert.Equal(t, []string{"listen 80\n"}, saved, "the plan's read, never the link's target")
+}
+
+// A run that moves only one of the service's packages keeps the other's installed build
+// when it prunes: the other's next change needs it for its own rollback.
+func TestRollbackPruneKeepsTheBuildsOfPackagesTheRunDidNotMove(t *testing.T) {
+	const otherBuild = "other-0:1.0-1.noarch"
+	g := newTarget(t)
+	g.rpm.installed["other"] = []string{otherBuild}
+	pkgs := demoMoves(g.rpm)
+	args := rbArgs("", "", map[string]any{"unit": "demo"})
+	args["packages"] = append(args["packages"].([]any), map[string]any{"name": "other", "version": "0:1.0-1.noarch"})
+	out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(rbDeps(g, pkgs, &failingProcess{})))
+	require.Nil(t, out["failed"], out["msg"])
+	require.Len(t, g.keeper.pruned, 1)
+	assert.ElementsMatch(t, []string{demoNew, otherBuild}, g.keeper.pruned[0], "other's build stays kept")
+}
+
+// A rollback of a first install removes the package: when a package outside the service
+// has come to require it since, DNF would remove that one too. The rollback fails at
+// packages, naming it, and runs no transaction; a dependent that is the service's own
+// package goes with it.
+func TestRollbackRemovesNoPackageThatIsNotTheServices(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		dependents []string
+		refused    bool
+	}{
+		{"another package requires it: refused", []string{"appb-1.0-1.noarch"}, true},
+		{"only the service's own require it", []string{"demo-2.0-1.noarch"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := newTarget(t)
+			delete(g.rpm.installed, "demo")
+			pkgs := &movingPackages{befores: []rollback.Package{{Name: "demo"}}, pins: []string{demoNew}, rpm: g.rpm}
+			d := rbDeps(g, pkgs, &failingProcess{fail: []bool{true}})
+			d.Predict = fakePredict{dependents: c.dependents}
+			out := ansible.Call(context.Background(), Spec(), rbArgs("", "", map[string]any{"unit": "demo"}), false, false, Handler(d))
+			require.Equal(t, true, out["failed"])
+			done := resultOf(out, "rolled_back")
+			require.NotNil(t, done)
+			if !c.refused {
+				require.Len(t, g.txn.ran, 1)
+				assert.Equal(t, "remove demo\nrun\n", g.txn.script)
+				return
+			}
+			assert.Empty(t, g.txn.ran, "no transaction")
+			assert.Equal(t, "packages", done["failed"])
+			assert.Contains(t, out["msg"], "would also remove appb-1.0-1.noarch")
+			require.NotNil(t, g.record(t), "the record is kept")
+		})
+	}
+}
+
+// A removal prunes the service's kept builds under the service's lock even when it has no
+// record: a run with rollback keeping builds at that moment has none yet.
+func TestARemovalPrunesUnderTheServicesLock(t *testing.T) {
+	g := newTarget(t)
+	var locked []string
+	held := false
+	d := rbDeps(g, nil, &failingProcess{})
+	d.Lock = func(_ context.Context, name string) (func(), error) {
+		locked = append(locked, name)
+		held = true
+		return func() { held = false }, nil
+	}
+	pruned := false
+	g.keeper.onPrune = func() { pruned = held }
+	out := ansible.Call(context.Background(), Spec(), map[string]any{"name": "demo", "state": "absent"}, false, false, Handler(d))
+	require.Nil(t, out["failed"], out["msg"])
+	assert.Contains(t, locked, "service-"+rollback.Key("demo"))
+	assert.True(t, pruned, "pruned while the lock was held")
+}
+
+// A file an earlier unfinished run recorded that the task no longer declares is left as
+// it is by the rollback (with a warning): it may be someone else's now.
+func TestRollbackLeavesAFileNoLongerDeclared(t *testing.T) {
+	g := newTarget(t)
+	dir := t.TempDir()
+	gone, site := filepath.Join(dir, "gone.conf"), filepath.Join(dir, "site.conf")
+	require.NoError(t, os.WriteFile(gone, []byte("someone else's now\n"), 0o644))
+	beginEarlier(t, g, rollback.PhaseRestoring, gone, "the service's once\n")
+	args := rbArgs(site, "listen 81\n", map[string]any{"unit": "demo"})
+	delete(args, "packages")
+	g.rpm.installed["demo"] = []string{demoOldest} // as the earlier record has it
+	out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(rbDeps(g, nil, &failingProcess{fail: []bool{true}})))
+	require.Equal(t, true, out["failed"])
+	assert.Contains(t, out["msg"], "the previous state is back")
+	data, err := os.ReadFile(gone)
+	require.NoError(t, err)
+	assert.Equal(t, "someone else's now\n", string(data), "not written back")
+	assert.Contains(t, fmt.Sprint(out["warnings"]), gone+", which an earlier unfinished run changed, is no longer one of the service's files")
+	assert.NoFileExists(t, site, "the declared file is put back (it did not exist)")
+}
+
+// A kept build from a repository with gpgcheck on is installed by the rollback with DNF's
+// check of local packages on (offline and with the repositories); one from a repository
+// without it with DNF's default.
+func TestRollbackInstallsSignedKeptBuildsWithTheirCheck(t *testing.T) {
+	for _, signed := range []bool{true, false} {
+		t.Run(fmt.Sprint("gpgcheck=", signed), func(t *testing.T) {
+			g := newTarget(t)
+			if signed {
+				g.keeper.signed = []string{demoOld}
+			}
+			g.txn.after = map[string][]string{"demo": {demoNew}} // not restored: both tries run
+			out := ansible.Call(context.Background(), Spec(), rbArgs("", "", map[string]any{"unit": "demo"}), false, false,
+				Handler(rbDeps(g, demoMoves(g.rpm), &failingProcess{fail: []bool{true}})))
+			require.Equal(t, true, out["failed"])
+			require.Len(t, g.txn.ran, 2)
+			for _, tr := range g.txn.ran {
+				assert.Equal(t, signed, slices.Contains(tr.Argv, "--setopt=localpkg_gpgcheck=True"), tr.Argv)
+			}
+		})
+	}
 }

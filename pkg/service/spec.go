@@ -72,7 +72,11 @@ func Spec() *ansible.Spec {
 				(C(/var/cache/richt/rpms), root-only; a real run keeps them there from the enabled
 				repositories, with the builds it installs, for the next change) or available from
 				the enabled repositories; otherwise the run is refused before any change, naming
-				the build (check mode too). The previous files are kept root-only in
+				the build (check mode too). From a repository with C(gpgcheck=1) a build is kept
+				only when its signature passes DNF's check, and is installed again with that check
+				on. A previous config that today's rules would not write back (a mode the group or
+				others can write, a set-id bit) refuses the run before any change too. The
+				previous files are kept root-only in
 				C(/var/lib/richt/rollback) until the run ends; C(rollback) in the result lists what
 				would be put back.`,
 				`A run killed at any moment leaves that record: the next run with C(rollback=true)
@@ -87,8 +91,8 @@ func Spec() *ansible.Spec {
 			{Name: "configs", Kind: ansible.List, Elements: ansible.Dict, Description: []string{
 				`Files the service's daemons read, each I(name) and I(path) once, written after the
 				packages (so a package's own directory exists) and before the unit files:
-				atomically, at the path only ever with the final mode and owner, never through a
-				symbolic link, and never into a missing directory (the task fails naming it;
+				atomically, at the path never with a looser mode or another owner than the final
+				ones (root's 0600 until in place, then handed over), never through a symbolic link, and never into a missing directory (the task fails naming it;
 				none is created).`,
 				`Every directory above a config must be owned by root or by the config's owner,
 				may be writable by group only when its group is root or, in a directory the
@@ -96,12 +100,18 @@ func Spec() *ansible.Spec {
 				directory its group can write is refused), and must not be writable by others
 				(sticky or not); any other is refused, naming it and the rule.
 				So a daemon's own directory is accepted (Debian's C(/etc/redis) is
-				C(redis:redis 2770)). The validator runs on a temporary file that only root can
-				write (mode 0600); only then does it get its final owner and mode, and it is
-				renamed into place only while it is still the one written and validated.`,
+				C(redis:redis 2770)). The validator runs as root on a copy of the new content in a
+				directory only root can read (under C(/run/richt/validate)), never on a file in the
+				config's directory, whose writer could swap it; the file written stays root's
+				(mode 0600) until it is renamed into place, only while it is still the one written
+				and holds the content validated, and gets its final owner and mode only then.`,
 				`With C(state=absent) exactly the declared paths are removed, nothing beside them.`,
 				`A config under systemd's unit directories (such as C(/etc/systemd/system)) counts
-				as a unit file change: the manager is reloaded for it.`,
+				as a unit file change: the manager is reloaded for it. What systemd reads there it
+				runs as root, so such a config gets the unit files' rule: its I(owner) is root (any
+				other is refused) and every directory above it is root's and writable by neither
+				group nor others.`,
+				`Its diff (the previous content, unless sensitive) is returned only in diff mode.`,
 				`Each config's result is in C(configs); its plan entries are in C(plan) as
 				C(config NAME: STEP).`},
 				Suboptions: []ansible.Param{
@@ -309,7 +319,10 @@ func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 			return nil, fmt.Errorf("configs[%d].content: required when the service is present", i)
 		}
 		cfg := configfile.Config{Index: i, Name: c.Name, Path: c.Path, Mode: c.Mode, Owner: c.Owner,
-			Group: c.Group, Sensitive: c.Sensitive, Validate: c.Validate, Absent: absent}
+			Group: c.Group, Sensitive: c.Sensitive, Validate: c.Validate, Absent: absent,
+			// What systemd reads from its unit directories it runs as root: the unit
+			// files' rule, not a daemon's config's (docs/security.md).
+			RootOnly: inUnitDir(c.Path)}
 		if c.Timeout != nil {
 			d, err := timeout.Parse(*c.Timeout)
 			if err != nil {

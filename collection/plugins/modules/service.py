@@ -18,7 +18,7 @@ description:
     process in order (the first that needs it reloads systemd's manager once). Each step's
     result is under I(packages), I(configs), I(files) and I(processes).
   - "Configs are written after the packages step, so a directory a package installs exists,
-    and before the unit files: atomically, at the path only ever with the final mode and owner,
+    and before the unit files: atomically, at the path never looser than the final mode and owner,
     never through a symbolic link, and never into a directory that others can write. Every
     directory above a config must be owned by root or by the config's own I(owner), and may
     be group-writable only when its group is root or, in a directory the config's non-root
@@ -26,10 +26,13 @@ description:
     config owned by redis, while a root-owned config in root:nginx 0775 is refused); a
     directory writable by others is refused, naming it. A missing directory fails the step
     naming it; none is created."
-  - A config's I(validate) runs on the new content, in a temporary file beside the file that
-    only root can write (mode 0600), before it gets its final owner and mode and replaces the
-    old one. When it fails, the task fails naming the config and the validator's output, and
-    nothing changes - not that file, not any file after it, no reaction.
+  - A config's I(validate) runs as root on a copy of the new content in a directory only root
+    can read (under C(/run/richt/validate)), never on a file in the config's directory, whose
+    writer could swap it; the file written stays root's (mode 0600) until it replaces the old
+    one, and gets its final owner and mode only then. A config under systemd's unit
+    directories is root's, in directories only root can write. When the validator fails, the
+    task fails naming the config and the validator's output, and nothing changes - not that
+    file, not any file after it, no reaction.
   - "A process names what it reacts to with I(restart_on) and I(reload_on): references to
     the service's own parts (C(package:NAME), C(config:NAME), C(unit:UNIT),
     C(dropin:UNIT/NAME)) and, as in richt.services.systemd_lifecycle, registered results,
@@ -131,8 +134,12 @@ options:
         (C(/var/cache/richt/rpms), root-only; a real run keeps them there from the enabled
         repositories, with the builds it installs, for the next change) or available from the
         enabled repositories; otherwise the run is refused before any change, naming the build
-        (check mode too). The previous files are kept root-only in C(/var/lib/richt/rollback)
-        until the run ends; C(rollback) in the result lists what would be put back.
+        (check mode too). From a repository with C(gpgcheck=1) a build is kept only when its
+        signature passes DNF's check, and is installed again with that check on. A previous
+        config that today's rules would not write back (a mode the group or others can write, a
+        set-id bit) refuses the run before any change too. The previous files are kept root-only
+        in C(/var/lib/richt/rollback) until the run ends; C(rollback) in the result lists what
+        would be put back.
       - "A run killed at any moment leaves that record: the next run with C(rollback=true) keeps
         its older state, moves forward again, and puts the record's state back if that fails, so
         the host ends all new or all old, never a mix. A removal (C(state=absent)) is not rolled
@@ -208,19 +215,26 @@ options:
     description:
       - "Files the service's daemons read, each I(name) and I(path) once, written after the
         packages (so a package's own directory exists) and before the unit files: atomically, at
-        the path only ever with the final mode and owner, never through a symbolic link, and
-        never into a missing directory (the task fails naming it; none is created)."
+        the path never with a looser mode or another owner than the final ones (root's 0600
+        until in place, then handed over), never through a symbolic link, and never into a
+        missing directory (the task fails naming it; none is created)."
       - Every directory above a config must be owned by root or by the config's owner, may be
         writable by group only when its group is root or, in a directory the config's non-root
         owner owns, the config's group (a root-owned config in a directory its group can write
         is refused), and must not be writable by others (sticky or not); any other is refused,
         naming it and the rule. So a daemon's own directory is accepted (Debian's C(/etc/redis)
-        is C(redis:redis 2770)). The validator runs on a temporary file that only root can write
-        (mode 0600); only then does it get its final owner and mode, and it is renamed into
-        place only while it is still the one written and validated.
+        is C(redis:redis 2770)). The validator runs as root on a copy of the new content in a
+        directory only root can read (under C(/run/richt/validate)), never on a file in the
+        config's directory, whose writer could swap it; the file written stays root's (mode
+        0600) until it is renamed into place, only while it is still the one written and holds
+        the content validated, and gets its final owner and mode only then.
       - With C(state=absent) exactly the declared paths are removed, nothing beside them.
       - "A config under systemd's unit directories (such as C(/etc/systemd/system)) counts as a
-        unit file change: the manager is reloaded for it."
+        unit file change: the manager is reloaded for it. What systemd reads there it runs as
+        root, so such a config gets the unit files' rule: its I(owner) is root (any other is
+        refused) and every directory above it is root's and writable by neither group nor
+        others."
+      - Its diff (the previous content, unless sensitive) is returned only in diff mode.
       - "Each config's result is in C(configs); its plan entries are in C(plan) as C(config
         NAME: STEP)."
     type: list
