@@ -110,6 +110,9 @@ func TestRoleScenarioTimes(t *testing.T) {
 	if rounds < 1 {
 		t.Skip("a measurement: set RICHT_MOLECULE_COMPARE=ROUNDS")
 	}
+	// Both sides run ansible-playbook with the same environment: pipelining on (the
+	// collection's fast path) from the process, nothing from the runner's own Env.
+	t.Setenv("ANSIBLE_PIPELINING", "1")
 	out := &lockedBuffer{}
 	r := roleRunner(t, out)
 	coll, err := collection()

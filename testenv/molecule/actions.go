@@ -122,7 +122,7 @@ func (s *scenario) needCreated(action string) error {
 }
 
 func (s *scenario) syntax(ctx context.Context) error {
-	if err := s.writeInventory(); err != nil {
+	if err := s.writeInventoryAt(filepath.Join(s.stateDir, syntaxInventory)); err != nil {
 		return err
 	}
 	return s.playbook(ctx, "syntax", s.playbookPath("converge"), []string{"--syntax-check"}, s.convergeVars())

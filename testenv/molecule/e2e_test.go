@@ -61,7 +61,7 @@ func e2eRunner(t *testing.T, project string) (*Runner, *syncBuffer) {
 			t.Logf("richt-molecule output:\n%s", out.String())
 		}
 		// Whatever happened, no target of these scenarios outlives the test.
-		for _, name := range []string{"default", "twogen", "failverify", "notidem", "upgrade", "upgradewrong"} {
+		for _, name := range []string{"default", "twogen", "failverify", "notidem", "upgrade", "upgradewrong", "badsyntax"} {
 			dir, _ := StateDir(r.StateRoot, project, name)
 			if n, err := (DockerCLI{}).Remove(context.Background(), labelState, dir); n > 0 || err != nil {
 				t.Errorf("scenario %s left %d target(s) behind (%v)", name, n, err)
@@ -192,11 +192,12 @@ func TestE2EParallel(t *testing.T) {
 
 // A converge that changes something every time fails idempotence naming the task and what
 // it changed; an upgrade that restarts where the scenario expects a reload fails saying
-// what it got. Both exit 1, as Molecule's idempotence failure does.
+// what it got (both exit 1, as Molecule's idempotence failure does); a converge.yml that
+// does not parse fails the syntax check with ansible-playbook's code.
 func TestE2EFailures(t *testing.T) {
 	r, out := e2eRunner(t, "testdata/webrole")
-	r.Parallel = 2
-	errs := r.RunAll(context.Background(), "test", []string{"notidem", "upgradewrong"})
+	r.Parallel = 3
+	errs := r.RunAll(context.Background(), "test", []string{"notidem", "upgradewrong", "badsyntax"})
 	var ee *ExitError
 	if !errors.As(errs[0], &ee) || ee.Code != 1 || ee.Msg != "Idempotence test failed because of the following tasks:\n"+
 		"* [instance] => Stamp the time\n    changed: cmd=date +%s%N > /var/tmp/stamp" {
@@ -205,5 +206,13 @@ func TestE2EFailures(t *testing.T) {
 	if !errors.As(errs[1], &ee) || ee.Code != 1 || !strings.Contains(ee.Msg, "* [instance] web.service: want reloaded once, got restarted 1") {
 		t.Errorf("upgradewrong: %#v", errs[1])
 	}
-	mustContain(t, out.String(), "[notidem] INFO     notidem ➜ destroy: removed 1 target(s)")
+	// The syntax check runs beside create: its failure is still the run's, with
+	// ansible-playbook's exit code, and the target created meanwhile goes.
+	if !errors.As(errs[2], &ee) || ee.Code != 4 || !strings.HasPrefix(ee.Msg, "Ansible return code was 4, command was: ansible-playbook") ||
+		!strings.Contains(ee.Msg, "--syntax-check") {
+		t.Errorf("badsyntax: %#v", errs[2])
+	}
+	mustContain(t, out.String(), "[notidem] INFO     notidem ➜ destroy: removed 1 target(s)",
+		"[badsyntax] CRITICAL badsyntax ➜ syntax: Ansible return code was 4",
+		"[badsyntax] INFO     badsyntax ➜ destroy: removed 1 target(s)")
 }

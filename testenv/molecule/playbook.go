@@ -19,6 +19,14 @@ import (
 // through community.docker.docker by container ID, in its groups, with
 // provisioner.inventory's host and group variables.
 func (s *scenario) writeInventory() error {
+	return s.writeInventoryAt(filepath.Join(s.stateDir, "inventory.yml"))
+}
+
+// syntaxInventory is the syntax check's own inventory: the check may run while create
+// writes the real one (see scenario.run).
+const syntaxInventory = "syntax-inventory.yml"
+
+func (s *scenario) writeInventoryAt(path string) error {
 	ids := map[string]string{}
 	for _, in := range s.state.Instances {
 		ids[in.Name] = in.ContainerID
@@ -67,7 +75,7 @@ func (s *scenario) writeInventory() error {
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(s.stateDir, "inventory.yml"), data, 0o600)
+	return os.WriteFile(path, data, 0o600)
 }
 
 // ansibleConfig writes provisioner.config_options as the run's ansible.cfg, over the
@@ -176,7 +184,11 @@ func (s *scenario) runPlaybook(ctx context.Context, action, path string, args []
 	if err != nil {
 		return "", nil, fmt.Errorf("ansible.cfg: %w", err)
 	}
-	argv := []string{"-i", filepath.Join(s.stateDir, "inventory.yml")}
+	inventory := filepath.Join(s.stateDir, "inventory.yml")
+	if action == "syntax" {
+		inventory = filepath.Join(s.stateDir, syntaxInventory)
+	}
+	argv := []string{"-i", inventory}
 	if len(vars) > 0 {
 		data, err := json.Marshal(vars)
 		if err != nil {

@@ -1,6 +1,7 @@
 package molecule
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -199,6 +200,26 @@ func (r *Runner) load(name string) (*scenario, error) {
 		cfg: cfg, gens: gens, mvars: mvars, out: r.Out}, nil
 }
 
+// syntaxWhileCreating runs the syntax check beside create instead of before it: the
+// check needs no target and the boot needs no controller, so the check's second or so
+// hides in the boot. The outcome is the sequence's: a failed check fails the run with its
+// own exit code and message (and the new targets go, as after any failure), a failed
+// create fails it as create. The check's output is printed when both are done, whole.
+func (s *scenario) syntaxWhileCreating(ctx context.Context) (failed string, err error) {
+	var buf bytes.Buffer
+	syn := *s
+	syn.out = &buf
+	done := make(chan error, 1)
+	go func() { done <- syn.action(ctx, "syntax") }()
+	createErr := s.action(ctx, "create")
+	syntaxErr := <-done
+	_, _ = s.out.Write(buf.Bytes())
+	if syntaxErr != nil {
+		return "syntax", syntaxErr
+	}
+	return "create", createErr
+}
+
 // scenario is one scenario's run.
 type scenario struct {
 	r        *Runner
@@ -230,12 +251,20 @@ func (s *scenario) run(ctx context.Context, command string) error {
 	}
 	seq := s.cfg.Sequence(command)
 	s.logf("%s: sequence %s", command, strings.Join(seq, ", "))
-	for i, action := range seq {
+	for i := 0; i < len(seq); i++ {
+		action := seq[i]
 		if command == "test" && action == "destroy" && i == len(seq)-1 && s.r.DestroyNever {
 			s.logf("destroy: skipped (--destroy=never)")
 			continue
 		}
-		if err := s.action(ctx, action); err != nil {
+		var err error
+		if action == "syntax" && i+1 < len(seq) && seq[i+1] == "create" && !s.state.Created {
+			action, err = s.syntaxWhileCreating(ctx)
+			i++
+		} else {
+			err = s.action(ctx, action)
+		}
+		if err != nil {
 			var ee *ExitError
 			if !errors.As(err, &ee) {
 				err = &ExitError{Code: 1, Msg: err.Error()}

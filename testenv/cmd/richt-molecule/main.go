@@ -11,10 +11,17 @@ import (
 	"os/signal"
 	"syscall"
 
+	tclog "github.com/testcontainers/testcontainers-go/log"
+
 	"github.com/richt/services/testenv/molecule"
 )
 
 func main() {
+	// testcontainers' package-level lines (the Docker banner, each copy's archive) are not
+	// the run's; TESTENV_VERBOSE shows them, as it shows each target's.
+	if os.Getenv("TESTENV_VERBOSE") == "" {
+		tclog.SetDefault(tclog.NewNoopLogger())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code, argv := molecule.Main(ctx, ".", os.Args[1:], os.Stdout, os.Stderr)
 	stop()
