@@ -75,7 +75,9 @@ func TestConsoleSaysWhatHappened(t *testing.T) {
 		assert.Contains(t, strings.Join(check, "\n"), "demo.service: would daemon-reload, restart (package:demo 1.0-1 → 2.0-1)", "check mode")
 		real := run(t, false, v)
 		assert.Contains(t, real, "packages: demo 1.0-1 → 2.0-1")
-		assert.Contains(t, strings.Join(real, "\n"), "demo.service: daemon-reload, restart (package:demo 1.0-1 → 2.0-1)")
+		// The package's scriptlet reloaded the manager after its unit file was in place: not
+		// repeated (check mode cannot know the transaction will, so it plans one).
+		assert.Contains(t, strings.Join(real, "\n"), "demo.service: restart (package:demo 1.0-1 → 2.0-1)")
 	})
 }
 

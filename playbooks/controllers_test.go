@@ -42,7 +42,7 @@ func TestRoleAndServiceModuleOnEveryController(t *testing.T) {
 				move := p
 				move.ExtraVars = check.ExtraVars
 				r = move.RunOK(t)
-				assert.Contains(t, summaryLines(r.Output, tg.Name()), "demo.service: daemon-reload, restart (package:demo 1.0-1 → 2.0-1)",
+				assert.Contains(t, summaryLines(r.Output, tg.Name()), "demo.service: restart (package:demo 1.0-1 → 2.0-1)",
 					"the action plugin prints what happened on this controller too")
 				assert.Contains(t, tg.MustExec(t, "rpm", "-q", "demo"), "demo-2.0-1")
 				starts, _ := events(t, tg)
