@@ -219,7 +219,10 @@ func parseOutput(out string) (map[string]Recap, []string) {
 	var changed []string
 	task := ""
 	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	// A line may be as long as the whole output: under Mitogen at -vvv one debug line
+	// carries the module binary (17 MB), and a scanner that stops at a long line never
+	// reaches the recap.
+	sc.Buffer(make([]byte, 1<<20), len(out)+1)
 	for sc.Scan() {
 		line := sc.Text()
 		if rest, ok := strings.CutPrefix(line, "TASK ["); ok {

@@ -37,7 +37,7 @@ func ParseChanges(out string) []Change {
 	var changes []Change
 	task := ""
 	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	sc.Buffer(make([]byte, 1<<20), len(out)+1) // no line too long to reach the end
 	for sc.Scan() {
 		line := sc.Text()
 		if rest, ok := strings.CutPrefix(line, "TASK ["); ok {
@@ -165,7 +165,7 @@ func diffHeaders(v any) string {
 // unreachable.
 func RecapFailed(out string) bool {
 	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	sc.Buffer(make([]byte, 1<<20), len(out)+1) // no line too long to reach the end
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) < 3 || f[1] != ":" {

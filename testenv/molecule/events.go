@@ -55,7 +55,7 @@ func ParseJournal(out string) map[string]UnitEvents {
 	ev := map[string]UnitEvents{}
 	restarting := map[string]bool{}
 	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	sc.Buffer(make([]byte, 1<<20), len(out)+1) // no line too long to reach the end
 	for sc.Scan() {
 		var e struct {
 			ID     string `json:"MESSAGE_ID"`
