@@ -108,6 +108,15 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 		}
 		o.image = img
 	}
+	if t, ok, err := takeSpare(ctx, o); ok {
+		return t, err
+	}
+	return boot(ctx, o)
+}
+
+// boot creates and starts the container of a resolved configuration (its image set) and
+// waits until systemd is up.
+func boot(ctx context.Context, o config) (*Target, error) {
 	ready := wait.ForExec([]string{"systemctl", "is-system-running"}).
 		WithExitCodeMatcher(func(int) bool { return true }).
 		WithResponseMatcher(func(body io.Reader) bool {
