@@ -14,7 +14,9 @@ import (
 )
 
 // These tests run richt-molecule's runner on the scenarios of testdata/webrole, a role of
-// built-in modules only, against real targets.
+// built-in modules only, against real targets. They run in parallel: each has its own
+// state root, so its scenarios' state directories, inventories and target labels are its
+// own (TestE2EParallel checks the same for scenarios within one run).
 
 // elVersion is the EL generation of the suite under test: the docs-style scenario names
 // its image with ${EL_VERSION:-10}, so TESTENV_SUITE=bookworm runs it on the EL 9 target.
@@ -95,6 +97,7 @@ func mustContain(t *testing.T, out string, wants ...string) {
 // command is a new Runner (a new process, as far as state goes), and they share only the
 // scenario's state directory.
 func TestE2ESubcommands(t *testing.T) {
+	t.Parallel()
 	r, out := e2eRunner(t, "testdata/webrole")
 	ctx := context.Background()
 	step := func(command string, want int) {
@@ -146,6 +149,7 @@ func TestE2ESubcommands(t *testing.T) {
 // Two platforms of two generations in one scenario: each gets its own generation's
 // target (verify.yml checks systemd's version on each).
 func TestE2ETwoGenerations(t *testing.T) {
+	t.Parallel()
 	r, out := e2eRunner(t, "testdata/webrole")
 	if err := r.Run(context.Background(), "test", []string{"twogen"}); err != nil {
 		t.Fatalf("twogen: %v", err)
@@ -161,6 +165,7 @@ func TestE2ETwoGenerations(t *testing.T) {
 // directory, inventory and targets, and the failing one fails alone, with Molecule's exit
 // code and message for a failed verify.
 func TestE2EParallel(t *testing.T) {
+	t.Parallel()
 	r, out := e2eRunner(t, "testdata/webrole")
 	r.Parallel = 3
 	errs := r.RunAll(context.Background(), "test", []string{"default", "upgrade", "failverify"})
@@ -195,6 +200,7 @@ func TestE2EParallel(t *testing.T) {
 // what it got (both exit 1, as Molecule's idempotence failure does); a converge.yml that
 // does not parse fails the syntax check with ansible-playbook's code.
 func TestE2EFailures(t *testing.T) {
+	t.Parallel()
 	r, out := e2eRunner(t, "testdata/webrole")
 	r.Parallel = 3
 	errs := r.RunAll(context.Background(), "test", []string{"notidem", "upgradewrong", "badsyntax"})
