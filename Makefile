@@ -101,7 +101,7 @@ lint:
 #   own tests (a cold image build among them) come last of them.
 # - test processes with targets take turns (TESTENV_MAX_TARGET_PROCESSES, docs/testenv.md);
 #   a package's -timeout includes its wait for a turn.
-E2E_FIRST := testenv/molecule playbooks modules/systemd_lifecycle modules/service modules modules/unit_override modules/rpm_exact testenv
+E2E_FIRST := playbooks modules/service modules/systemd_lifecycle modules/rpm_exact modules modules/unit_override testenv/molecule testenv
 test: setup
 	@mod=$$($(GO) list -m) && all=$$($(GO) list ./...) || exit 1; \
 	  first=$$(for p in $(E2E_FIRST); do echo "$$mod/$$p"; done); \
