@@ -101,13 +101,16 @@ lint:
 #   own tests (a cold image build among them) come last of them.
 # - test processes with targets take turns (TESTENV_MAX_TARGET_PROCESSES, docs/testenv.md);
 #   a package's -timeout includes its wait for a turn.
+# test-before's make, named through a variable so that `make -n test` only prints the
+# recipe: a line that names $(MAKE) itself runs under -n, and this one runs the tests.
+TEST_BEFORE_MAKE := $(MAKE) --no-print-directory -j3 -Otarget test-before
 E2E_FIRST := playbooks modules/service modules/systemd_lifecycle modules/rpm_exact modules modules/unit_override testenv/molecule testenv
 test: setup
 	@mod=$$($(GO) list -m) && all=$$($(GO) list ./...) || exit 1; \
 	  first=$$(for p in $(E2E_FIRST); do echo "$$mod/$$p"; done); \
 	  pkgs="$$first $$(echo "$$all" | grep -vxF "$$first")"; \
 	  log=$$(mktemp) && trap 'rm -f "$$log"' EXIT; \
-	  $(MAKE) --no-print-directory -j3 -Otarget test-before >"$$log" 2>&1 & before=$$!; \
+	  $(TEST_BEFORE_MAKE) >"$$log" 2>&1 & before=$$!; \
 	  echo "$(GO) test -count=1 -timeout 45m $(E2E_FIRST) …the other packages (test-before beside it)"; \
 	  $(GO) test -count=1 -timeout 45m $$pkgs; rc=$$?; \
 	  wait $$before; brc=$$?; echo "--- test-before (exit $$brc):"; cat "$$log"; \
