@@ -10,6 +10,9 @@ import (
 // The contract's keys, as they appear in a result. They are the json tags of [Change];
 // the round-trip test holds the two together.
 const (
+	// keyChanged is Ansible's own key of every module result: not the contract's, but
+	// read with it (Changed, Registered), so it too is spelled once.
+	keyChanged          = "changed"
 	keyPackageChanged   = "package_changed"
 	keyUnitFilesChanged = "unit_files_changed"
 	keyDaemonReload     = "daemon_reload"
@@ -141,4 +144,29 @@ func Read(result map[string]any) Change {
 		}
 	}
 	return c
+}
+
+// Changed reads a result's `changed` (Ansible's key every module's result carries): false
+// when it is missing or not a boolean.
+func Changed(result map[string]any) bool {
+	c, _ := result[keyChanged].(bool)
+	return c
+}
+
+// Registered is a registered result that says changed and carries c, as Ansible hands a
+// module's result (one that embeds Change) to a later task: what Read reads back as c.
+func Registered(changed bool, c Change) map[string]any {
+	out := map[string]any{}
+	data, err := json.Marshal(struct {
+		Changed bool `json:"changed"`
+		Change
+	}{changed, c})
+	if err == nil {
+		_ = json.Unmarshal(data, &out)
+	}
+	if len(out) == 0 {
+		// Change always encodes; this only keeps changed said if it ever did not.
+		out[keyChanged] = changed
+	}
+	return out
 }

@@ -132,12 +132,6 @@ func packageOutcomes(names []string, res map[string]any) outcomes {
 	return out
 }
 
-// mover is a packages plan that says which of its packages it moves (the packages step's
-// does). A plan that cannot say counts as moving every package when it changes anything.
-type mover interface {
-	Moves() []string
-}
-
 // plannedPackages are the packages' outcomes as their plan predicts them; a plan that
 // could not be made predicts nothing (the step fails before any change).
 func plannedPackages(names []string, st Step) outcomes {
@@ -145,9 +139,9 @@ func plannedPackages(names []string, st Step) outcomes {
 	if st == nil || planFailed(st) {
 		return out
 	}
-	moving := names
-	if m, ok := st.(mover); ok {
-		moving = m.Moves()
+	moving, known := st.Moves()
+	if !known {
+		moving = names
 	}
 	for _, n := range names {
 		out[wiring.Ref{Kind: wiring.Package, Name: n}] = map[string]any{"changed": st.Changes() && slices.Contains(moving, n)}
