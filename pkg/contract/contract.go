@@ -153,20 +153,29 @@ func Changed(result map[string]any) bool {
 	return c
 }
 
-// Registered is a registered result that says changed and carries c, as Ansible hands a
-// module's result (one that embeds Change) to a later task: what Read reads back as c.
+// Registered is a registered result that says changed and carries c, as a later task
+// reads it (Read reads c back): the keys of c that say something, and no others, so a
+// trigger built from it carries nothing beyond what the contract reads.
 func Registered(changed bool, c Change) map[string]any {
-	out := map[string]any{}
-	data, err := json.Marshal(struct {
-		Changed bool `json:"changed"`
-		Change
-	}{changed, c})
-	if err == nil {
-		_ = json.Unmarshal(data, &out)
+	out := map[string]any{keyChanged: changed}
+	if c.PackageChanged {
+		out[keyPackageChanged] = true
 	}
-	if len(out) == 0 {
-		// Change always encodes; this only keeps changed said if it ever did not.
-		out[keyChanged] = changed
+	if c.UnitFilesChanged {
+		out[keyUnitFilesChanged] = true
+	}
+	if c.DaemonReload != "" {
+		out[keyDaemonReload] = string(c.DaemonReload)
+	}
+	if c.ChangedAt != "" {
+		out[keyChangedAt] = c.ChangedAt
+	}
+	if c.FilesPlaced != nil {
+		// As JSON decodes it, the form Read takes.
+		var m map[string]any
+		if data, err := json.Marshal(c.FilesPlaced); err == nil && json.Unmarshal(data, &m) == nil {
+			out[keyFilesPlaced] = m
+		}
 	}
 	return out
 }

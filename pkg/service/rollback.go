@@ -239,8 +239,7 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		if planFailed(st) || !st.Changes() {
 			continue
 		}
-		sensitive, _ := f.args["sensitive"].(bool)
-		if err := observe(st.Path(), sensitive, true); err != nil {
+		if err := observe(st.Path(), f.sensitive, true); err != nil {
 			r.res.FailedStep = "rollback"
 			return fmt.Errorf("rollback: %w", err)
 		}
