@@ -135,6 +135,13 @@ func packageOutcomes(names []string, res map[string]any) outcomes {
 	return out
 }
 
+// packagesChange is what the packages step's result says of its change (nothing when it
+// did not run).
+func (r *run) packagesChange() contract.Change {
+	m, _ := r.res.Packages.(map[string]any)
+	return contract.Read(m)
+}
+
 // outcomeOf is a step's outcome from its result, as Ansible would register it: changed
 // and the contract (package contract, read through its accessors only).
 func outcomeOf(res map[string]any) wiring.Outcome {
