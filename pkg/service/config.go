@@ -140,7 +140,7 @@ func (r *run) planConfig(ctx context.Context, c config) configPlan {
 // and records its result in the service's. before runs right before the file's content
 // moves (configfile.Deps.BeforeReplace): the records of what the change owes. A config
 // under a unit directory has the manager reload recorded due there too.
-func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error) (map[string]any, error) {
+func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error) (reported, error) {
 	step := configStepName(c.cfg)
 	if c.deferred && !r.req.CheckMode {
 		// The packages step ran: the directory is there now, or the plan says why not.

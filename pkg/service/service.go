@@ -159,7 +159,7 @@ func Handler(d Deps) ansible.Handler {
 		}
 		p := task.Params
 		r := &run{d: d, req: req, p: p, order: task.Order, pkgs: task.Packages, files: task.Files, configs: task.Configs, parts: task.Parts,
-			res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Configs: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
+			res: newResult(p)}
 		if p.State == "absent" {
 			err = r.absentLocked(ctx)
 		} else {
@@ -194,55 +194,25 @@ func (r *run) plan(ctx context.Context, m Module, a ansible.Args) Step {
 	var st Step
 	out := ansible.CallArgs(ctx, a, r.req.CheckMode, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
 		st = m.Plan(ctx, req)
-		return map[string]any{}, nil
+		return struct{}{}, nil
 	})
 	if st == nil {
 		// The planner panicked: the call's result says so.
-		st = failed{err: fmt.Errorf("%v", out["msg"])}
+		st = failed{err: fmt.Errorf("%s", msgOf(out))}
 	}
 	return st
 }
 
 // apply runs a step's plan in hand, for the same arguments, and records its result; a
 // failed step stops the service there.
-func (r *run) apply(ctx context.Context, m Module, st Step, step string, a ansible.Args) (map[string]any, error) {
+func (r *run) apply(ctx context.Context, m Module, st Step, step string, a ansible.Args) (reported, error) {
 	out := ansible.CallArgs(ctx, a, r.req.CheckMode, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
 		return st.Run(ctx, req)
 	})
 	return r.result(out, step)
 }
 
-// call validates args for one step (a process's, built from the triggers of the steps
-// before it), plans the step and carries out that plan at once.
-func (r *run) call(ctx context.Context, m Module, step string, args map[string]any) (map[string]any, error) {
-	a, err := m.Spec.Args(args)
-	if err != nil {
-		// The module's own answer to invalid arguments (it validates, and fails so).
-		return r.result(ansible.Call(ctx, m.Spec, args, r.req.CheckMode, r.req.Diff, nil), step)
-	}
-	return r.callArgs(ctx, m, step, a)
-}
-
 // callArgs plans one step from arguments validated already and carries out the plan.
-func (r *run) callArgs(ctx context.Context, m Module, step string, a ansible.Args) (map[string]any, error) {
+func (r *run) callArgs(ctx context.Context, m Module, step string, a ansible.Args) (reported, error) {
 	return r.apply(ctx, m, r.plan(ctx, m, a), step, a)
-}
-
-// result records one step's result in the service's: its change, its warnings, its
-// failure.
-func (r *run) result(out map[string]any, step string) (map[string]any, error) {
-	delete(out, "invocation")
-	if c, _ := out["changed"].(bool); c {
-		r.res.Changed = true
-	}
-	for _, w := range stringsOf(out["warnings"]) {
-		r.req.Warn("%s: %s", step, w)
-	}
-	delete(out, "warnings")
-	if f, _ := out["failed"].(bool); f {
-		r.res.FailedStep = step
-		msg, _ := out["msg"].(string)
-		return out, fmt.Errorf("%s: %s", step, msg)
-	}
-	return out, nil
 }
