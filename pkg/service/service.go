@@ -1,9 +1,20 @@
-// Package service is the service module: one whole service (packages, owned unit files
-// and drop-ins, processes) in one task and one process on the target. Its steps are the
-// three modules' own runs, called in process (ansible.CallArgs), so each step's result is the
-// one that module gives on its own; what one step changed reaches the next as the same
-// triggers the service role wires between tasks (restart beats reload, reloads merge, a
-// start absorbs, a restart the package's scriptlet already did is not repeated).
+// Package service is the service module: one whole service (packages, configs, owned unit
+// files and drop-ins, processes) in one task and one process on the target. Its steps are
+// the three modules' own runs, called in process (ansible.CallArgs), so each step's result
+// is the one that module gives on its own, and package configfile's for a config; what one
+// step changed reaches the next as the same triggers the service role wires between tasks
+// (restart beats reload, reloads merge, a start absorbs, a restart the package's scriptlet
+// already did is not repeated).
+//
+// Inside, the steps talk in types (outcome.go): a step's plan says what the service needs
+// of it through the Step interface (Moves, Befores, Path); what a step did travels as an
+// outcome keyed by the part's reference (wiring.Outcomes: changed and the contract.Change
+// it made), which wiring turns into a process's triggers; a config's contract comes from
+// configfile's Result. Every step's arguments are checked, in typed structs, and parsed by
+// the step's own Spec once, when the service parses its request (spec.go, args.go): a
+// process's into systemd_lifecycle's typed request, to which its turn adds only the
+// triggers (lifecycle.Task.Triggered). The maps Ansible reports, and the reading of a
+// step's result key by key, are in one file, result.go.
 //
 // Present: packages (one set, one transaction) → configs (package configfile) → unit
 // files and drop-ins (written without a manager reload of their own) → processes in order
