@@ -137,17 +137,13 @@ func ExpandEnv(text string, env func(string) string) string {
 	const dollar = "\x00richt-dollar\x00"
 	text = strings.ReplaceAll(text, "$$", dollar)
 	text = os.Expand(text, func(name string) string {
-		if k, def, ok := strings.Cut(name, ":-"); ok {
-			if v := env(k); v != "" {
-				return v
+		for _, sep := range []string{":-", "-"} {
+			if k, def, ok := strings.Cut(name, sep); ok {
+				if v := env(k); v != "" {
+					return v
+				}
+				return def
 			}
-			return def
-		}
-		if k, def, ok := strings.Cut(name, "-"); ok {
-			if v := env(k); v != "" {
-				return v
-			}
-			return def
 		}
 		return env(name)
 	})

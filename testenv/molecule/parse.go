@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -225,13 +226,7 @@ func (c *Config) parseProvisioner(n *yaml.Node) error {
 	return eachField("provisioner", n, func(k, where string, v *yaml.Node) error {
 		switch k {
 		case "name":
-			if err := decode(where, v, &c.Provisioner.Name); err != nil {
-				return err
-			}
-			if c.Provisioner.Name != "ansible" {
-				return fmt.Errorf("%s %q: only ansible is supported", where, c.Provisioner.Name)
-			}
-			return nil
+			return decodeChoice(where, v, &c.Provisioner.Name, "ansible")
 		case "env":
 			return decode(where, v, &c.Provisioner.Env)
 		case "config_options":
@@ -308,13 +303,7 @@ func (c *Config) parseVerifier(n *yaml.Node) error {
 	return eachField("verifier", n, func(k, where string, v *yaml.Node) error {
 		switch k {
 		case "name":
-			if err := decode(where, v, &c.Verifier.Name); err != nil {
-				return err
-			}
-			if c.Verifier.Name != "ansible" && c.Verifier.Name != "testinfra" {
-				return fmt.Errorf("%s %q: only ansible and testinfra are supported", where, c.Verifier.Name)
-			}
-			return nil
+			return decodeChoice(where, v, &c.Verifier.Name, "ansible", "testinfra")
 		case "directory":
 			return decode(where, v, &c.Verifier.Directory)
 		case "options":
@@ -328,6 +317,20 @@ func (c *Config) parseVerifier(n *yaml.Node) error {
 		}
 		return fmt.Errorf("%s: not supported", where)
 	})
+}
+
+// decodeChoice decodes a name that must be one of allowed.
+func decodeChoice(where string, n *yaml.Node, dst *string, allowed ...string) error {
+	if err := decode(where, n, dst); err != nil {
+		return err
+	}
+	if slices.Contains(allowed, *dst) {
+		return nil
+	}
+	if len(allowed) == 1 {
+		return fmt.Errorf("%s %q: only %s is supported", where, *dst, allowed[0])
+	}
+	return fmt.Errorf("%s %q: only %s are supported", where, *dst, strings.Join(allowed, " and "))
 }
 
 func decodeBool(where string, n *yaml.Node) (bool, error) {
