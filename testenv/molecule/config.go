@@ -68,12 +68,18 @@ type ScenarioConfig struct {
 	explicitTest                                         bool
 }
 
-// Verifier is molecule.yml's verifier: "ansible" (verify.yml) or "testinfra" (tests/ with
-// py.test, where Debian's python3-testinfra is installed).
+// Verifier is molecule.yml's verifier: "ansible" (verify.yml) or "testinfra" (pytest over
+// Directory's test_*.py, where Debian's python3-testinfra is installed).
 type Verifier struct {
-	Name      string
+	Name string
+	// Directory holds testinfra's tests, relative to the scenario (default "tests").
 	Directory string
-	Options   map[string]any
+	// Options become pytest arguments, by the rule of provisioner.options.
+	Options map[string]any
+	// Env are extra environment variables of the pytest run.
+	Env map[string]string
+	// AdditionalFilesOrDirs are globs under Directory run besides its test_*.py files.
+	AdditionalFilesOrDirs []string
 }
 
 // Dependency is molecule.yml's dependency. Galaxy with no requirements file is honoured

@@ -308,6 +308,10 @@ func (c *Config) parseVerifier(n *yaml.Node) error {
 			return decode(where, v, &c.Verifier.Directory)
 		case "options":
 			return decode(where, v, &c.Verifier.Options)
+		case "env":
+			return decode(where, v, &c.Verifier.Env)
+		case "additional_files_or_dirs":
+			return decode(where, v, &c.Verifier.AdditionalFilesOrDirs)
 		case "enabled":
 			on, err := decodeBool(where, v)
 			if err == nil && !on {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -115,23 +114,36 @@ func (s *scenario) ansibleConfig() (string, error) {
 	return path, os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
-// optionArgs turns provisioner.options into ansible-playbook arguments, Molecule's way.
+// optionArgs turns provisioner.options (and verifier.options) into command arguments,
+// Molecule's way: a true flag is --KEY (-KEY for one letter, and vvv: true is -vvv), a
+// false or empty one is left out, a value is --KEY=VALUE, a list repeats the flag. A
+// one-letter flag's value is a separate argument: pytest reads "-p NAME" before argparse
+// does and would take "-p=NAME" as the plugin "=NAME".
 func optionArgs(options map[string]any) []string {
 	var args []string
 	for _, k := range sortedKeys(options) {
-		v := options[k]
 		flag := "--" + strings.ReplaceAll(k, "_", "-")
 		if len(k) == 1 || strings.Trim(k, "v") == "" {
 			flag = "-" + k
 		}
-		switch t := v.(type) {
-		case bool:
-			if t {
-				args = append(args, flag)
+		values := []any{options[k]}
+		if list, ok := options[k].([]any); ok {
+			values = list
+		}
+		for _, v := range values {
+			switch t := v.(type) {
+			case bool:
+				if t {
+					args = append(args, flag)
+				}
+			case nil:
+			default:
+				if len(k) == 1 {
+					args = append(args, flag, fmt.Sprint(t))
+				} else {
+					args = append(args, flag+"="+fmt.Sprint(t))
+				}
 			}
-		case nil:
-		default:
-			args = append(args, flag+"="+fmt.Sprint(t))
 		}
 	}
 	return args
@@ -246,49 +258,6 @@ func shellJoin(argv []string) string {
 		}
 	}
 	return strings.Join(q, " ")
-}
-
-// testinfraInstalled tells whether Debian's python3-testinfra (py.test with the
-// testinfra plugin) is on this machine.
-func testinfraInstalled() error {
-	if err := exec.Command("python3", "-c", "import testinfra, pytest").Run(); err != nil {
-		return fmt.Errorf("needs Debian's python3-testinfra (python3 cannot import testinfra and pytest: %v); install it or use verifier: ansible", err)
-	}
-	return nil
-}
-
-// testinfra runs the scenario's tests directory with py.test over Ansible's inventory, as
-// Molecule's testinfra verifier does.
-func (s *scenario) testinfra(ctx context.Context) error {
-	dir := s.cfg.Verifier.Directory
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(s.dir, dir)
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "test_*.py"))
-	if len(files) == 0 {
-		s.logf("verify: Skipping, no tests found.")
-		return nil
-	}
-	sort.Strings(files)
-	cfgPath, err := s.ansibleConfig()
-	if err != nil {
-		return err
-	}
-	argv := append([]string{"-m", "pytest", "--ansible-inventory=" + filepath.Join(s.stateDir, "inventory.yml"),
-		"--connection=ansible", "--hosts=all", "-p", "no:cacheprovider"}, optionArgs(s.cfg.Verifier.Options)...)
-	argv = append(argv, files...)
-	s.logf("verify: Executing testinfra tests found in %s", dir)
-	cmd := exec.CommandContext(ctx, "python3", argv...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = s.dir, s.env(cfgPath), s.out, s.out
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return &ExitError{Code: ee.ExitCode(), Msg: fmt.Sprintf("Testinfra return code was %d", ee.ExitCode())}
-		}
-		return failf("verify: %v", err)
-	}
-	s.logf("verify: Verifier completed successfully.")
-	return nil
 }
 
 // okFilter drops the result JSON -v adds to "ok:" and "skipping:" lines.

@@ -53,8 +53,9 @@ func TestPrefixWriter(t *testing.T) {
 }
 
 func TestOptionArgs(t *testing.T) {
-	got := optionArgs(map[string]any{"diff": true, "check": false, "vvv": true, "extra_vars": "a=1", "f": 3, "skip-tags": nil})
-	want := []string{"--diff", "--extra-vars=a=1", "-f=3", "-vvv"}
+	got := optionArgs(map[string]any{"diff": true, "check": false, "vvv": true, "extra_vars": "a=1", "f": 3, "skip-tags": nil,
+		"tags": []any{"a", "b"}, "p": []any{"no:cacheprovider", "no:randomly"}})
+	want := []string{"--diff", "--extra-vars=a=1", "-f", "3", "-p", "no:cacheprovider", "-p", "no:randomly", "--tags=a", "--tags=b", "-vvv"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("optionArgs = %v, want %v", got, want)
 	}
