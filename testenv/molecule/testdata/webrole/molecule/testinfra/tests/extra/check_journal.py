@@ -2,6 +2,6 @@
 
 
 def test_web_started_once(host):
-    started = host.run("journalctl -b -u web.service --no-pager -o cat")
+    started = host.run("journalctl -u web.service --no-pager -o cat")
     assert started.rc == 0
     assert "Started web.service" in started.stdout
