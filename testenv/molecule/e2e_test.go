@@ -234,8 +234,8 @@ func TestE2ETestinfra(t *testing.T) {
 		t.Fatalf("verify: %v", err)
 	}
 	mustContain(t, out.String(), "verify: Executing Testinfra tests found in ",
-		"test_default.py::test_web_running_and_enabled[docker://", "test_default.py::test_unit_file_names_the_version[docker://",
-		"check_journal.py::test_web_started_once[docker://", "4 passed", "verify: Verifier completed successfully.")
+		"test_default.py::test_web_running_and_enabled[ansible://instance] PASSED", "test_default.py::test_unit_file_names_the_version[ansible://instance] PASSED",
+		"check_journal.py::test_web_started_once[ansible://instance] PASSED", "4 passed", "verify: Verifier completed successfully.")
 	failing := *r
 	failing.Getenv = func(k string) string {
 		if k == "TESTINFRA_DIR" {
@@ -246,8 +246,7 @@ func TestE2ETestinfra(t *testing.T) {
 	err := failing.Run(ctx, "verify", []string{"testinfra"})
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != 1 || !strings.HasPrefix(ee.Msg, "Testinfra return code was 1, command was: ") ||
-		!strings.Contains(ee.Msg, "test_failing.py::test_web_stopped[docker://") ||
-		!strings.Contains(ee.Msg, "AssertionError: web.service is running") || !strings.HasSuffix(ee.Msg, "\n1 failed, 1 passed in "+afterIn(ee.Msg)) {
+		!strings.Contains(ee.Msg, "\nFAILED failing/test_failing.py::test_web_stopped[ansible://instance] - AssertionError: web.service is running\n") || !strings.HasSuffix(ee.Msg, "\n1 failed, 1 passed in "+afterIn(ee.Msg)) {
 		t.Errorf("failing verify: %#v, want pytest's exit code 1 naming the failed test", err)
 	}
 	if err := r.Run(ctx, "destroy", []string{"testinfra"}); err != nil {

@@ -118,6 +118,11 @@ func (s *scenario) testinfra(ctx context.Context) error {
 	cmd.Dir = s.dir
 	// No __pycache__ in the role's tests directory.
 	cmd.Env = append(s.env(cfgPath), "PYTHONDONTWRITEBYTECODE=1")
+	if s.r.Getenv("COLUMNS") == "" {
+		// Without a terminal pytest assumes 80 columns and cuts each FAILED line's
+		// message, the part the run's error repeats, to fit them.
+		cmd.Env = append(cmd.Env, "COLUMNS=200")
+	}
 	for _, k := range sortedKeys(s.cfg.Verifier.Env) {
 		cmd.Env = append(cmd.Env, k+"="+s.cfg.Verifier.Env[k])
 	}

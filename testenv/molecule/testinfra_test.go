@@ -79,20 +79,20 @@ func TestTestinfraTests(t *testing.T) {
 }
 
 // pytestFailure is the end of a failing pytest -v run, as pytest 7.2 prints it.
-const pytestFailure = `failing/test_failing.py::test_web_stopped[docker://4f1c] FAILED          [ 50%]
-failing/test_failing.py::test_web_enabled[docker://4f1c] PASSED          [100%]
+const pytestFailure = `failing/test_failing.py::test_web_stopped[ansible://instance] FAILED          [ 50%]
+failing/test_failing.py::test_web_enabled[ansible://instance] PASSED          [100%]
 
 =================================== FAILURES ===================================
-_______________________ test_web_stopped[docker://4f1c] ________________________
+_____________________ test_web_stopped[ansible://instance] _____________________
 E       AssertionError: web.service is running
 =========================== short test summary info ============================
-FAILED failing/test_failing.py::test_web_stopped[docker://4f1c] - AssertionError: web.service is running
+FAILED failing/test_failing.py::test_web_stopped[ansible://instance] - AssertionError: web.service is running
 ========================= 1 failed, 1 passed in 0.81s ==========================
 `
 
 func TestPytestSummary(t *testing.T) {
 	for _, tc := range []struct{ out, want string }{
-		{pytestFailure, "FAILED failing/test_failing.py::test_web_stopped[docker://4f1c] - AssertionError: web.service is running\n1 failed, 1 passed in 0.81s"},
+		{pytestFailure, "FAILED failing/test_failing.py::test_web_stopped[ansible://instance] - AssertionError: web.service is running\n1 failed, 1 passed in 0.81s"},
 		{"ERROR tests/test_a.py - ModuleNotFoundError: No module named 'x'\n=== 1 error in 0.10s ===\n", "ERROR tests/test_a.py - ModuleNotFoundError: No module named 'x'\n1 error in 0.10s"},
 		{"ERROR: usage: pytest [options]\n", ""},
 		{"", ""},
