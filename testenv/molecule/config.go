@@ -3,6 +3,7 @@ package molecule
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -189,45 +190,45 @@ func (c *Config) check() error {
 	return nil
 }
 
+// sequences maps each sub-command to its scenario.<command>_sequence.
+func (s *ScenarioConfig) sequences() map[string]*[]string {
+	return map[string]*[]string{
+		"test": &s.TestSequence, "create": &s.CreateSequence, "converge": &s.ConvergeSequence,
+		"destroy": &s.DestroySequence, "check": &s.CheckSequence, "side_effect": &s.SideEffectSequence,
+		"cleanup": &s.CleanupSequence, "dependency": &s.DependencySequence, "prepare": &s.PrepareSequence,
+		"verify": &s.VerifySequence, "idempotence": &s.IdempotenceSequence, "syntax": &s.SyntaxSequence,
+	}
+}
+
+// defaultSequences are Molecule's sequences of the sub-commands that run more than their
+// own action; every other sub-command runs just its action.
+var defaultSequences = map[string][]string{
+	"test":     {"dependency", "cleanup", "destroy", "syntax", "create", "prepare", "converge", "idempotence", "side_effect", "verify", "cleanup", "destroy"},
+	"create":   {"dependency", "create", "prepare"},
+	"converge": {"dependency", "create", "prepare", "converge"},
+	"destroy":  {"dependency", "cleanup", "destroy"},
+	"check":    {"dependency", "cleanup", "destroy", "create", "prepare", "converge", "check", "destroy"},
+}
+
+// upgradeTestSequence is an upgrade scenario's test sequence: the upgrade action (converge
+// at To, with the assertion) follows the converge at From, before idempotence.
+var upgradeTestSequence = []string{"dependency", "cleanup", "destroy", "syntax", "create", "prepare", "converge", "upgrade", "idempotence", "side_effect", "verify", "cleanup", "destroy"}
+
 // Sequence returns the actions a sub-command runs, Molecule's defaults unless
-// molecule.yml gives its own. An upgrade scenario's test sequence converges at From, then
-// runs the upgrade action (converge at To, with the assertion) before idempotence.
+// molecule.yml gives its own; nil for a sub-command this runner does not run.
 func (c Config) Sequence(command string) []string {
 	s := c.Scenario
-	pick := func(given []string, def ...string) []string {
-		if given != nil {
-			return given
-		}
-		return def
+	if command == "test" && !s.explicitTest && c.Richt.Upgrade != nil {
+		return slices.Clone(upgradeTestSequence)
 	}
-	switch command {
-	case "test":
-		if !s.explicitTest && c.Richt.Upgrade != nil {
-			return []string{"dependency", "cleanup", "destroy", "syntax", "create", "prepare", "converge", "upgrade", "idempotence", "side_effect", "verify", "cleanup", "destroy"}
-		}
-		return pick(s.TestSequence, "dependency", "cleanup", "destroy", "syntax", "create", "prepare", "converge", "idempotence", "side_effect", "verify", "cleanup", "destroy")
-	case "create":
-		return pick(s.CreateSequence, "dependency", "create", "prepare")
-	case "converge":
-		return pick(s.ConvergeSequence, "dependency", "create", "prepare", "converge")
-	case "destroy":
-		return pick(s.DestroySequence, "dependency", "cleanup", "destroy")
-	case "check":
-		return pick(s.CheckSequence, "dependency", "cleanup", "destroy", "create", "prepare", "converge", "check", "destroy")
-	case "idempotence":
-		return pick(s.IdempotenceSequence, "idempotence")
-	case "verify":
-		return pick(s.VerifySequence, "verify")
-	case "side_effect":
-		return pick(s.SideEffectSequence, "side_effect")
-	case "prepare":
-		return pick(s.PrepareSequence, "prepare")
-	case "cleanup":
-		return pick(s.CleanupSequence, "cleanup")
-	case "syntax":
-		return pick(s.SyntaxSequence, "syntax")
-	case "dependency":
-		return pick(s.DependencySequence, "dependency")
+	given, ok := s.sequences()[command]
+	switch {
+	case !ok:
+		return nil
+	case *given != nil:
+		return *given
+	case defaultSequences[command] != nil:
+		return slices.Clone(defaultSequences[command])
 	}
-	return nil
+	return []string{command}
 }

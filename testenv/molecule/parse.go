@@ -268,20 +268,13 @@ func (c *Config) parseInventory(n *yaml.Node) error {
 
 func (c *Config) parseScenario(n *yaml.Node) error {
 	s := &c.Scenario
-	seqs := map[string]*[]string{
-		"test_sequence": &s.TestSequence, "create_sequence": &s.CreateSequence,
-		"converge_sequence": &s.ConvergeSequence, "destroy_sequence": &s.DestroySequence,
-		"check_sequence": &s.CheckSequence, "side_effect_sequence": &s.SideEffectSequence,
-		"cleanup_sequence": &s.CleanupSequence, "dependency_sequence": &s.DependencySequence,
-		"prepare_sequence": &s.PrepareSequence, "verify_sequence": &s.VerifySequence,
-		"idempotence_sequence": &s.IdempotenceSequence, "syntax_sequence": &s.SyntaxSequence,
-	}
 	return eachField("scenario", n, func(k, where string, v *yaml.Node) error {
 		if k == "name" {
 			return decode(where, v, &s.Name)
 		}
-		seq, ok := seqs[k]
-		if !ok {
+		command, isSeq := strings.CutSuffix(k, "_sequence")
+		seq, ok := s.sequences()[command]
+		if !isSeq || !ok {
 			return fmt.Errorf("%s: not supported", where)
 		}
 		if err := decode(where, v, seq); err != nil {
