@@ -219,7 +219,7 @@ func (s *scenario) runPlaybook(ctx context.Context, action, path string, args []
 	var buf bytes.Buffer
 	shown := s.out
 	if quietOK {
-		shown = &okFilter{w: s.out}
+		shown = okFilter(s.out)
 	}
 	w := io.MultiWriter(&buf, shown)
 	cmd.Stdout, cmd.Stderr = w, w
@@ -260,65 +260,57 @@ func shellJoin(argv []string) string {
 	return strings.Join(q, " ")
 }
 
-// okFilter drops the result JSON -v adds to "ok:" and "skipping:" lines.
-type okFilter struct {
-	w      io.Writer
-	buf    []byte
-	inJSON bool
+// lineWriter hands each whole line written to it, newline included, to emit; a line
+// split across writes waits for its end. emit must not keep the slice.
+type lineWriter struct {
+	buf  []byte
+	emit func(line []byte) error
 }
 
-func (f *okFilter) Write(b []byte) (int, error) {
-	f.buf = append(f.buf, b...)
+func (l *lineWriter) Write(b []byte) (int, error) {
+	l.buf = append(l.buf, b...)
 	for {
-		i := bytes.IndexByte(f.buf, '\n')
+		i := bytes.IndexByte(l.buf, '\n')
 		if i < 0 {
-			break
+			return len(b), nil
 		}
-		line := f.buf[:i+1]
-		f.buf = f.buf[i+1:]
-		if f.inJSON {
-			// A result printed indented (assert's, debug's) ends with a lone "}".
-			f.inJSON = !bytes.Equal(line, []byte("}\n"))
-			continue
-		}
-		if bytes.HasPrefix(line, []byte("ok: [")) || bytes.HasPrefix(line, []byte("skipping: [")) {
-			if j := bytes.Index(line, []byte(" => {")); j >= 0 {
-				f.inJSON = bytes.Equal(line[j:], []byte(" => {\n"))
-				line = append(line[:j:j], '\n')
-			}
-		}
-		if _, err := f.w.Write(line); err != nil {
+		line := l.buf[:i+1]
+		l.buf = l.buf[i+1:]
+		if err := l.emit(line); err != nil {
 			return 0, err
 		}
 	}
-	return len(b), nil
+}
+
+// okFilter drops the result JSON -v adds to "ok:" and "skipping:" lines.
+func okFilter(w io.Writer) io.Writer {
+	inJSON := false
+	return &lineWriter{emit: func(line []byte) error {
+		if inJSON {
+			// A result printed indented (assert's, debug's) ends with a lone "}".
+			inJSON = !bytes.Equal(line, []byte("}\n"))
+			return nil
+		}
+		if bytes.HasPrefix(line, []byte("ok: [")) || bytes.HasPrefix(line, []byte("skipping: [")) {
+			if j := bytes.Index(line, []byte(" => {")); j >= 0 {
+				inJSON = bytes.Equal(line[j:], []byte(" => {\n"))
+				line = append(line[:j:j], '\n')
+			}
+		}
+		_, err := w.Write(line)
+		return err
+	}}
 }
 
 // prefixWriter prefixes every line with the scenario's name, so scenarios running at once
 // can be told apart; lines are written whole, under one lock for all scenarios.
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-	mu     *sync.Mutex
-	buf    []byte
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	p.buf = append(p.buf, b...)
-	for {
-		i := bytes.IndexByte(p.buf, '\n')
-		if i < 0 {
-			break
-		}
-		p.mu.Lock()
-		_, err := fmt.Fprintf(p.w, "%s%s", p.prefix, p.buf[:i+1])
-		p.mu.Unlock()
-		if err != nil {
-			return 0, err
-		}
-		p.buf = p.buf[i+1:]
-	}
-	return len(b), nil
+func prefixWriter(w io.Writer, prefix string, mu *sync.Mutex) io.Writer {
+	return &lineWriter{emit: func(line []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := fmt.Fprintf(w, "%s%s", prefix, line)
+		return err
+	}}
 }
 
 // Instances lists a scenario's instances from its state, for list and login.

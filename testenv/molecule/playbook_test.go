@@ -28,7 +28,7 @@ func TestIdempotenceLine(t *testing.T) {
 
 func TestOKFilterDropsResults(t *testing.T) {
 	var out bytes.Buffer
-	f := &okFilter{w: &out}
+	f := okFilter(&out)
 	in := "TASK [a]\nok: [h] => {\"changed\": false}\nok: [h] => {\n    \"msg\": \"All assertions passed\"\n}\nchanged: [h] => {\"changed\": true}\nskipping: [h] => {\"x\": 1}\n"
 	for _, chunk := range []string{in[:7], in[7:40], in[40:]} { // lines split across writes
 		if _, err := f.Write([]byte(chunk)); err != nil {
@@ -44,7 +44,7 @@ func TestOKFilterDropsResults(t *testing.T) {
 func TestPrefixWriter(t *testing.T) {
 	var out bytes.Buffer
 	var mu sync.Mutex
-	p := &prefixWriter{w: &out, prefix: "[s] ", mu: &mu}
+	p := prefixWriter(&out, "[s] ", &mu)
 	_, _ = p.Write([]byte("one\ntw"))
 	_, _ = p.Write([]byte("o\n"))
 	if out.String() != "[s] one\n[s] two\n" {

@@ -144,7 +144,7 @@ func (r *Runner) RunAll(ctx context.Context, command string, scenarios []string)
 	var wg sync.WaitGroup
 	for i, s := range cfgs {
 		if len(cfgs) > 1 && r.Parallel > 1 {
-			s.out = &prefixWriter{w: r.Out, prefix: "[" + s.name + "] ", mu: &outMu}
+			s.out = prefixWriter(r.Out, "["+s.name+"] ", &outMu)
 		}
 		wg.Add(1)
 		go func() {
