@@ -3,8 +3,10 @@ package molecule
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -342,7 +344,7 @@ func (s *scenario) upgrade(ctx context.Context) error {
 	}
 	var bad []string
 	for _, in := range s.state.Instances {
-		for _, unit := range sortedKeys(u.Expect) {
+		for _, unit := range slices.Sorted(maps.Keys(u.Expect)) {
 			want := u.Expect[unit]
 			got := events[in.Name][unit]
 			if !expectationMet(want, got) {

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -70,15 +70,6 @@ func Parse(r io.Reader) (Config, error) {
 	return c, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // fields decodes a mapping node into key → node, naming where on error.
 func fields(where string, n *yaml.Node) (map[string]yaml.Node, error) {
 	if n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
@@ -102,7 +93,7 @@ func eachField(where string, n *yaml.Node, f func(key, path string, v *yaml.Node
 	if err != nil {
 		return err
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		path := k
 		if where != "" {
@@ -237,7 +228,7 @@ func (c *Config) parseProvisioner(n *yaml.Node) error {
 			if err := decode(where, v, &c.Provisioner.Playbooks); err != nil {
 				return err
 			}
-			for _, a := range sortedKeys(c.Provisioner.Playbooks) {
+			for _, a := range slices.Sorted(maps.Keys(c.Provisioner.Playbooks)) {
 				if !knownActions[a] {
 					return fmt.Errorf("%s.%s: not an action this runner runs", where, a)
 				}
@@ -282,7 +273,7 @@ func (c *Config) parseScenario(n *yaml.Node) error {
 		}
 		for _, a := range *seq {
 			if !knownActions[a] {
-				return fmt.Errorf("%s: %q is not an action this runner runs (%s)", where, a, strings.Join(sortedKeys(knownActions), ", "))
+				return fmt.Errorf("%s: %q is not an action this runner runs (%s)", where, a, strings.Join(slices.Sorted(maps.Keys(knownActions)), ", "))
 			}
 		}
 		if k == "test_sequence" {

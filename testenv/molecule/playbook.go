@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -93,9 +95,9 @@ func (s *scenario) ansibleConfig() (string, error) {
 		}
 	}
 	var b strings.Builder
-	for _, sec := range sortedKeys(sections) {
+	for _, sec := range slices.Sorted(maps.Keys(sections)) {
 		fmt.Fprintf(&b, "[%s]\n", sec)
-		for _, k := range sortedKeys(sections[sec]) {
+		for _, k := range slices.Sorted(maps.Keys(sections[sec])) {
 			v := sections[sec][k]
 			switch t := v.(type) {
 			case bool:
@@ -121,7 +123,7 @@ func (s *scenario) ansibleConfig() (string, error) {
 // does and would take "-p=NAME" as the plugin "=NAME".
 func optionArgs(options map[string]any) []string {
 	var args []string
-	for _, k := range sortedKeys(options) {
+	for _, k := range slices.Sorted(maps.Keys(options)) {
 		flag := "--" + strings.ReplaceAll(k, "_", "-")
 		if len(k) == 1 || strings.Trim(k, "v") == "" {
 			flag = "-" + k
@@ -153,7 +155,7 @@ func optionArgs(options map[string]any) []string {
 // that find the role under test, and provisioner.env last.
 func (s *scenario) env(cfgPath string) []string {
 	env := append(os.Environ(), s.r.Env...)
-	for _, k := range sortedKeys(s.mvars) {
+	for _, k := range slices.Sorted(maps.Keys(s.mvars)) {
 		env = append(env, k+"="+s.mvars[k])
 	}
 	roles := []string{filepath.Join(s.stateDir, "roles"), filepath.Dir(s.project), filepath.Join(s.project, "roles")}
@@ -164,7 +166,7 @@ func (s *scenario) env(cfgPath string) []string {
 	_ = os.MkdirAll(tmp, 0o700)
 	env = append(env, "ANSIBLE_CONFIG="+cfgPath, "ANSIBLE_ROLES_PATH="+strings.Join(roles, ":"),
 		"ANSIBLE_NOCOLOR=1", "ANSIBLE_FORCE_COLOR=0", "ANSIBLE_LOCAL_TEMP="+tmp, "ANSIBLE_RETRY_FILES_ENABLED=false")
-	for _, k := range sortedKeys(s.cfg.Provisioner.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.cfg.Provisioner.Env)) {
 		env = append(env, k+"="+s.cfg.Provisioner.Env[k])
 	}
 	return env

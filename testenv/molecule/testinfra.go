@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -123,7 +125,7 @@ func (s *scenario) testinfra(ctx context.Context) error {
 		// message, the part the run's error repeats, to fit them.
 		cmd.Env = append(cmd.Env, "COLUMNS=200")
 	}
-	for _, k := range sortedKeys(s.cfg.Verifier.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.cfg.Verifier.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+s.cfg.Verifier.Env[k])
 	}
 	var buf bytes.Buffer
