@@ -111,14 +111,12 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		}
 		done.Files = append(done.Files, RollbackFile{Path: f.Path, Restore: restore})
 		r.res.Plan = append(r.res.Plan, "rollback: restore "+f.Path)
-		o := map[string]any{"changed": true}
+		o := wiring.Outcome{Changed: true}
 		if f.UnitFile {
-			o["unit_files_changed"] = true
-			o["daemon_reload"] = string(contract.ReloadNeeded)
+			o.UnitFilesChanged = true
+			o.DaemonReload = contract.ReloadNeeded
 		}
-		var c contract.Change
-		c.Stamp(now)
-		o["changed_at"] = c.ChangedAt
+		o.Stamp(now)
 		for _, ref := range r.refsOf(f.Path) {
 			out[ref] = o
 		}
@@ -131,7 +129,7 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		}
 	}
 	removed := done.removedSomething(rec)
-	err = r.eachProcess(ctx, out, func(ctx context.Context, proc Process, args map[string]any) (map[string]any, error) {
+	err = r.eachProcess(ctx, out, func(ctx context.Context, proc Process, args ansible.Args) (reported, error) {
 		unit := unitOf(proc.Unit)
 		step := "process " + unit
 		if removed && r.unitGone(unit) {
@@ -197,11 +195,11 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 func (r *run) restoring(pkgs []rollback.Package, files []rollback.File) outcomes {
 	out := outcomes{}
 	for _, p := range pkgs {
-		out[wiring.Ref{Kind: wiring.Package, Name: p.Name}] = map[string]any{"changed": true, "package_changed": true}
+		out[wiring.Ref{Kind: wiring.Package, Name: p.Name}] = wiring.Outcome{Changed: true, Change: contract.Change{PackageChanged: true}}
 	}
 	for _, f := range files {
 		for _, ref := range r.refsOf(f.Path) {
-			out[ref] = map[string]any{"changed": true}
+			out[ref] = wiring.Outcome{Changed: true}
 		}
 	}
 	return out
@@ -282,7 +280,7 @@ func (r *run) restoreFile(ctx context.Context, rec *rollback.Record, f rollback.
 // plan is made before the change (restorable), so a state that could not be put back
 // refuses the run before it changes anything rather than failing its rollback after.
 func (r *run) restorePlan(ctx context.Context, f rollback.File, saved []byte) (configfile.Plan, error) {
-	cfg := configfile.Config{Index: -1, Origin: "the state saved for " + f.Path, Name: f.Path, Path: f.Path,
+	cfg := configfile.Config{Name: f.Path, Path: f.Path,
 		Sensitive: f.Sensitive, Absent: !f.Existed, Mode: f.Mode, Owner: strconv.Itoa(f.UID), Group: strconv.Itoa(f.GID)}
 	if f.Existed {
 		cfg.Content = string(saved)
@@ -290,20 +288,24 @@ func (r *run) restorePlan(ctx context.Context, f rollback.File, saved []byte) (c
 		cfg.Mode = 0o644 // not used for a removal, but checked
 	}
 	cfg, err := cfg.Check()
-	if err != nil {
-		return configfile.Plan{}, err
+	if err == nil {
+		var plan configfile.Plan
+		if plan, err = r.d.Configs.Plan(ctx, cfg); err == nil {
+			return plan, nil
+		}
 	}
-	return r.d.Configs.Plan(ctx, cfg)
+	var pe *configfile.ParamError
+	if errors.As(err, &pe) {
+		// Its parameters are no entry of the task's configs: the state saved names them.
+		return configfile.Plan{}, fmt.Errorf("the state saved for %s: %w", f.Path, err)
+	}
+	return configfile.Plan{}, err
 }
 
 // rollbackProcess runs one process's step of a rollback: as the change's own steps run,
 // but its result is the rollback's (it does not make the task changed twice, and a
 // failure is the rollback's).
-func (r *run) rollbackProcess(ctx context.Context, step string, args map[string]any) (map[string]any, error) {
-	a, err := r.d.Processes.Spec.Args(args)
-	if err != nil {
-		return map[string]any{"failed": true, "msg": err.Error()}, err
-	}
+func (r *run) rollbackProcess(ctx context.Context, step string, a ansible.Args) (reported, error) {
 	st := r.plan(ctx, r.d.Processes, a)
 	res := ansible.CallArgs(ctx, a, false, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
 		return st.Run(ctx, req)
@@ -333,8 +335,7 @@ func (r *run) refsOf(path string) []wiring.Ref {
 }
 
 func pkgUnitFiles(res map[string]any) bool {
-	u, _ := res["unit_files_changed"].(bool)
-	return u
+	return contract.Read(res).UnitFilesChanged
 }
 
 // errRecord marks a failure to record what the rollback owes (the rollback's "record"
