@@ -35,15 +35,18 @@ func packageArgs(p Params, absent bool) map[string]any {
 
 type fileStep struct {
 	unit string
-	args map[string]any
+	// name is the drop-in's name; "" for a unit file.
+	name      string
+	sensitive bool
+	args      map[string]any
 	// call is args as unit_override's Spec validated and parsed them (parse).
 	call ansible.Args
 	item map[string]any
 }
 
 func fileLabel(f fileStep) string {
-	if n, ok := f.args["name"].(string); ok {
-		return f.unit + "/" + n
+	if f.name != "" {
+		return f.unit + "/" + f.name
 	}
 	return f.unit
 }
@@ -69,7 +72,7 @@ func fileArgs(p Params, absent bool) []fileStep {
 				args["mode"] = mode
 			}
 		}
-		out = append(out, fileStep{unit: unitOf(unit), args: args, item: item})
+		out = append(out, fileStep{unit: unitOf(unit), name: name, sensitive: sensitive, args: args, item: item})
 	}
 	for _, f := range p.Units {
 		add(f.Unit, "", f.Content, f.Mode, f.Sensitive)

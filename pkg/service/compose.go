@@ -104,18 +104,6 @@ func filesPlanned(files []fileStep, plans []Step) outcomes {
 	return out
 }
 
-// fileOutcomes are the unit files' and drop-ins' outcomes from their results, in files'
-// order.
-func fileOutcomes(files []fileStep, results []map[string]any) outcomes {
-	out := outcomes{}
-	for i, f := range files {
-		if i < len(results) {
-			out[fileRef(f)] = results[i]
-		}
-	}
-	return out
-}
-
 // planPackages holds the packages step's plan (absent: the removal's), when the service
 // has packages. A plan that could not be made is the packages step's failure, reported
 // before anything changes.
@@ -304,8 +292,7 @@ func (r *run) eachProcess(ctx context.Context, out outcomes, step func(ctx conte
 func managerLoaded(out outcomes) outcomes {
 	marked := make(outcomes, len(out))
 	for ref, o := range out {
-		o = maps.Clone(o)
-		o["daemon_reload"] = string(contract.ReloadPerformed)
+		o.DaemonReload = contract.ReloadPerformed
 		marked[ref] = o
 	}
 	return marked

@@ -218,17 +218,6 @@ func configsPlanned(plans []configPlan) outcomes {
 	return out
 }
 
-// configOutcomes are the configs' outcomes from their results, in configs' order.
-func configOutcomes(cfgs []configfile.Config, results []map[string]any) outcomes {
-	out := outcomes{}
-	for i, c := range cfgs {
-		if i < len(results) {
-			out[configRef(c.Name)] = results[i]
-		}
-	}
-	return out
-}
-
 // configUnitFiles reports whether a config plan changes a file under a unit directory.
 func configUnitFiles(plans []configPlan) bool {
 	return slices.ContainsFunc(plans, func(c configPlan) bool {

@@ -100,7 +100,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	cfgRecorded := maps.Clone(ahead.configs)
 	var failed error
 	for _, cp := range plan.configs {
-		due := dueFrom(r.order, r.parts, outcomes{configRef(cp.cfg.Name): {"changed": true}})
+		due := dueFrom(r.order, r.parts, outcomes{configRef(cp.cfg.Name): {Changed: true}})
 		hooked := false
 		out, err := r.applyConfig(ctx, cp, func() error {
 			hooked = true
@@ -145,7 +145,7 @@ func (r *run) present(ctx context.Context) (err error) {
 		r.res.Files = append(r.res.Files, out)
 		if c, _ := out["changed"].(bool); c {
 			changedFiles = true
-			due := dueFrom(r.order, r.parts, outcomes{fileRef(f): {"changed": true}})
+			due := dueFrom(r.order, r.parts, outcomes{fileRef(f): {Changed: true}})
 			if rerr := r.recordWritten(ahead, filesRecorded, due); rerr != nil {
 				return rerr
 			}

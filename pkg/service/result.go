@@ -2,9 +2,14 @@ package service
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/configfile"
+	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/rpmexact"
+	"github.com/richt/services/pkg/wiring"
 )
 
 // Result is the module's result: per step the result its module gives, in order.
@@ -97,4 +102,63 @@ func stringsOf(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// packageOutcomes are the packages' own outcomes from the packages step's result res
+// (check mode's or the real run's): rpm_exact reports one change for the set, so each
+// package that moved gets the set's change (changed, and its contract.Change), and the
+// others none. A package moved when its entry's operation is not none or its builds
+// before and after differ; a result that lists no entries (it failed before them) moved
+// every package when it reports a change.
+func packageOutcomes(names []string, res map[string]any) outcomes {
+	out := outcomes{}
+	set := outcomeOf(res)
+	entries, listed := res["packages"].([]any)
+	moved := map[string]bool{}
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		name, _ := m["name"].(string)
+		op, _ := m["operation"].(string)
+		if (op != "" && op != rpmexact.OpNone) || !slices.Equal(stringsOf(m["before"]), stringsOf(m["after"])) {
+			moved[name] = true
+		}
+	}
+	for _, n := range names {
+		ref := wiring.Ref{Kind: wiring.Package, Name: n}
+		if !set.Changed || listed && !moved[n] {
+			out[ref] = wiring.Unchanged
+			continue
+		}
+		out[ref] = set
+	}
+	return out
+}
+
+// outcomeOf is a step's outcome from its result, as Ansible would register it: changed
+// and the contract (package contract, read through its accessors only).
+func outcomeOf(res map[string]any) wiring.Outcome {
+	return wiring.Outcome{Changed: contract.Changed(res), Change: contract.Read(res)}
+}
+
+// fileOutcomes are the unit files' and drop-ins' outcomes from their results, in files'
+// order.
+func fileOutcomes(files []fileStep, results []map[string]any) outcomes {
+	out := outcomes{}
+	for i, f := range files {
+		if i < len(results) {
+			out[fileRef(f)] = outcomeOf(results[i])
+		}
+	}
+	return out
+}
+
+// configOutcomes are the configs' outcomes from their results, in configs' order.
+func configOutcomes(cfgs []configfile.Config, results []map[string]any) outcomes {
+	out := outcomes{}
+	for i, c := range cfgs {
+		if i < len(results) {
+			out[configRef(c.Name)] = outcomeOf(results[i])
+		}
+	}
+	return out
 }

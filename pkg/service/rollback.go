@@ -87,24 +87,18 @@ type rollbackRun struct {
 	fileRefs map[string][]wiring.Ref
 }
 
-// befores is the packages step's plan as a rollback reads it.
-type befores interface {
-	// Befores are the packages the plan moves, with the builds they have.
-	Befores() []rollback.Package
-}
-
-// Befores implements befores.
-func (s packagesStep) Befores() []rollback.Package {
+// Befores implements Step.
+func (s packagesStep) Befores() ([]rollback.Package, bool) {
 	var out []rollback.Package
 	for _, e := range s.held.Plan().Entries {
 		if e.Operation != rpmexact.OpNone {
 			out = append(out, rollback.Package{Name: e.Name, Before: slices.Clone(e.Before)})
 		}
 	}
-	return out
+	return out, true
 }
 
-// Path is the file the step writes.
+// Path implements Step.
 func (s *filesStep) Path() string { return s.plan.Want.Path }
 
 // presentLocked is present and its rollback's end (endRollback); for a run with rollback,
@@ -182,8 +176,12 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		return fmt.Errorf("rollback: %w", err)
 	}
 	rec := rollback.Record{Service: r.p.Name, Phase: rollback.PhaseChanging}
-	if b, ok := c.pkg.(befores); ok && !planFailed(c.pkg) {
-		rec.Packages = b.Befores()
+	befores, known := []rollback.Package(nil), false
+	if c.pkg != nil && !planFailed(c.pkg) {
+		befores, known = c.pkg.Befores()
+	}
+	if known {
+		rec.Packages = befores
 	} else if c.pkg != nil && !planFailed(c.pkg) && c.pkg.Changes() {
 		r.res.FailedStep = "rollback"
 		return errors.New("rollback: internal error: the packages plan does not say which builds it replaces")
@@ -220,8 +218,8 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		}
 	}
 	for i, f := range r.files {
-		st, ok := c.files[i].(*filesStep)
-		if !ok {
+		st := c.files[i]
+		if st.Path() == "" {
 			if c.files[i].Changes() {
 				r.res.FailedStep = "rollback"
 				return fmt.Errorf("rollback: internal error: the plan of %s does not say its path", fileLabel(f))
@@ -234,8 +232,7 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		if planFailed(st) || !st.Changes() {
 			continue
 		}
-		sensitive, _ := f.args["sensitive"].(bool)
-		if err := observe(st.Path(), sensitive, true); err != nil {
+		if err := observe(st.Path(), f.sensitive, true); err != nil {
 			r.res.FailedStep = "rollback"
 			return fmt.Errorf("rollback: %w", err)
 		}

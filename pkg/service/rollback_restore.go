@@ -111,14 +111,12 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		}
 		done.Files = append(done.Files, RollbackFile{Path: f.Path, Restore: restore})
 		r.res.Plan = append(r.res.Plan, "rollback: restore "+f.Path)
-		o := map[string]any{"changed": true}
+		o := wiring.Outcome{Changed: true}
 		if f.UnitFile {
-			o["unit_files_changed"] = true
-			o["daemon_reload"] = string(contract.ReloadNeeded)
+			o.UnitFilesChanged = true
+			o.DaemonReload = contract.ReloadNeeded
 		}
-		var c contract.Change
-		c.Stamp(now)
-		o["changed_at"] = c.ChangedAt
+		o.Stamp(now)
 		for _, ref := range r.refsOf(f.Path) {
 			out[ref] = o
 		}
@@ -197,11 +195,11 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 func (r *run) restoring(pkgs []rollback.Package, files []rollback.File) outcomes {
 	out := outcomes{}
 	for _, p := range pkgs {
-		out[wiring.Ref{Kind: wiring.Package, Name: p.Name}] = map[string]any{"changed": true, "package_changed": true}
+		out[wiring.Ref{Kind: wiring.Package, Name: p.Name}] = wiring.Outcome{Changed: true, Change: contract.Change{PackageChanged: true}}
 	}
 	for _, f := range files {
 		for _, ref := range r.refsOf(f.Path) {
-			out[ref] = map[string]any{"changed": true}
+			out[ref] = wiring.Outcome{Changed: true}
 		}
 	}
 	return out
@@ -333,8 +331,7 @@ func (r *run) refsOf(path string) []wiring.Ref {
 }
 
 func pkgUnitFiles(res map[string]any) bool {
-	u, _ := res["unit_files_changed"].(bool)
-	return u
+	return contract.Read(res).UnitFilesChanged
 }
 
 // errRecord marks a failure to record what the rollback owes (the rollback's "record"

@@ -249,9 +249,9 @@ type beforesStep struct {
 	p *movingPackages
 }
 
-func (s *beforesStep) Befores() []rollback.Package { return s.p.befores }
-func (s *beforesStep) Pins() []string              { return s.p.pins }
-func (s *beforesStep) Release()                    { s.p.released = true }
+func (s *beforesStep) Befores() ([]rollback.Package, bool) { return s.p.befores, true }
+func (s *beforesStep) Pins() []string                      { return s.p.pins }
+func (s *beforesStep) Release()                            { s.p.released = true }
 func (s *beforesStep) Run(ctx context.Context, req *ansible.Request) (any, error) {
 	s.p.runs++
 	s.p.released = true

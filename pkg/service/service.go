@@ -83,25 +83,6 @@ type Module struct {
 // fails as the module fails when it runs.
 type Planner func(ctx context.Context, req *ansible.Request) Step
 
-// Step is one step's plan in hand. It may hold what keeps the plan current (a lock) until
-// it runs or is released.
-type Step interface {
-	// Names are the plan's steps as the step's result lists them (`plan`).
-	Names() []string
-	// Changes: the plan changes something. UnitFiles: it changes unit files.
-	Changes() bool
-	UnitFiles() bool
-	// Err is why the plan could not be made; nil when it was.
-	Err() error
-	// Run carries out exactly the plan (in check mode it reports it) and returns the
-	// step's result, as the module returns it; it releases what the plan held. req is a
-	// request for the same arguments the plan was made from.
-	Run(ctx context.Context, req *ansible.Request) (any, error)
-	// Release lets go of what the plan holds without running it; after Run it does
-	// nothing.
-	Release()
-}
-
 // Configs plans and applies one config (configfile.Deps; tests give a fake).
 type Configs interface {
 	Plan(ctx context.Context, c configfile.Config) (configfile.Plan, error)
@@ -217,7 +198,7 @@ func (r *run) plan(ctx context.Context, m Module, a ansible.Args) Step {
 	})
 	if st == nil {
 		// The planner panicked: the call's result says so.
-		st = failed{fmt.Errorf("%v", out["msg"])}
+		st = failed{err: fmt.Errorf("%v", out["msg"])}
 	}
 	return st
 }

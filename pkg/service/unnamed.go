@@ -38,7 +38,7 @@ func (r *run) warnUnnamed() {
 				continue
 			}
 			kind := "drop-in"
-			if _, ok := f.args["name"].(string); !ok {
+			if f.name == "" {
 				kind = "unit file"
 			}
 			r.req.Warn("%s (%s): its %s %s changed, and its restart_on and reload_on do not name it, so nothing restarts or reloads %s for it: the running process keeps the old settings until its next restart. Name %s in restart_on (or in reload_on when a reload applies the change)",
