@@ -406,6 +406,9 @@ func (r *run) endRollback(ctx context.Context, cause error) error {
 		}
 	}
 	if r.req.CheckMode {
+		if r.rb != nil && cause == nil {
+			r.res.Plan = append(r.res.Plan, rollbackForget)
+		}
 		return cause
 	}
 	if r.rb == nil || !r.rb.begun {
@@ -419,6 +422,7 @@ func (r *run) endRollback(ctx context.Context, cause error) error {
 	if cause != nil {
 		return r.rollBack(ctx, cause)
 	}
+	r.res.Plan = append(r.res.Plan, rollbackForget)
 	if err := r.forget(ctx); err != nil {
 		r.req.Warn("rollback: the change succeeded, but its record could not be removed: %v", err)
 	}

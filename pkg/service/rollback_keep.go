@@ -73,6 +73,11 @@ func onOff(b bool) string {
 	return "off"
 }
 
+// rollbackForget is the plan's last entry of a change with rollback that ends well:
+// the record goes, the builds now installed of the service's packages are kept (fetched
+// when not kept yet) and the others pruned (forget).
+const rollbackForget = "rollback: forget"
+
 // forget removes the record and the kept builds that are no longer installed.
 //
 // The builds kept are those of every package of the service, not only the ones this run
