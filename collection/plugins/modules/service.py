@@ -586,7 +586,9 @@ rollback:
       on|off), C(rollback: save PATH) and C(rollback: record) before the first step, and, when a rollback
       ran, its steps under C(rollback:). The keep is planned reading only (in check mode too) and carried
       out by the real run right before its record; a fetch DNF refuses, or a repository that changed
-      since the plan, fails the run there with nothing changed."
+      since the plan, fails the run there with nothing changed. A change with rollback that ends well
+      lists C(rollback: forget) last - its record removed, the builds now installed kept, the others
+      pruned."
   returned: with rollback, when something would be put back
   type: dict
 rolled_back:
