@@ -158,9 +158,9 @@ func (r *run) lockService(ctx context.Context, rollingBack bool) (func(), error)
 // the host or available from the enabled repositories; the keep step is planned here,
 // reading only (rollback.Keeper.PlanKeep), and carried out by the real run right before
 // its record (beginRollback). A build that is neither kept nor available refuses the run
-// here, before any change, in check mode too. A record an earlier run left (killed, or its rollback failed) keeps its
-// older entries (rollback.Merge). Without a change and without such a record there is
-// nothing to put back and no record.
+// here, before any change, in check mode too. A record an earlier run left (killed, or
+// its rollback failed) keeps its older entries (rollback.Merge). Without a change and
+// without such a record there is nothing to put back and no record.
 func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	if !r.p.Rollback {
 		return nil
