@@ -167,7 +167,9 @@ func (x recTxn) Run(ctx context.Context, t rpmexact.Transaction) (rpmexact.Outco
 // fails (the unit does not come up) the first time.
 type tableProcess struct {
 	served, fail bool
-	runs         int
+	// running: the unit runs before the task (a removal stops it).
+	running bool
+	runs    int
 }
 
 func changedIn(list any) (changed, unitFiles bool) {
@@ -193,6 +195,9 @@ func (p *tableProcess) module(l *ledger) Module {
 		reload, unitsL := changedIn(req.Params["reload_on"])
 		var plan []any
 		served := false
+		if req.Params["state"] == "stopped" && p.running {
+			plan = append(plan, "stop", "disable")
+		}
 		if unitsR || unitsL {
 			if p.served && !req.CheckMode {
 				served = true
@@ -230,6 +235,17 @@ func tableFiles(l *ledger, path string) Module {
 	m := moduleOf(override.Spec(), func(_ context.Context, req *ansible.Request) (any, error) {
 		content, _ := req.Params["content"].(string)
 		now, err := os.ReadFile(path)
+		if req.Params["state"] == "absent" {
+			if err != nil {
+				return map[string]any{"changed": false, "plan": []any{}}, nil
+			}
+			if !req.CheckMode {
+				if err := os.Remove(path); err != nil {
+					return nil, err
+				}
+			}
+			return map[string]any{"changed": true, "unit_files_changed": true, "daemon_reload": "needed", "plan": []any{"remove"}}, nil
+		}
 		if err == nil && string(now) == content {
 			return map[string]any{"changed": false, "plan": []any{}}, nil
 		}
@@ -305,12 +321,13 @@ func (h tableHost) run(t *testing.T, dir string, check bool, named, restore []st
 	pkgs := &movingPackages{rpm: g.rpm, refuse: h.refusePackages}
 	if h.absent && h.installed {
 		pkgs.befores = []rollback.Package{{Name: "demo", Before: slices.Clone(g.rpm.installed["demo"])}}
+		pkgs.names = []any{"remove demo"}
 	} else if !h.absent && !h.pinned {
 		pkgs.befores = []rollback.Package{{Name: "demo", Before: slices.Clone(g.rpm.installed["demo"])}}
 		pkgs.pins = []string{demoNew}
 	}
 	g.txn.after = map[string][]string{"demo": {demoOld}}
-	proc := &tableProcess{served: h.served, fail: h.procFails}
+	proc := &tableProcess{served: h.served, fail: h.procFails, running: h.installed}
 	tree := &tableTree{}
 	d := Deps{
 		Packages:  recorded(l, pkgs.module(), func(*ansible.Request) string { return "packages: " }),
@@ -395,7 +412,7 @@ func TestCheckModePlanIsTheAppliedPlan(t *testing.T) {
 		{name: "drop-in change, the package's scriptlet reloaded the manager", host: tableHost{installed: true, config: cfgNow, dropin: "[Service]\n", served: true},
 			rule: ruleScriptletServed, has: []string{"process demo.service: daemon-reload"}},
 		{name: "removal", host: tableHost{installed: true, pinned: true, config: cfgNow, dropin: dropNow, absent: true}, rule: ruleSamePlan,
-			has: []string{"daemon-reload"}},
+			has: []string{"process demo.service: stop", "file demo.service/20.conf: remove", "config site: remove", "packages: remove demo", "daemon-reload"}},
 		{name: "removal, converged", host: tableHost{absent: true}, rule: ruleSamePlan},
 		{name: "rollback: the keep step fetches", host: tableHost{installed: true, config: cfgNow, dropin: dropNow, rollback: true}, rule: ruleSamePlan,
 			has: []string{"rollback: keep " + demoOld + ": fetch from repo, gpgcheck off", "rollback: record", rollbackForget}},

@@ -201,6 +201,7 @@ type movingPackages struct {
 	rpm      *fakeRPM
 	during   func() // in the real run, before the change
 	refuse   bool   // the real run fails before it moves anything (a pin no repository has)
+	names    []any  // the plan's entries, when not the pins' installs (a removal's)
 	runs     int    // the step ran (check mode or real)
 	released bool
 }
@@ -211,6 +212,9 @@ func (p *movingPackages) module() Module {
 		var names []any
 		for _, pin := range p.pins {
 			names = append(names, "install-nevra "+pin)
+		}
+		if p.names != nil {
+			names = p.names
 		}
 		if req.CheckMode {
 			return map[string]any{"changed": moves, "plan": names}, nil
