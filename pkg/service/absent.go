@@ -55,7 +55,7 @@ func (r *run) absent(ctx context.Context) (err error) {
 		r.res.Plan = append(r.res.Plan, prefixed(configStepName(cfg), cp.names())...)
 		out, err := r.applyConfig(ctx, cp, nil)
 		r.res.Configs = append(r.res.Configs, out)
-		if u, _ := out["unit_files_changed"].(bool); u {
+		if contract.Read(out).UnitFilesChanged {
 			removed = true
 		}
 		if err != nil {

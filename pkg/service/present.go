@@ -20,7 +20,7 @@ func (r *run) present(ctx context.Context) (err error) {
 			return
 		}
 		needed := changedFiles
-		if m, ok := r.res.Packages.(map[string]any); ok && m["daemon_reload"] == string(contract.ReloadNeeded) {
+		if r.packagesChange().DaemonReload == contract.ReloadNeeded {
 			needed = true
 		}
 		if needed || r.syncDue() {
@@ -108,7 +108,7 @@ func (r *run) present(ctx context.Context) (err error) {
 		})
 		r.res.Configs = append(r.res.Configs, out)
 		if c, _ := out["changed"].(bool); c {
-			if u, _ := out["unit_files_changed"].(bool); u {
+			if contract.Read(out).UnitFilesChanged {
 				changedFiles = true
 			}
 			// A change of owner or mode moves no content: recorded after it.

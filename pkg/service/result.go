@@ -1,6 +1,7 @@
 package service
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -134,6 +135,13 @@ func packageOutcomes(names []string, res map[string]any) outcomes {
 	return out
 }
 
+// packagesChange is what the packages step's result says of its change (nothing when it
+// did not run).
+func (r *run) packagesChange() contract.Change {
+	m, _ := r.res.Packages.(map[string]any)
+	return contract.Read(m)
+}
+
 // outcomeOf is a step's outcome from its result, as Ansible would register it: changed
 // and the contract (package contract, read through its accessors only).
 func outcomeOf(res map[string]any) wiring.Outcome {
@@ -153,12 +161,34 @@ func fileOutcomes(files []fileStep, results []map[string]any) outcomes {
 }
 
 // configOutcomes are the configs' outcomes from their results, in configs' order.
-func configOutcomes(cfgs []configfile.Config, results []map[string]any) outcomes {
+func configOutcomes(cfgs []config, results []map[string]any) outcomes {
 	out := outcomes{}
 	for i, c := range cfgs {
 		if i < len(results) {
 			out[configRef(c.Name)] = outcomeOf(results[i])
 		}
+	}
+	return out
+}
+
+// configReport is a config's result as the service reports it (in `configs`): configfile's
+// Result as a module's would be, its plan's entries as the service lists them (names),
+// the diff only in diff mode, and failed with msg when err.
+func (r *run) configReport(res *configfile.Result, names []string, err error) map[string]any {
+	out := map[string]any{}
+	if data, merr := json.Marshal(res); merr == nil {
+		_ = json.Unmarshal(data, &out)
+	}
+	if !r.req.Diff {
+		// As Ansible's own modules: a diff only in diff mode. The previous content of a
+		// config that is not sensitive would otherwise be in every result, and in every
+		// event AWX stores of it.
+		delete(out, "diff")
+	}
+	out["plan"] = names
+	if err != nil {
+		out["failed"] = true
+		out["msg"] = err.Error()
 	}
 	return out
 }

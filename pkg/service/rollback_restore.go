@@ -280,7 +280,7 @@ func (r *run) restoreFile(ctx context.Context, rec *rollback.Record, f rollback.
 // plan is made before the change (restorable), so a state that could not be put back
 // refuses the run before it changes anything rather than failing its rollback after.
 func (r *run) restorePlan(ctx context.Context, f rollback.File, saved []byte) (configfile.Plan, error) {
-	cfg := configfile.Config{Index: -1, Origin: "the state saved for " + f.Path, Name: f.Path, Path: f.Path,
+	cfg := configfile.Config{Name: f.Path, Path: f.Path,
 		Sensitive: f.Sensitive, Absent: !f.Existed, Mode: f.Mode, Owner: strconv.Itoa(f.UID), Group: strconv.Itoa(f.GID)}
 	if f.Existed {
 		cfg.Content = string(saved)
@@ -288,10 +288,18 @@ func (r *run) restorePlan(ctx context.Context, f rollback.File, saved []byte) (c
 		cfg.Mode = 0o644 // not used for a removal, but checked
 	}
 	cfg, err := cfg.Check()
-	if err != nil {
-		return configfile.Plan{}, err
+	if err == nil {
+		var plan configfile.Plan
+		if plan, err = r.d.Configs.Plan(ctx, cfg); err == nil {
+			return plan, nil
+		}
 	}
-	return r.d.Configs.Plan(ctx, cfg)
+	var pe *configfile.ParamError
+	if errors.As(err, &pe) {
+		// Its parameters are no entry of the task's configs: the state saved names them.
+		return configfile.Plan{}, fmt.Errorf("the state saved for %s: %w", f.Path, err)
+	}
+	return configfile.Plan{}, err
 }
 
 // rollbackProcess runs one process's step of a rollback: as the change's own steps run,

@@ -179,7 +179,7 @@ type run struct {
 	pkgs  *ansible.Args
 	files []fileStep
 	// configs are the configs as configfile takes them, in configs' order.
-	configs []configfile.Config
+	configs []config
 	// parts are what the processes' reactions can name (package wiring).
 	parts wiring.Parts
 	res   *Result

@@ -216,7 +216,7 @@ type Task struct {
 	// Files are unit_override's calls: every unit file, then every drop-in.
 	Files []fileStep
 	// Configs are the configs as configfile takes them (Absent for state=absent), checked.
-	Configs []configfile.Config
+	Configs []config
 	// Parts are the service's parts as the processes' reactions name them (package wiring).
 	Parts wiring.Parts
 }
@@ -314,8 +314,8 @@ func duplicateFiles(p Params) error {
 // error naming configs[i].FIELD) and refuses a name or a path given twice, and a path that
 // is an owned unit file's or drop-in's: reactions name a config by its name, and two
 // declarations of one file would undo each other every run.
-func configsOf(p Params, absent bool) ([]configfile.Config, error) {
-	var out []configfile.Config
+func configsOf(p Params, absent bool) ([]config, error) {
+	var out []config
 	names, paths := map[string]int{}, map[string]int{}
 	owned := ownedFiles(p)
 	for i, c := range p.Configs {
@@ -336,23 +336,24 @@ func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 		if c.Content == nil && !absent {
 			return nil, fmt.Errorf("configs[%d].content: required when the service is present", i)
 		}
-		cfg := configfile.Config{Index: i, Name: c.Name, Path: c.Path, Mode: c.Mode, Owner: c.Owner,
+		cfg := configfile.Config{Name: c.Name, Path: c.Path, Mode: c.Mode, Owner: c.Owner,
 			Group: c.Group, Sensitive: c.Sensitive, Validate: c.Validate, Absent: absent,
 			// What systemd reads from its unit directories it runs as root: the unit
 			// files' rule, not a daemon's config's (docs/security.md).
-			RootOnly: inUnitDir(c.Path)}
+			UnitFile: inUnitDir(c.Path)}
+		entry := config{index: i, limit: configTimeout}
 		if c.Timeout != nil {
-			cfg.Timeout = *c.Timeout
+			entry.limit = *c.Timeout
 		}
 		if c.Content != nil {
 			cfg.Content = *c.Content
 		}
 		// Checked once, here: Plan takes the validator as split now.
-		cfg, err := cfg.Check()
-		if err != nil {
-			return nil, err
+		var err error
+		if entry.Config, err = cfg.Check(); err != nil {
+			return nil, entry.named(err)
 		}
-		out = append(out, cfg)
+		out = append(out, entry)
 	}
 	return out, nil
 }
