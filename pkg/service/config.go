@@ -137,15 +137,12 @@ func (r *run) planConfig(ctx context.Context, c config) configPlan {
 }
 
 // applyConfig carries out a config's plan (check mode: reports it, running no validator)
-// and records its result in the service's. before runs right before the file's content
+// and records its result in the service's. A real run hands it no deferred plan: present
+// plans those again once the packages step ran. before runs right before the file's content
 // moves (configfile.Deps.BeforeReplace): the records of what the change owes. A config
 // under a unit directory has the manager reload recorded due there too.
-func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error) (map[string]any, error) {
+func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error) (reported, error) {
 	step := configStepName(c.cfg)
-	if c.deferred && !r.req.CheckMode {
-		// The packages step ran: the directory is there now, or the plan says why not.
-		c = r.planConfig(ctx, c.cfg)
-	}
 	var res *configfile.Result
 	err := c.err
 	switch {

@@ -49,7 +49,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	if err := r.record(ahead, ahead.pkg, false); err != nil {
 		return err
 	}
-	var pkgRes map[string]any
+	var pkgRes reported
 	// What the packages step's outcome owes per unit (wiring: by name or by default).
 	pkgDue := map[string]reaction.Kind{}
 	if plan.pkg != nil {
@@ -57,7 +57,7 @@ func (r *run) present(ctx context.Context) (err error) {
 		pkgRes, err = r.apply(ctx, r.d.Packages, plan.pkg, "packages", *r.pkgs)
 		r.res.Packages = pkgRes
 		pkgDue = dueFrom(r.order, r.parts, packageOutcomes(r.parts.Packages, pkgRes))
-		if c, _ := pkgRes["changed"].(bool); c {
+		if contract.Changed(pkgRes) {
 			// A change the prediction missed (the database moved under it) owes the same
 			// restart: recorded before the next step, also when this one then failed.
 			// Stamped when the package's files were in place, not now: a scriptlet's
@@ -107,7 +107,7 @@ func (r *run) present(ctx context.Context) (err error) {
 			return r.recordWritten(ahead, cfgRecorded, due)
 		})
 		r.res.Configs = append(r.res.Configs, out)
-		if c, _ := out["changed"].(bool); c {
+		if contract.Changed(out) {
 			if contract.Read(out).UnitFilesChanged {
 				changedFiles = true
 			}
@@ -141,9 +141,8 @@ func (r *run) present(ctx context.Context) (err error) {
 	for i, f := range r.files {
 		out, err := r.apply(ctx, r.d.Files, plan.files[i], "file "+fileLabel(f), f.call)
 		plan.files[i] = nil // ran
-		out["item"] = f.item
-		r.res.Files = append(r.res.Files, out)
-		if c, _ := out["changed"].(bool); c {
+		r.res.Files = append(r.res.Files, withItem(out, f))
+		if contract.Changed(out) {
 			changedFiles = true
 			due := dueFrom(r.order, r.parts, outcomes{fileRef(f): {Changed: true}})
 			if rerr := r.recordWritten(ahead, filesRecorded, due); rerr != nil {

@@ -129,7 +129,7 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		}
 	}
 	removed := done.removedSomething(rec)
-	err = r.eachProcess(ctx, out, func(ctx context.Context, proc Process, args map[string]any) (map[string]any, error) {
+	err = r.eachProcess(ctx, out, func(ctx context.Context, proc Process, args ansible.Args) (reported, error) {
 		unit := unitOf(proc.Unit)
 		step := "process " + unit
 		if removed && r.unitGone(unit) {
@@ -305,11 +305,7 @@ func (r *run) restorePlan(ctx context.Context, f rollback.File, saved []byte) (c
 // rollbackProcess runs one process's step of a rollback: as the change's own steps run,
 // but its result is the rollback's (it does not make the task changed twice, and a
 // failure is the rollback's).
-func (r *run) rollbackProcess(ctx context.Context, step string, args map[string]any) (map[string]any, error) {
-	a, err := r.d.Processes.Spec.Args(args)
-	if err != nil {
-		return map[string]any{"failed": true, "msg": err.Error()}, err
-	}
+func (r *run) rollbackProcess(ctx context.Context, step string, a ansible.Args) (reported, error) {
 	st := r.plan(ctx, r.d.Processes, a)
 	res := ansible.CallArgs(ctx, a, false, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
 		return st.Run(ctx, req)

@@ -7,10 +7,8 @@ import (
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/configfile"
-	"github.com/richt/services/pkg/lifecycle"
 	"github.com/richt/services/pkg/override"
 	"github.com/richt/services/pkg/reaction"
-	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/wiring"
 )
 
@@ -182,20 +180,7 @@ func Spec() *ansible.Spec {
 						`The unit must be reload-capable (see richt.services.systemd_lifecycle).`}},
 				}},
 		},
-		NoLogValues: func(raw map[string]any) []string {
-			// Which files are sensitive is per item: their contents are the secrets.
-			var out []string
-			for _, key := range []string{"units", "dropins", "configs"} {
-				items, _ := raw[key].([]any)
-				for _, it := range items {
-					m, _ := it.(map[string]any)
-					if c, ok := m["content"].(string); ok && m["sensitive"] != nil && !ansible.PlainlyFalse(m["sensitive"]) {
-						out = append(out, c)
-					}
-				}
-			}
-			return out
-		},
+		NoLogValues: sensitiveContents,
 	}
 	ansible.ParseInto(s, parse)
 	return s
@@ -265,23 +250,27 @@ func parse(p Params) (Task, error) {
 		return Task{}, err
 	}
 	t := Task{Params: p, Order: order, Configs: configs, Parts: parts}
-	if pkgs := packageArgs(p, absent); pkgs != nil {
-		a, err := rpmexact.Spec().Args(pkgs)
-		if err != nil {
-			return Task{}, fmt.Errorf("packages: %w", err)
-		}
-		t.Packages = &a
+	if t.Packages, err = packageArgs(p, absent); err != nil {
+		return Task{}, fmt.Errorf("packages: %w", err)
 	}
-	for _, f := range fileArgs(p, absent) {
-		if f.call, err = override.Spec().Args(f.args); err != nil {
-			return Task{}, fmt.Errorf("%s: %w", fileLabel(f), err)
-		}
-		t.Files = append(t.Files, f)
+	if t.Files, err = fileArgs(p, absent); err != nil {
+		return Task{}, err
 	}
+	// Each process's arguments, but for the triggers the steps before it give at its
+	// turn, validated and parsed once, here (a removal's: stopped, disabled).
+	calls := map[string]ansible.Args{}
 	for i, proc := range p.Processes {
-		if _, err := lifecycle.Spec().Validate(processArgs(proc)); err != nil {
+		a, err := processArgs(proc)
+		if err == nil && absent {
+			a, err = absentProcessArgs(proc)
+		}
+		if err != nil {
 			return Task{}, fmt.Errorf("processes[%d] (%s): %w", i, unitOf(proc.Unit), err)
 		}
+		calls[unitOf(proc.Unit)] = a
+	}
+	for i := range t.Order {
+		t.Order[i].call = calls[unitOf(t.Order[i].Unit)]
 	}
 	return t, nil
 }

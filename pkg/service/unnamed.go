@@ -1,6 +1,7 @@
 package service
 
 import (
+	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/wiring"
 )
 
@@ -30,7 +31,7 @@ func (r *run) warnUnnamed() {
 			if i >= len(r.res.Files) || unitOf(f.unit) != unit {
 				continue
 			}
-			if c, _ := r.res.Files[i]["changed"].(bool); !c {
+			if !contract.Changed(r.res.Files[i]) {
 				continue
 			}
 			ref := canonical(fileRef(f))

@@ -524,8 +524,9 @@ files:
 configs:
   description: >-
     Each config's result (changed, name, path, state, plan, diff; on a failure failed and msg), in the
-    order of configs; a config under a unit directory also has unit_files_changed and daemon_reload;
-    a config whose content moved has files_placed (systemd's clock right after the move), which
+    order of configs, with the keys of the contract every module's result has (package_changed,
+    unit_files_changed, daemon_reload): a config under a unit directory whose content moved says
+    unit_files_changed true and daemon_reload needed; a config whose content moved has files_placed (systemd's clock right after the move), which
     tells its process that a reload or start after that moment already served it.
   returned: always
   type: list
