@@ -1129,3 +1129,11 @@ func TestARollbackReactsOnlyToWhatMovesBack(t *testing.T) {
 	assert.True(t, refChanged(restart), "the package moved back: restarted")
 	assert.False(t, refChanged(reload), "the config did not move: no reload owed for it: %v", reload)
 }
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
