@@ -777,6 +777,30 @@ func TestKeepScriptWithFakeDNF(t *testing.T) {
 		assert.Equal(t, answer{Found: map[string]found{}, Missing: []string{nevraC}}, ans)
 		assert.Equal(t, setup+"close\n", logged)
 	})
+	t.Run("check says whether the repository has gpgcheck on", func(t *testing.T) {
+		signed := strings.Replace(state, `{"id": "r1", "priority": 10}`, `{"id": "r1", "priority": 10, "gpgcheck": true}`, 1)
+		stateBackup := state
+		state = signed
+		defer func() { state = stateBackup }()
+		res, logged := run(t, "", "check", dest, argA, argB)
+		require.Equal(t, 0, res.ExitCode, res.Stderr)
+		ans, err := parseAnswer(res.Stdout)
+		require.NoError(t, err)
+		assert.Equal(t, answer{Found: map[string]found{nevraA: {Repo: "r1", GPGCheck: true}, nevraB: {Repo: "local"}}, Missing: []string{}}, ans)
+		assert.Equal(t, setup+"close\n", checkSetup(t, logged), "no download, no signature check in check mode")
+	})
+	t.Run("a build named with its repository comes from that one only", func(t *testing.T) {
+		t.Cleanup(func() { require.NoError(t, os.RemoveAll(dest)); require.NoError(t, os.Mkdir(dest, 0o700)) })
+		fromR1 := strings.Replace(argB, `"release"`, `"repo":"r1","release"`, 1)
+		fromDead := strings.Replace(argA, `"release"`, `"repo":"dead","release"`, 1)
+		res, logged := run(t, "", "fetch", dest, fromR1, fromDead)
+		require.Equal(t, 0, res.ExitCode, res.Stderr)
+		ans, err := parseAnswer(res.Stdout)
+		require.NoError(t, err, res.Stdout)
+		assert.Equal(t, "r1", ans.Found[nevraB].Repo, "not the local repository DNF would prefer")
+		assert.Equal(t, []string{nevraA}, ans.Missing, "r1 has a, but the plan named another repository")
+		assert.Equal(t, setup+"download b-lib@r1\nclose\n", logged)
+	})
 	t.Run("a file that fails its checksum is an error", func(t *testing.T) {
 		bad := strings.Replace(state, `"arch": "x86_64", "path": "`+local+`"`, `"arch": "x86_64", "path": "`+local+`", "verifies": false`, 1)
 		require.NotEqual(t, state, bad)

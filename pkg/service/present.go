@@ -42,7 +42,7 @@ func (r *run) present(ctx context.Context) (err error) {
 	}
 	ahead := plan.ahead
 	// The rollback's record, the last thing before the first change.
-	if err := r.beginRollback(); err != nil {
+	if err := r.beginRollback(ctx); err != nil {
 		return err
 	}
 	// Before the packages step: what a package change will owe.

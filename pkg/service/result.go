@@ -110,8 +110,13 @@ func stringsOf(v any) []string {
 // package that moved (Outcome.moved) gets the set's change (changed, and its
 // contract.Change), and the others none.
 func packageOutcomes(names []string, res reported) outcomes {
+	return packageOutcomesOf(names, stepOutcome(res))
+}
+
+// packageOutcomesOf are the packages' outcomes from the packages step's typed outcome:
+// each package it moved changed, every other one unchanged.
+func packageOutcomesOf(names []string, set Outcome) outcomes {
 	out := outcomes{}
-	set := stepOutcome(res)
 	for _, n := range names {
 		ref := wiring.Ref{Kind: wiring.Package, Name: n}
 		if set.moved(n) {

@@ -29,7 +29,7 @@ import (
 func (r *run) rollBack(ctx context.Context, cause error) error {
 	rb := r.d.Rollback
 	rec := &r.rb.rec
-	done := &RolledBack{Packages: []RollbackPackage{}, Files: []RollbackFile{}, Processes: []map[string]any{}}
+	done := &RolledBack{Packages: []RollbackPackage{}, Files: []RollbackFile{}, Processes: []reported{}}
 	r.res.RolledBack = done
 	defer func() {
 		if len(done.Packages) > 0 || len(done.Files) > 0 {
@@ -60,7 +60,7 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		}
 		return nil
 	}
-	pkgRes, err := r.restorePackages(ctx, rec, done, record)
+	pkgSet, err := r.restorePackages(ctx, rec, done, record)
 	if err != nil {
 		if errors.Is(err, errRecord) {
 			return fail("record", err)
@@ -76,7 +76,7 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 	if len(moving) == 0 && len(files) == 0 {
 		return r.nothingMoved(ctx, cause)
 	}
-	out := packageOutcomes(r.parts.Packages, pkgRes)
+	out := packageOutcomesOf(r.parts.Packages, pkgSet)
 	unitFiles := false
 	for _, f := range files {
 		if f.UnitFile {
@@ -122,7 +122,7 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		}
 	}
 	if len(r.order) == 0 {
-		if pkgUnitFiles(pkgRes) || len(done.Files) > 0 && unitFiles || r.syncDue() {
+		if pkgSet.UnitFilesChanged || len(done.Files) > 0 && unitFiles || r.syncDue() {
 			if err := r.reloadManager(ctx, nil, "putting back the unit files of"); err != nil {
 				return fail("daemon-reload", err)
 			}
@@ -135,7 +135,7 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		if removed && r.unitGone(unit) {
 			// A first install rolled back: the unit went with its package or its unit
 			// file, as it was before the change.
-			res := map[string]any{"unit": unit, "changed": false, "skipped": true,
+			res := reported{"unit": unit, "changed": false, "skipped": true,
 				"msg": "its unit is gone with the rollback, as it was before the change", "plan": []any{}}
 			// Nothing is owed to a unit that is not there: the reaction recorded for it
 			// ahead of the restore goes with it.
@@ -332,10 +332,6 @@ func (r *run) refsOf(path string) []wiring.Ref {
 		}
 	}
 	return append(out, r.rb.fileRefs[path]...)
-}
-
-func pkgUnitFiles(res map[string]any) bool {
-	return contract.Read(res).UnitFilesChanged
 }
 
 // errRecord marks a failure to record what the rollback owes (the rollback's "record"
