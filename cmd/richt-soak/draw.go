@@ -167,7 +167,7 @@ func (s *soak) step(ctx context.Context) {
 	case st.Fault != "":
 		s.drawn[st.Fault]++
 		label += ", fault " + st.Fault
-		landed, note := s.inject(ctx, st.Fault, module, st.Op, args)
+		landed, note := s.inject(ctx, st.Fault, module, st.Op, st.Check, args)
 		if landed {
 			s.landed[st.Fault]++
 		}

@@ -18,8 +18,9 @@ waitscope() { i=0; while [ $i -lt 300 ] && eval "$1" && ! scope; do i=$((i+1)); 
 `
 
 // inject runs the step's module under one fault and reports whether the fault landed, and
-// a violation it saw, if any.
-func (s *soak) inject(ctx context.Context, fault, module, op string, args map[string]any) (landed bool, violation string) {
+// a violation it saw, if any. check: the step's run is in check mode (only a fault that
+// keeps the step's check mode, refused-reload, draws one), and owes nothing.
+func (s *soak) inject(ctx context.Context, fault, module, op string, check bool, args map[string]any) (landed bool, violation string) {
 	bin, err := s.t.InstallModule(ctx, s.bins[module])
 	if err != nil {
 		return false, "install module: " + err.Error()
@@ -60,7 +61,7 @@ func (s *soak) inject(ctx context.Context, fault, module, op string, args map[st
 	}
 	after := fmt.Sprintf("%.2f", s.rnd.Float64()*window)
 	failed := false
-	s.accounted(ctx, module, false, func() bool {
+	s.accounted(ctx, module, check, func() bool {
 		switch fault {
 		case "kill-module":
 			_, landed = sh(fmt.Sprintf(`%s /var/tmp/soak-args.json >/var/tmp/soak-out 2>&1 & p=$!
