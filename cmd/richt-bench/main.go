@@ -41,7 +41,7 @@ func main() {
 	flag.IntVar(&c.elFiles, "el-files", 100, "files in each of those packages")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory and the targets")
 	flag.StringVar(&c.ansiblePlaybook, "ansible-playbook", "ansible-playbook", "the controller to measure with (for example /opt/richt/ansible-core-2.19/bin/ansible-playbook)")
-	flag.StringVar(&c.only, "only", "", "comma-separated plays to run (for work on the bench itself; the report then has gaps); \"ee\" is AWX's job path through the execution environment")
+	flag.StringVar(&c.only, "only", "", "comma-separated plays to run (for work on the bench itself; the report then has gaps); \"ee\" is AWX's job path through the execution environment, \"direct\" the direct runs on the target (left out otherwise)")
 	flag.StringVar(&c.out, "out", "build/bench", "directory for the report (bench.md), the raw figures (bench.json) and the plot (benchmarks.png)")
 	flag.BoolVar(&c.mitogen, "mitogen", true, "also measure under Mitogen's mitogen_linear strategy (when "+testenv.MitogenStrategyPlugins+" exists)")
 	flag.Parse()

@@ -215,6 +215,15 @@ func quote(b []byte) string {
 // made. When the final attempt was cut short by ctx and an earlier one had reached a verdict
 // (a refused connection, an HTTP status, a greeting), that verdict is the evidence reported.
 func Wait(ctx context.Context, p Probe, every time.Duration) (attempts int, err error) {
+	return WaitRamped(ctx, p, every, every)
+}
+
+// WaitRamped is Wait with the pause between attempts starting at first and doubling up
+// to every: a service that answers a moment after its start (its listener opened by a
+// child a few milliseconds later) is seen then, not a whole `every` later, while one
+// that takes seconds is tried no more often than every. first <= 0 or above every is
+// every.
+func WaitRamped(ctx context.Context, p Probe, first, every time.Duration) (attempts int, err error) {
 	if every <= 0 {
 		every = DefaultEvery
 	}
@@ -239,7 +248,7 @@ func Wait(ctx context.Context, p Probe, every time.Duration) (attempts int, err 
 			break
 		}
 		last = err
-		timer.Reset(every - time.Since(begun))
+		timer.Reset(pause(attempts, first, every) - time.Since(begun))
 		select {
 		case <-ctx.Done():
 		case <-timer.C:
@@ -261,6 +270,19 @@ func Wait(ctx context.Context, p Probe, every time.Duration) (attempts int, err 
 	}
 	return attempts, fmt.Errorf("health %s: not healthy after %s, %s (%w); last error: %w%s",
 		p, took, plural(attempts, "attempt"), ctx.Err(), evidence, note)
+}
+
+// pause is the time from the start of attempt n (1, 2, ...) to the start of the next:
+// first, doubled after every attempt, at most every.
+func pause(n int, first, every time.Duration) time.Duration {
+	if first <= 0 || first > every {
+		return every
+	}
+	d := first
+	for i := 1; i < n && d < every; i++ {
+		d *= 2
+	}
+	return min(d, every)
 }
 
 // ended reports whether ctx has ended or its deadline has passed (a connection's deadline

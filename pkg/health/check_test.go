@@ -347,3 +347,28 @@ func TestWaitPassesFirstTime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 }
+
+func TestPauseRamps(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name         string
+		n            int
+		first, every time.Duration
+		want         time.Duration
+	}{
+		{"no ramp", 1, 0, 100 * ms, 100 * ms},
+		{"first above every", 1, 200 * ms, 100 * ms, 100 * ms},
+		{"same as every", 3, 100 * ms, 100 * ms, 100 * ms},
+		{"first attempt", 1, 10 * ms, 100 * ms, 10 * ms},
+		{"doubled", 2, 10 * ms, 100 * ms, 20 * ms},
+		{"doubled twice", 3, 10 * ms, 100 * ms, 40 * ms},
+		{"capped", 5, 10 * ms, 100 * ms, 100 * ms},
+		{"capped long after", 1000, 10 * ms, 100 * ms, 100 * ms},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pause(tc.n, tc.first, tc.every); got != tc.want {
+				t.Fatalf("pause(%d, %s, %s) = %s, want %s", tc.n, tc.first, tc.every, got, tc.want)
+			}
+		})
+	}
+}

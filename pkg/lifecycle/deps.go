@@ -67,11 +67,17 @@ type Prober interface {
 
 type netProber struct{}
 
-// probeEvery is how often a failing probe is tried again within the deadline.
-const probeEvery = 100 * time.Millisecond
+// probeEvery is how often a failing probe is tried again within the deadline; the first
+// tries come sooner (probeFirst, doubled each time): most services answer within tens of
+// milliseconds of their start, and a probe that waits a whole probeEvery for its second
+// try adds that to every start it proves.
+const (
+	probeEvery = 100 * time.Millisecond
+	probeFirst = 10 * time.Millisecond
+)
 
 func (netProber) Wait(ctx context.Context, p health.Probe) (int, error) {
-	return health.Wait(ctx, p, probeEvery)
+	return health.WaitRamped(ctx, p, probeFirst, probeEvery)
 }
 
 func (netProber) Check(ctx context.Context, p health.Probe) error { return p.Check(ctx) }

@@ -63,7 +63,12 @@ var allPackagesArgv = []string{"rpm", "--eval", dbLine, "-qa", "--nodigest", "--
 // TakeSnapshot reads every installed package from the RPM database and fingerprints the
 // unit directories (systemd's, when dirs is nil).
 func TakeSnapshot(ctx context.Context, r runner.Runner, dirs []string) (Snapshot, error) {
+	// The unit directories are read while rpm lists: neither waits for the other, and
+	// both are taken within one window that no transaction overlaps.
+	units := make(chan map[string]string, 1)
+	go func() { units <- fingerprintUnits(dirs) }()
 	res, err := r.Run(ctx, allPackagesArgv...)
+	fp := <-units
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("list installed packages: %w", err)
 	}
@@ -75,7 +80,7 @@ func TakeSnapshot(ctx context.Context, r runner.Runner, dirs []string) (Snapshot
 	if err != nil {
 		return Snapshot{}, err
 	}
-	return Snapshot{Packages: pkgs, Units: fingerprintUnits(dirs), Database: db, Listed: ListedRPM}, nil
+	return Snapshot{Packages: pkgs, Units: fp, Database: db, Listed: ListedRPM}, nil
 }
 
 // before is the snapshot a transaction's changes are read against: the packages the
@@ -88,18 +93,25 @@ func (st settler) before(ctx context.Context) (Snapshot, error) {
 	return TakeSnapshot(ctx, st.Runner, st.UnitDirs)
 }
 
-// after is TakeSnapshot once DNF has ended, remembered for the next transaction when the
-// database files allow it (db is where the packages were last read from).
-func (st settler) after(ctx context.Context, db Database) (Snapshot, error) {
+// after is TakeSnapshot once DNF has ended (db is where the packages were last read from).
+// remember keeps it for the next transaction when the database files allow it; it runs
+// in the background, and the caller waits for it (<-remembered) before it ends.
+func (st settler) after(ctx context.Context, db Database) (_ Snapshot, remembered <-chan struct{}, _ error) {
+	done := make(chan struct{})
 	st.Listings.settleBeforeListing(db)
 	listed := time.Now()
 	s, err := TakeSnapshot(ctx, st.Runner, st.UnitDirs)
 	if err != nil {
-		return s, err
+		close(done)
+		return s, done, err
 	}
-	// Only a shortcut for the next transaction: when it cannot be remembered, that one lists.
-	_ = st.Listings.RecordListing(s.Packages, s.Database, listed)
-	return s, nil
+	// Only a shortcut for the next transaction: when it cannot be remembered, that one
+	// lists. Written while the caller reads what the transaction placed.
+	go func() {
+		defer close(done)
+		_ = st.Listings.RecordListing(s.Packages, s.Database, listed)
+	}()
+	return s, done, nil
 }
 
 // parseAll reads allPackagesArgv's answer.

@@ -139,7 +139,8 @@ type settler struct {
 func (st settler) settle(ctx context.Context, t Transaction, before Snapshot, res runner.Result) Outcome {
 	r, sync := st.Runner, st.Sync
 	out := Outcome{Result: res, BeforeListed: before.Listed}
-	after, err := st.after(ctx, before.Database)
+	after, remembered, err := st.after(ctx, before.Database)
+	defer func() { <-remembered }()
 	reason := t.Reason
 	switch {
 	case err != nil:
