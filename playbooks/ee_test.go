@@ -82,9 +82,10 @@ func (d *tempDirs) removeAll() {
 	d.dirs = nil
 }
 
-// TestMain removes the package's shared temporary directories after all its tests.
+// TestMain runs the package's tests with a pool of pre-booted targets (docs/testenv.md)
+// and removes its shared temporary directories after all of them.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testenv.RunWithPool(m)
 	sharedTempDirs.removeAll()
 	os.Exit(code)
 }

@@ -114,10 +114,18 @@ func BuildModule(tb testing.TB, pkg string, opts ...BuildOption) string {
 	return b.path
 }
 
+// linked holds one go build per package and architecture: the binaries of one package
+// under other names or with other defaults are links to it, since a name and defaults
+// change nothing in the build (a multi-call binary picks its module by its file name),
+// and a link of a static binary costs a test process seconds of CPU each time.
+var linked sync.Map // buildKey{pkg, goarch} -> *buildOnce
+
 func buildModule(k buildKey) (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
+	v, _ := linked.LoadOrStore(buildKey{pkg: k.pkg, goarch: k.goarch}, &buildOnce{})
+	raw := v.(*buildOnce)
+	raw.once.Do(func() { raw.path, raw.err = goBuild(k.pkg, k.goarch) })
+	if raw.err != nil {
+		return "", raw.err
 	}
 	dir, err := os.MkdirTemp("", "richt-testenv-bin-")
 	if err != nil {
@@ -128,11 +136,8 @@ func buildModule(k buildKey) (string, error) {
 		name = filepath.Base(k.pkg)
 	}
 	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, k.pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+k.goarch)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build module %s for %s: %w\n%s", k.pkg, k.goarch, err, msg)
+	if err := os.Link(raw.path, out); err != nil {
+		return "", fmt.Errorf("module %s for %s as %s: %w", k.pkg, k.goarch, name, err)
 	}
 	if k.goarch != runtime.GOARCH {
 		builtArch.Store(out, k.goarch)
@@ -155,6 +160,26 @@ func Emulator(goarch string) string {
 		arch = goarch // ppc64le, s390x, riscv64: the same names
 	}
 	return "qemu-" + arch + "-static"
+}
+
+// goBuild builds pkg for goarch into a directory of its own.
+func goBuild(pkg, goarch string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "richt-testenv-build-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build module %s for %s: %w\n%s", pkg, goarch, err, msg)
+	}
+	return out, nil
 }
 
 func moduleRoot() (string, error) {

@@ -1,18 +1,17 @@
 package testenv
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/richt/services/testenv/ansibleout"
 )
 
 // MitogenStrategyPlugins is where Debian's ansible-mitogen (0.3.3, for ansible-core up to
@@ -61,9 +60,7 @@ type Playbook struct {
 const ModuleTimeoutVar = "testenv_module_timeout"
 
 // Recap is one host's line of the play recap.
-type Recap struct {
-	Ok, Changed, Unreachable, Failed, Skipped, Rescued, Ignored int
-}
+type Recap = ansibleout.Recap
 
 // PlaybookResult is a finished run.
 type PlaybookResult struct {
@@ -198,7 +195,7 @@ func (p Playbook) Run(tb testing.TB) PlaybookResult {
 			tb.Fatalf("run ansible-playbook: %v\n%s", err, out)
 		}
 	}
-	res.Recap, res.ChangedTasks = parseOutput(res.Output)
+	res.Recap, res.ChangedTasks = readOutput(res.Output)
 	return res
 }
 
@@ -212,34 +209,12 @@ func (p Playbook) RunOK(tb testing.TB) PlaybookResult {
 	return r
 }
 
-var recapLine = regexp.MustCompile(`^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)\s+rescued=(\d+)\s+ignored=(\d+)`)
-
-func parseOutput(out string) (map[string]Recap, []string) {
-	recap := map[string]Recap{}
+// readOutput reads a run's recap and names each changed result "TASK (host)".
+func readOutput(out string) (map[string]Recap, []string) {
+	o := ansibleout.Parse(out)
 	var changed []string
-	task := ""
-	sc := bufio.NewScanner(strings.NewReader(out))
-	// A line may be as long as the whole output: under Mitogen at -vvv one debug line
-	// carries the module binary (17 MB), and a scanner that stops at a long line never
-	// reaches the recap.
-	sc.Buffer(make([]byte, 1<<20), len(out)+1)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "TASK ["); ok {
-			if i := strings.LastIndex(rest, "]"); i >= 0 {
-				task = rest[:i]
-			}
-			continue
-		}
-		if rest, ok := strings.CutPrefix(line, "changed: ["); ok {
-			host, _, _ := strings.Cut(rest, "]")
-			changed = append(changed, fmt.Sprintf("%s (%s)", task, host))
-			continue
-		}
-		if m := recapLine.FindStringSubmatch(line); m != nil {
-			n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
-			recap[m[1]] = Recap{Ok: n(2), Changed: n(3), Unreachable: n(4), Failed: n(5), Skipped: n(6), Rescued: n(7), Ignored: n(8)}
-		}
+	for _, c := range o.Changes {
+		changed = append(changed, fmt.Sprintf("%s (%s)", c.Task, c.Host))
 	}
-	return recap, changed
+	return o.Recap, changed
 }

@@ -81,7 +81,7 @@ func Start(tb testing.TB, opts ...Option) *Target {
 // journal.
 //
 // In a test binary, the first start takes one of the machine's target slots for the whole
-// process (TESTENV_MAX_TARGET_PROCESSES test processes at once, default one per two CPUs,
+// process (TESTENV_MAX_TARGET_PROCESSES test processes at once, default one per CPU,
 // 0 for no limit), waiting while other test processes hold them all: `go test ./...` runs
 // GOMAXPROCS packages at once, and several packages' targets on a small machine made
 // deadlines pass that fit it alone. Other programs (a benchmark, a command) take no slot.
@@ -108,6 +108,15 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 		}
 		o.image = img
 	}
+	if t, ok, err := takeSpare(ctx, o); ok {
+		return t, err
+	}
+	return boot(ctx, o)
+}
+
+// boot creates and starts the container of a resolved configuration (its image set) and
+// waits until systemd is up.
+func boot(ctx context.Context, o config) (*Target, error) {
 	ready := wait.ForExec([]string{"systemctl", "is-system-running"}).
 		WithExitCodeMatcher(func(int) bool { return true }).
 		WithResponseMatcher(func(body io.Reader) bool {

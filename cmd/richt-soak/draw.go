@@ -8,6 +8,8 @@ import (
 	"math/rand"
 	"slices"
 	"strings"
+
+	"github.com/richt/services/pkg/contract"
 )
 
 // ops are the steps the soak draws from, with their weights.
@@ -226,7 +228,7 @@ func (s *soak) args(st Step) (string, map[string]any) {
 			"content": "[Service]\nEnvironment=DEMO_LEVEL=" + level + "\n"}
 	case "lifecycle":
 		return "systemd_lifecycle", map[string]any{"unit": "demo.service", "enabled": true,
-			"restart_on": []any{map[string]any{"changed": true, "package_changed": true}}}
+			"restart_on": []any{contract.Registered(true, contract.Change{PackageChanged: true})}}
 	}
 	return "service", service(version, level)
 }

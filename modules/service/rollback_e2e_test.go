@@ -41,6 +41,9 @@ type guarded struct {
 	status          int // the status the site answers with; the probe wants a 2xx
 	dropin          string
 	rollback        bool
+	// timeout is nginx's step deadline: start and probe; empty for the 45s that fits a
+	// start on a loaded machine.
+	timeout string
 }
 
 // snippetCheck validates a conf.d snippet on its own: nginx -t of a main configuration
@@ -55,8 +58,14 @@ func newGuarded() guarded {
 func (g guarded) args() map[string]any {
 	site := fmt.Sprintf("server {\n    listen 127.0.0.1:%d;\n    location / { return %d \"%s\\n\"; }\n}\n", webPort, g.status, g.greeting)
 	// The probe's deadline is the step's: a probe that never answers fails once it has
-	// passed. Long enough for a loaded machine's start, short enough for a test.
-	nginx := map[string]any{"unit": "nginx.service", "enabled": true, "timeout": "45s",
+	// passed. Long enough for a loaded machine's start, short enough for a test; a step
+	// whose probe is meant never to pass sets its own (below), so the test does not wait
+	// out a deadline sized for a slow start.
+	timeout := g.timeout
+	if timeout == "" {
+		timeout = "45s"
+	}
+	nginx := map[string]any{"unit": "nginx.service", "enabled": true, "timeout": timeout,
 		"restart_on": []any{"package:nginx", "config:site"},
 		"health":     map[string]any{"http": fmt.Sprintf("http://127.0.0.1:%d/", webPort)}}
 	dropins := []any{}
@@ -187,6 +196,10 @@ func TestRollbackPutsTheLastGoodStateBack(t *testing.T) {
 	t.Run("a config that passes its validator but fails the probe: the previous config comes back", func(t *testing.T) {
 		bad := g
 		bad.status, bad.greeting = 503, "unavailable"
+		// The probe never passes, so the step always runs to its deadline: 10s, as for
+		// every probe meant to fail (docs/testenv.md), enough for nginx's restart before
+		// it on a loaded machine and for the rollback's restart and passing probe after.
+		bad.timeout = "10s"
 		for range 2 {
 			r := e.run(t, bad.args())
 			rolledBack(t, tg, r, "health", nginx1, "kept")

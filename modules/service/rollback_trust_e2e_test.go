@@ -190,7 +190,8 @@ func TestRollbackKeepsTheBuildsOfEveryPackageOfTheService(t *testing.T) {
 		tg.Shell(t, "rm /var/cache/richt/rpms/pair-*/pa-* && touch /var/tmp/before-check")
 		r := e.run(t, with(args("2.0", "1.0"), "_ansible_check_mode", true))
 		require.False(t, r.Failed(), r.Msg())
-		assert.Contains(t, fmt.Sprint(r["plan"]), "rollback: keep pa-0:1.0-1.noarch")
+		assert.Contains(t, fmt.Sprint(r["plan"]), "rollback: keep pa-0:1.0-1.noarch: fetch from pair, gpgcheck off",
+			"the keep step is planned (the build to fetch, its repository, its gpgcheck), not done")
 		assert.Equal(t, "", strings.TrimSpace(tg.Shell(t, "find /var/cache/richt /var/lib/richt/rollback -newer /var/tmp/before-check 2>/dev/null || true")))
 		assert.Equal(t, "", strings.TrimSpace(tg.Shell(t, "ls -d /tmp/richt-keep-check-* /var/tmp/richt-keep-check-* 2>/dev/null || true")),
 			"its temporary cache is removed")
@@ -203,7 +204,7 @@ func TestRollbackKeepsTheBuildsOfEveryPackageOfTheService(t *testing.T) {
 		require.NoError(t, tg.WriteFile(context.Background(), "/var/tmp/keep.py", script, 0o644))
 		build := `{"nevra": "pa-0:1.0-1.noarch", "name": "pa", "epoch": 0, "version": "1.0", "release": "1", "arch": "noarch", "file": "pa-0~1.0-1.noarch.rpm"}`
 		out := tg.Shell(t, "touch /var/tmp/before-keep && python3 -I /var/tmp/keep.py check /var/tmp '"+build+"'")
-		assert.Contains(t, out, `"found": {"pa-0:1.0-1.noarch": {"path": "", "repo": "pair"}}`)
+		assert.Contains(t, out, `"found": {"pa-0:1.0-1.noarch": {"gpgcheck": false, "path": "", "repo": "pair"}}`)
 		assert.Equal(t, "", strings.TrimSpace(tg.Shell(t, "find /var/cache/dnf -newer /var/tmp/before-keep 2>/dev/null || true")))
 	})
 

@@ -495,4 +495,5 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 	})
 }
 
-func TestMain(m *testing.M) { os.Exit(m.Run()) }
+// TestMain gives the package's tests a pool of pre-booted targets (docs/testenv.md).
+func TestMain(m *testing.M) { os.Exit(testenv.RunWithPool(m)) }

@@ -14,7 +14,7 @@ import (
 // was omitted and has no default, which tells "omitted" from a zero value.
 //
 // Field types by kind: Str and Path string, Bool bool, Duration time.Duration, Mode
-// os.FileMode, Raw any, List []any, Dict map[string]any. A Dict may also decode into a
+// os.FileMode, Raw any, List []any, Dict map[string]any (or Values). A Dict may also decode into a
 // struct, and a List of Dict into a slice of structs: then its keys are checked against
 // the Suboptions (see ItemError).
 //
@@ -106,6 +106,7 @@ var (
 	anyType      = reflect.TypeFor[any]()
 	anyListType  = reflect.TypeFor[[]any]()
 	anyMapType   = reflect.TypeFor[map[string]any]()
+	valuesType   = reflect.TypeFor[Values]()
 	durationType = reflect.TypeFor[time.Duration]()
 	modeType     = reflect.TypeFor[os.FileMode]()
 )
@@ -137,6 +138,10 @@ func fits(what string, p Param, t reflect.Type) error {
 		if t.Kind() == reflect.Struct {
 			_, err := fieldsOf(what+" "+p.Name, p.Suboptions, t)
 			return err
+		}
+		if t == valuesType {
+			// The mapping as given, with Values' accessors.
+			return nil
 		}
 		want = anyMapType
 	default:

@@ -118,6 +118,31 @@ func (s *Spec) Args(raw map[string]any) (Args, error) {
 	return Args{spec: s, raw: raw, vals: vals, parsed: parsed}, nil
 }
 
+// ParsedArgs is the typed request the Spec's Parse made of the arguments (as Parsed of a
+// Request).
+func ParsedArgs[T any](a Args) (T, error) {
+	return Parsed[T](&Request{spec: a.spec, parsed: a.parsed})
+}
+
+// With is a for a call whose typed request the caller completed itself, from arguments
+// the Spec validated and parsed once: parsed replaces what Parse made of them, and shown
+// are the further arguments the caller parsed into it, as the request lists them
+// (Request.Params, the result's invocation). Nothing is validated or parsed again.
+func (a Args) With(parsed any, shown Values) Args {
+	raw := make(map[string]any, len(a.raw)+len(shown))
+	vals := make(Values, len(a.vals)+len(shown))
+	for k, v := range a.raw {
+		raw[k] = v
+	}
+	for k, v := range a.vals {
+		vals[k] = v
+	}
+	for k, v := range shown {
+		raw[k], vals[k] = v, v
+	}
+	return Args{spec: a.spec, raw: raw, vals: vals, parsed: parsed}
+}
+
 // CallArgs is Call with arguments validated and parsed already.
 func CallArgs(ctx context.Context, a Args, check, diff bool, h Handler) map[string]any {
 	in := &Input{Raw: a.raw, CheckMode: check, Diff: diff}

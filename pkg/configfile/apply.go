@@ -40,7 +40,7 @@ func (d Deps) Apply(ctx context.Context, p Plan) (*Result, error) {
 		release, err := d.Lock(ctx, LockName(w.Path))
 		if err != nil {
 			res := p.Result()
-			res.Changed, res.Plan = false, nil
+			res.Reset(false, nil)
 			return res, fmt.Errorf("%s: another run writing it did not finish in time: %w", label(w.Name, w.Path), err)
 		}
 		defer release()
@@ -48,7 +48,7 @@ func (d Deps) Apply(ctx context.Context, p Plan) (*Result, error) {
 	now, err := Observe(d.Root, w.Path)
 	if err != nil {
 		res := p.Result()
-		res.Changed = false
+		res.Reset(false, res.Plan)
 		return res, err
 	}
 	if !reflect.DeepEqual(now, p.File) {
@@ -58,6 +58,8 @@ func (d Deps) Apply(ctx context.Context, p Plan) (*Result, error) {
 	}
 	res := p.Result()
 	res.Changed = false
+	// What the result says of the contract follows what was done, also on a failure.
+	defer func() { res.Reset(res.Changed, res.Plan) }()
 	var place *dir
 	if p.Changed() {
 		// The directory as it is now, held open: every change goes through it.

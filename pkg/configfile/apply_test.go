@@ -322,7 +322,7 @@ func TestDirectoryTrust(t *testing.T) {
 // directory of root's): a config's owner who could write or swap it could change what
 // root validates (nginx's load_module, haproxy's lua-load). The validator here is a real
 // command that fails unless it sees that; the file installed has its final owner and mode.
-func TestValidatorSeesARootOnlyCopy(t *testing.T) {
+func TestValidatorSeesAUnitFileCopy(t *testing.T) {
 	needsRoot(t)
 	for _, c := range []struct {
 		name             string

@@ -6,7 +6,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/richt/services/pkg/safefile"
 )
@@ -16,12 +15,6 @@ const Placeholder = "%s"
 
 // Config is one entry of the service's configs as its spec decoded it: names, not ids.
 type Config struct {
-	// Index is the entry's place in configs, for messages naming the parameter
-	// (configs[2].path).
-	Index int
-	// Origin, when set, names the entry in messages instead of configs[Index]: a file a
-	// rollback puts back is no entry of the task's configs.
-	Origin string
 	// Name is what reactions refer to (config:NAME); messages name the config by it.
 	Name    string
 	Path    string
@@ -37,17 +30,14 @@ type Config struct {
 	Validate string
 	// Absent: the file must not exist (state absent).
 	Absent bool
-	// RootOnly: what the file says root runs (the service sets it for a config under
-	// systemd's unit directories, where an ExecStartPre= is a command root runs), so it
-	// gets the unit files' rule, not a daemon's config's: its owner is root, and every
-	// directory above it is root's and writable by neither group nor others
-	// (safefile.Dir.Insecure). A daemon's user who could write it, or its directory, could
-	// have root run anything.
-	RootOnly bool
-	// Timeout is the deadline of the caller's step for this config (its Plan and its
-	// Apply, the validator included); configfile runs under the context it is given and
-	// does not read it. 0: the caller's default.
-	Timeout time.Duration
+	// UnitFile: the file is under systemd's unit directories (the service sets it so).
+	// What it says root runs (an ExecStartPre= is a command root runs), so it gets the
+	// unit files' rule, not a daemon's config's: its owner is root, and every directory
+	// above it is root's and writable by neither group nor others
+	// (safefile.Dir.Insecure); a daemon's user who could write it, or its directory, could
+	// have root run anything. And a move of its content is a unit file change (package
+	// contract: unit_files_changed, daemon_reload needed), which the result says.
+	UnitFile bool
 
 	// checked: Check accepted the config, and argv is its validator split (nil without
 	// one), kept so that Plan need not check and split it again; tree: that validator has
@@ -57,12 +47,30 @@ type Config struct {
 	tree    bool
 }
 
-// param names one of the entry's parameters.
-func (c Config) param(field string) string {
-	if c.Origin != "" {
-		return fmt.Sprintf("%s (%s)", c.Origin, field)
+// ParamError is a refusal of one of the config's parameters. Its message begins with
+// the parameter's name as configfile knows it (path, mode, owner, group, validate): the
+// caller, which knows what its users called the entry (configs[2]), names it in its own
+// terms, as in fmt.Errorf("configs[%d].%w", i, err).
+type ParamError struct {
+	Param string
+	Err   error
+}
+
+func (e *ParamError) Error() string { return e.Err.Error() }
+func (e *ParamError) Unwrap() error { return e.Err }
+
+// paramErr is a refusal of param whose message does not name it yet.
+func paramErr(param string, format string, args ...any) error {
+	return &ParamError{Param: param, Err: fmt.Errorf(param+": "+format, args...)}
+}
+
+// named marks err, whose message begins with param's name already (safefile's), as a
+// refusal of param.
+func named(param string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return fmt.Sprintf("configs[%d].%s", c.Index, field)
+	return &ParamError{Param: param, Err: err}
 }
 
 // Check refuses what no observation is needed for: a path that is not absolute and
@@ -96,16 +104,16 @@ func (c Config) Tree() []string {
 // check is Check's rule; it returns the validator's argv (nil without one).
 func (c Config) check() ([]string, error) {
 	if err := checkPath(c.Path); err != nil {
-		return nil, fmt.Errorf("%s: %w; nothing was written", c.param("path"), err)
+		return nil, paramErr("path", "%w; nothing was written", err)
 	}
-	if err := safefile.CheckMode(c.param("mode"), c.Mode, "config file"); err != nil {
-		return nil, err
+	if err := safefile.CheckMode("mode", c.Mode, "config file"); err != nil {
+		return nil, named("mode", err)
 	}
-	if c.RootOnly && !c.Absent {
+	if c.UnitFile && !c.Absent {
 		switch c.Owner {
 		case "", "root", "0":
 		default:
-			return nil, rootOnlyOwnerErr(c.param("owner"), c.Path, fmt.Sprintf("%q", c.Owner))
+			return nil, rootOnlyOwnerErr(c.Path, fmt.Sprintf("%q", c.Owner))
 		}
 	}
 	if c.Validate == "" {
@@ -113,17 +121,17 @@ func (c Config) check() ([]string, error) {
 	}
 	argv, err := SplitArgs(c.Validate)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %q %w; nothing was written", c.param("validate"), c.Validate, err)
+		return nil, paramErr("validate", "%q %w; nothing was written", c.Validate, err)
 	}
 	if len(argv) == 0 {
-		return nil, fmt.Errorf("%s: %q has no command; give one or omit validate", c.param("validate"), c.Validate)
+		return nil, paramErr("validate", "%q has no command; give one or omit validate", c.Validate)
 	}
 	return argv, nil
 }
 
-// rootOnlyOwnerErr refuses owner, not root, for the RootOnly config at p.
-func rootOnlyOwnerErr(param, p, owner string) error {
-	return fmt.Errorf("%s: %s is not root, and %s is under systemd's unit directories, where a file says what systemd runs as root: its owner could make root run anything (an ExecStartPre=); such a config is root's, as a unit file is: give owner root or leave it out; nothing was written", param, owner, p)
+// rootOnlyOwnerErr refuses owner, not root, for the UnitFile config at p.
+func rootOnlyOwnerErr(p, owner string) error {
+	return paramErr("owner", "%s is not root, and %s is under systemd's unit directories, where a file says what systemd runs as root: its owner could make root run anything (an ExecStartPre=); such a config is root's, as a unit file is: give owner root or leave it out; nothing was written", owner, p)
 }
 
 // checkPath says why p is not an absolute, clean path to a file, or nil.

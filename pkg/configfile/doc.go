@@ -5,7 +5,7 @@
 // directory someone other than root and the config's owner can write (a daemon's own
 // directory, as Debian's /etc/redis redis:redis 2770, is trusted; root's directory
 // writable by the config's group, or one others can write, never is; under systemd's unit
-// directories only root's, Config.RootOnly), never into a directory it would have to
+// directories only root's, Config.UnitFile), never into a directory it would have to
 // invent, and removed (state absent) as exactly its path and nothing beside it.
 //
 // Since the config's owner may write its directory (and nothing that user does may make
@@ -28,4 +28,13 @@
 // As in unit_override, Apply reads the file again before it acts (under Deps.Lock when
 // given) and, when another run changed it since the plan, decides again from the file as
 // it is and carries that plan out; the result reports the plan carried out.
+//
+// The Result embeds contract.Change, as every module's does: a config under systemd's unit
+// directories (Config.UnitFile) whose content moved says unit_files_changed and
+// daemon_reload needed, and files_placed says when the content was in place. A refusal of
+// a parameter is a ParamError whose message begins with configfile's name of the
+// parameter (path, mode, owner, group, validate); configfile does not know what its
+// caller's users called the entry, and the caller names it (the service: configs[2].).
+// The deadline of a config's plan and write is the caller's: configfile runs under the
+// context it is given.
 package configfile

@@ -101,7 +101,7 @@ func missingDirErr(w Want, p string) error {
 }
 
 // untrusted refuses a directory d above the config that someone other than root and the
-// config's owner can write (safefile.Dir.Untrusted), or, for a RootOnly config, that
+// config's owner can write (safefile.Dir.Untrusted), or, for a UnitFile config, that
 // anyone but root can write (safefile.Dir.Insecure, the unit files' rule), naming it, its owner
 // and mode, and what is accepted. The ids trusted are the wanted ones; for a removal,
 // which resolves none, the file's own, and a file that is not there trusts no directory
@@ -114,7 +114,7 @@ func untrusted(w Want, f File, d safefile.Dir) error {
 		}
 		uid, gid = f.UID, f.GID
 	}
-	if w.RootOnly {
+	if w.UnitFile {
 		if why := d.Insecure(); why != "" {
 			return fmt.Errorf("%s: %s (owner uid %d, group gid %d, mode %04o) is %s: the config is under systemd's unit directories, where a file says what systemd runs as root, so its directories follow the unit files' rule: owned by root and writable by neither group nor others; make it so (chown root:root %s; chmod go-w %s); nothing was written",
 				label(w.Name, w.Path), d.Path, d.UID, d.GID, filemode.Unix(d.Mode), why, d.Path, d.Path)

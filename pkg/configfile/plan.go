@@ -44,8 +44,8 @@ type Want struct {
 	Mode       os.FileMode
 	UID, GID   int
 	Sensitive  bool
-	// RootOnly is Config.RootOnly: the owner is root and the directories are root's alone.
-	RootOnly bool
+	// UnitFile is Config.UnitFile: the owner is root and the directories are root's alone.
+	UnitFile bool
 	// Validate is the validator's argv, with Placeholder in at least one word; nil for none
 	// (a tree validator is not the file's own: Config.Tree).
 	Validate []string
@@ -95,7 +95,7 @@ const (
 // observes the path and decides; it changes nothing. With an error, the plan is as far as
 // it got, with no steps.
 func (d Deps) Plan(ctx context.Context, c Config) (Plan, error) {
-	w := Want{Name: c.Name, Path: c.Path, Present: !c.Absent, Content: []byte(c.Content), Mode: c.Mode, Sensitive: c.Sensitive, RootOnly: c.RootOnly}
+	w := Want{Name: c.Name, Path: c.Path, Present: !c.Absent, Content: []byte(c.Content), Mode: c.Mode, Sensitive: c.Sensitive, UnitFile: c.UnitFile}
 	p := Plan{Want: w}
 	var err error
 	if !c.checked {
@@ -110,15 +110,15 @@ func (d Deps) Plan(ctx context.Context, c Config) (Plan, error) {
 	// took along) after the steps before it removed their parts.
 	if w.Present {
 		owner, group := orRoot(c.Owner), orRoot(c.Group)
-		if w.UID, err = safefile.UID(ctx, d.Runner, c.param("owner"), owner); err != nil {
-			return p, err
+		if w.UID, err = safefile.UID(ctx, d.Runner, "owner", owner); err != nil {
+			return p, named("owner", err)
 		}
-		if w.GID, err = safefile.GID(ctx, d.Runner, c.param("group"), group); err != nil {
-			return p, err
+		if w.GID, err = safefile.GID(ctx, d.Runner, "group", group); err != nil {
+			return p, named("group", err)
 		}
-		if w.RootOnly && w.UID != 0 {
+		if w.UnitFile && w.UID != 0 {
 			// A name Check let through (root's) that resolves to another uid.
-			return p, rootOnlyOwnerErr(c.param("owner"), c.Path, fmt.Sprintf("%q (uid %d)", owner, w.UID))
+			return p, rootOnlyOwnerErr(c.Path, fmt.Sprintf("%q (uid %d)", owner, w.UID))
 		}
 	}
 	p.Want = w

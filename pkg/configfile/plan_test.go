@@ -51,7 +51,7 @@ var planCases = []struct {
 
 // rowConfig completes a row's config: its place, name and default mode.
 func rowConfig(c Config) Config {
-	c.Index, c.Name, c.Path = 0, "site", confPath
+	c.Name, c.Path = "site", confPath
 	if c.Mode == 0 && !c.Absent {
 		c.Mode = 0o644
 	}

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/richt/services/pkg/ansible"
-	"github.com/richt/services/pkg/stamp"
+	"github.com/richt/services/pkg/contract"
 )
 
 // Result is what a run reports of one config.
@@ -16,10 +16,16 @@ type Result struct {
 	// Plan is the steps, in order: carried out in a real run, only reported in check mode.
 	Plan []Step        `json:"plan"`
 	Diff *ansible.Diff `json:"diff,omitempty"`
-	// FilesPlaced is when the new content was in place (or the file gone), in systemd's
-	// clock, read right after the move: a process reloaded or started after it runs with
-	// it (package contract's files_placed). Absent when the content did not move.
-	FilesPlaced *stamp.Stamp `json:"files_placed,omitempty"`
+	// Change is what a later task reads of the change (package contract): for a config
+	// under systemd's unit directories (Config.UnitFile) whose content moved (written or
+	// removed; not an owner or mode change), unit_files_changed and daemon_reload needed,
+	// as unit_override says with daemon_reload: false; files_placed is when the new
+	// content was in place (or the file gone), in systemd's clock, read right after the
+	// move, absent when the content did not move. In check mode the plan's prediction.
+	contract.Change
+
+	// unitFile is Want.UnitFile, for the contract (Reset).
+	unitFile bool
 }
 
 // Result is what the run reports of the plan before it is carried out (check mode), or
@@ -29,6 +35,25 @@ func (p Plan) Result() *Result {
 	if !p.Want.Present {
 		state = "absent"
 	}
-	return &Result{Changed: p.Changed(), Name: p.Want.Name, Path: p.Want.Path, State: state,
-		Plan: slices.Clone(p.Steps), Diff: p.Diff}
+	r := &Result{Name: p.Want.Name, Path: p.Want.Path, State: state, Diff: p.Diff, unitFile: p.Want.UnitFile}
+	r.Reset(p.Changed(), slices.Clone(p.Steps))
+	return r
+}
+
+// Reset sets what the result says was done (or, in check mode, would be): changed and
+// the steps, and with them the contract's unit file change. A caller that reports
+// something else than the plan's own result (a plan that could not be made: nothing; a
+// config predicted written) says it through Reset.
+func (r *Result) Reset(changed bool, steps []Step) {
+	r.Changed, r.Plan = changed, steps
+	r.UnitFilesChanged, r.DaemonReload = false, ""
+	if r.unitFile && changed && MovesContent(steps) {
+		r.UnitFilesChanged, r.DaemonReload = true, contract.ReloadNeeded
+	}
+}
+
+// MovesContent reports whether steps replace or remove the file's content (not only its
+// owner or mode): what a manager reload is for, when the file is a unit file.
+func MovesContent(steps []Step) bool {
+	return slices.Contains(steps, StepWrite) || slices.Contains(steps, StepRemove)
 }

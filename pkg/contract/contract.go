@@ -10,6 +10,9 @@ import (
 // The contract's keys, as they appear in a result. They are the json tags of [Change];
 // the round-trip test holds the two together.
 const (
+	// keyChanged is Ansible's own key of every module result: not the contract's, but
+	// read with it (Changed, Registered), so it too is spelled once.
+	keyChanged          = "changed"
 	keyPackageChanged   = "package_changed"
 	keyUnitFilesChanged = "unit_files_changed"
 	keyDaemonReload     = "daemon_reload"
@@ -141,4 +144,38 @@ func Read(result map[string]any) Change {
 		}
 	}
 	return c
+}
+
+// Changed reads a result's `changed` (Ansible's key every module's result carries): false
+// when it is missing or not a boolean.
+func Changed(result map[string]any) bool {
+	c, _ := result[keyChanged].(bool)
+	return c
+}
+
+// Registered is a registered result that says changed and carries c, as a later task
+// reads it (Read reads c back): the keys of c that say something, and no others, so a
+// trigger built from it carries nothing beyond what the contract reads.
+func Registered(changed bool, c Change) map[string]any {
+	out := map[string]any{keyChanged: changed}
+	if c.PackageChanged {
+		out[keyPackageChanged] = true
+	}
+	if c.UnitFilesChanged {
+		out[keyUnitFilesChanged] = true
+	}
+	if c.DaemonReload != "" {
+		out[keyDaemonReload] = string(c.DaemonReload)
+	}
+	if c.ChangedAt != "" {
+		out[keyChangedAt] = c.ChangedAt
+	}
+	if c.FilesPlaced != nil {
+		// As JSON decodes it, the form Read takes.
+		var m map[string]any
+		if data, err := json.Marshal(c.FilesPlaced); err == nil && json.Unmarshal(data, &m) == nil {
+			out[keyFilesPlaced] = m
+		}
+	}
+	return out
 }

@@ -8,11 +8,11 @@
 // and systemd_lifecycle reads a registered result only through [Read], which looks at
 // these keys and no others. rpm_exact, unit_override and systemd_lifecycle write the keys
 // by embedding Change in their Result (encoding/json inlines the fields of an embedded
-// struct). The service module does not yet: it passes its steps' results to one another
-// as maps, spells the keys itself where it writes them (a config under a unit directory,
-// a restored build) and copies them by name into its processes' triggers, so a misspelt
-// key there is caught by its tests, not by the compiler. The rule "what needs a
-// daemon-reload" is written once, as [Change.NeedsManagerSync].
+// struct), and so does package configfile's Result, the service's configs. Inside the
+// service a step's outcome travels typed (wiring.Outcome: changed and a Change); a
+// process's trigger is built from it by [Registered], and a step's result is read by
+// [Changed] and [Read]; no other package spells a key (a test in cmd/gendoc holds that).
+// The rule "what needs a daemon-reload" is written once, as [Change.NeedsManagerSync].
 //
 // Which module says what:
 //

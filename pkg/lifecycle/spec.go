@@ -234,7 +234,7 @@ func parse(p Params) (Task, error) {
 	w := Want{
 		Unit: unit, Running: p.State == "running",
 		Enabled: p.Enabled, Masked: p.Masked,
-		AllowMissing: p.AllowMissing, ReloadOn: len(p.ReloadOn) > 0,
+		AllowMissing: p.AllowMissing,
 	}
 	if p.Settle != nil {
 		d, err := timeout.ParseNonNegative(*p.Settle)
@@ -250,12 +250,23 @@ func parse(p Params) (Task, error) {
 		}
 		w.Health = &h
 	}
-	trig, err := reaction.Parse(p.RestartOn, p.ReloadOn)
+	return Task{Request: Request{Want: w, Limit: p.Timeout}, Scope: p.Scope}.Triggered(p.RestartOn, p.ReloadOn, p.FactsFrom)
+}
+
+// Triggered is t with its triggers: restart_on, reload_on and facts_from as the
+// parameters take them (reaction.Parse, reaction.ParseFacts). A module that composes
+// systemd_lifecycle (the service) parses a process's other parameters once and adds the
+// triggers, which exist only at the process's turn, so.
+func (t Task) Triggered(restartOn, reloadOn, factsFrom []any) (Task, error) {
+	trig, err := reaction.Parse(restartOn, reloadOn)
 	if err != nil {
 		return Task{}, err
 	}
-	if trig.Facts, err = reaction.ParseFacts(p.FactsFrom); err != nil {
+	if trig.Facts, err = reaction.ParseFacts(factsFrom); err != nil {
 		return Task{}, err
 	}
-	return Task{Request: Request{Want: w, Triggers: trig, Limit: p.Timeout}, Scope: p.Scope}, nil
+	t.Triggers = trig
+	// A reload_on given, even of unchanged triggers, asks for a reload-capable unit.
+	t.Want.ReloadOn = len(reloadOn) > 0
+	return t, nil
 }

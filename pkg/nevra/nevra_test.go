@@ -86,6 +86,7 @@ func TestParseNEVRA(t *testing.T) {
 		err            string
 	}{
 		{"nginx-2:1.26.3-1.el10.x86_64", "nginx", "2:1.26.3-1.el10.x86_64", ""},
+		{"demo-0:1.0-1.noarch", "demo", "0:1.0-1.noarch", ""},
 		{"python3-foo-bar-0:1.2-3.el9.noarch", "python3-foo-bar", "0:1.2-3.el9.noarch", ""},
 		{"libstdc++-devel-0:11.5.0-2.el9.aarch64", "libstdc++-devel", "0:11.5.0-2.el9.aarch64", ""},
 		{"a-1-0:1.0~rc1^git3-1.fc40.s390x", "a-1", "0:1.0~rc1^git3-1.fc40.s390x", ""},
@@ -96,7 +97,11 @@ func TestParseNEVRA(t *testing.T) {
 		{"demo-00:1.0-1.noarch", "", "", `not in canonical form "demo-0:1.0-1.noarch"`},
 		{"demo-0:1.0-1-2.noarch", "", "", "release has '-'"},
 		{"demo-0:1.0-1", "", "", "architecture is missing"},
+		{"demo-0:1.0-1.noarch.rpm", "demo", "0:1.0-1.noarch.rpm", ""}, // valid: architecture "rpm"
 		{"a/b-0:1.0-1.noarch", "", "", "'/'"},
+		{"..-0:1.0-1.noarch", "", "", `starts with "."`},
+		{"demo-0:1.0/../x-1.noarch", "", "", "'/'"},
+		{"de mo-0:1.0-1.noarch", "", "", "whitespace"},
 		{"demo-0:1:0-1.noarch", "", "", "':'"},
 		{"demo-x:1.0-1.noarch", "", "", "epoch must be digits"},
 		{"demo-0:1.0-1.noarch\n", "", "", "control character"},

@@ -73,6 +73,8 @@ type build struct {
 	nevra string
 	name  string
 	evra  nevra.EVRA
+	// repo, when set, is the only repository the build may be fetched from (a plan's).
+	repo string
 }
 
 // splitNEVRA reads a build through nevra.ParseNEVRA (canonical form only, so one build has
@@ -116,81 +118,6 @@ func kept(path string) (bool, error) {
 	return fi.Mode().IsRegular() && fi.Size() > 0, nil
 }
 
-// Ensure keeps every build in Dir that is not kept there yet, taking it from the enabled
-// repositories (one python3 process for all of them, through DNF 4's API). With check,
-// it only asks which builds are available, and changes nothing. missing are the builds
-// neither kept nor available (in input order, once each); a repository that cannot be
-// reached is skipped, so its builds are missing rather than an error. Bad input changes
-// nothing.
-func (k Keeper) Ensure(ctx context.Context, nevras []string, check bool) (missing []string, err error) {
-	var builds []build
-	seen := map[string]bool{}
-	for _, s := range nevras {
-		b, err := splitNEVRA(s)
-		if err != nil {
-			return nil, fmt.Errorf("keep builds: %w", err)
-		}
-		if !seen[s] {
-			seen[s] = true
-			builds = append(builds, b)
-		}
-	}
-	if len(builds) == 0 {
-		return nil, nil
-	}
-	dir := k.dir()
-	if check {
-		err = statedir.Check(dir)
-	} else {
-		if k.Scope != "" {
-			// The shared parent root-only too, before the scope's own is made in it.
-			err = statedir.Ensure(k.base(), 0o700)
-		}
-		if err == nil {
-			err = statedir.Ensure(dir, 0o700)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("keep builds: %w", err)
-	}
-	var ask []build
-	for _, b := range builds {
-		ok, err := kept(k.Path(b.nevra))
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			ask = append(ask, b)
-		}
-	}
-	if len(ask) == 0 {
-		return nil, nil
-	}
-	names := make([]string, len(ask))
-	for i, b := range ask {
-		names[i] = b.nevra
-	}
-	ans, err := k.lookup(ctx, ask, check)
-	if err != nil {
-		return nil, fmt.Errorf("find %s in the repositories: %w", strings.Join(names, ", "), err)
-	}
-	if !check {
-		if err := k.adopt(ask, ans.Found); err != nil {
-			return nil, err
-		}
-	}
-	gone := map[string]bool{}
-	for _, n := range ans.Missing {
-		gone[n] = true
-	}
-	for _, b := range ask {
-		if gone[b.nevra] {
-			missing = append(missing, b.nevra)
-		}
-	}
-	return missing, nil
-}
-
 // found is one build keep.py found: the repository, and in fetch mode the file and
 // whether its signature was checked (the repository has gpgcheck on).
 type found struct {
@@ -232,11 +159,15 @@ func scriptArgv(python, dir string, builds []build, check bool) []string {
 	}
 	argv := []string{python, "-I", "-c", keepScript, mode, dir}
 	for _, b := range builds {
-		arg, _ := json.Marshal(map[string]any{
+		m := map[string]any{
 			"nevra": b.nevra, "name": b.name, "epoch": b.evra.Epoch,
 			"version": b.evra.Version, "release": b.evra.Release, "arch": b.evra.Arch,
 			"file": keptName(b.nevra),
-		})
+		}
+		if b.repo != "" {
+			m["repo"] = b.repo
+		}
+		arg, _ := json.Marshal(m)
 		argv = append(argv, string(arg))
 	}
 	return argv

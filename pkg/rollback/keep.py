@@ -2,13 +2,15 @@
 #
 # MODE is "check" (say which builds the repositories offer) or "fetch" (also download
 # them and copy each into DEST). Each BUILD is one JSON object with the keys nevra, name,
-# epoch, version, release, arch and file (the kept file's name in DEST). A fetched build
+# epoch, version, release, arch and file (the kept file's name in DEST), and may name the
+# repository it must come from ("repo": a fetch that carries out a plan takes each build
+# from the repository the plan named, never from another one that has it). A fetched build
 # is copied to a temporary file beside DEST/file, ".FILE.richt-DIGITS", mode 0600 and
 # synced; keep.go renames it into place. The answer is one JSON object on the last stdout
 # line that starts with MARKER, so whatever DNF or a plugin prints cannot break it:
-#   {"found": {NEVRA: {"repo": ID, "path": TEMPORARY FILE or ""}}, "missing": [NEVRA, ...]}
+#   {"found": {NEVRA: {"repo": ID, "path": TEMPORARY FILE or "", "gpgcheck": BOOL}}, "missing": [NEVRA, ...]}
 # or {"error": MESSAGE} with a non-zero exit. A found build also says whether its
-# repository has gpgcheck on ("gpgcheck": true): its signature was then checked here as
+# repository has gpgcheck on ("gpgcheck": true, in both modes): in fetch mode its signature was then checked here as
 # DNF checks it before installing from that repository (the key imported from the
 # repository's gpgkey as `dnf -y` would), and a build it refuses (unsigned, a bad or
 # unknown signature) is an error, never kept: a rollback installs the kept file as a local
@@ -80,6 +82,8 @@ def lookup(base, builds):
         matches = list(available.filter(
             name=b["name"], epoch=int(b["epoch"]), version=b["version"],
             release=b["release"], arch=b["arch"]))
+        if b.get("repo"):
+            matches = [m for m in matches if str(getattr(m, "reponame", "")) == b["repo"]]
         if not matches:
             missing.append(b["nevra"])
             continue
@@ -133,10 +137,14 @@ class Refused(Exception):
     """A build DNF would not install from its repository: its message is the answer."""
 
 
+def gpgcheck_on(pkg):
+    return bool(getattr(getattr(pkg, "repo", None), "gpgcheck", False))
+
+
 def check_signature(base, pkg, nevra):
     """Checks pkg's signature when its repository has gpgcheck on, as DNF does before it
     installs from there; returns whether it was checked. Raises when DNF would refuse it."""
-    if not getattr(pkg.repo, "gpgcheck", False):
+    if not gpgcheck_on(pkg):
         return False
     code, msg = base.package_signature_check(pkg)
     if code == 1:
@@ -199,7 +207,8 @@ def main(args):
             files = dict((b["nevra"], b["file"]) for b in builds)
             out = fetch(base, found, files, dest)
         else:
-            out = dict((n, {"repo": p.reponame, "path": ""}) for n, p in found.items())
+            out = dict((n, {"repo": p.reponame, "path": "", "gpgcheck": gpgcheck_on(p)})
+                       for n, p in found.items())
         answer({"found": out, "missing": missing}, 0)
     except SystemExit:
         raise

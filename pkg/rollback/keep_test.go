@@ -20,56 +20,38 @@ import (
 	"github.com/richt/services/pkg/runner/runnertest"
 )
 
+// splitNEVRA reads a build with nevra.ParseNEVRA, whose rules are tested there; its own rule
+// is the kept file name's length.
 func TestSplitNEVRA(t *testing.T) {
-	cases := []struct {
-		in, name, evra string
-		err            string
-	}{
-		{"nginx-2:1.26.3-1.el10.x86_64", "nginx", "2:1.26.3-1.el10.x86_64", ""},
-		{"demo-0:1.0-1.noarch", "demo", "0:1.0-1.noarch", ""},
-		{"python3-foo-bar-0:1.2-3.el9.noarch", "python3-foo-bar", "0:1.2-3.el9.noarch", ""},
-		{"libstdc++-devel-0:11.5.0-2.el9.aarch64", "libstdc++-devel", "0:11.5.0-2.el9.aarch64", ""},
-		{"a-1-0:1.0~rc1^git3-1.fc40.s390x", "a-1", "0:1.0~rc1^git3-1.fc40.s390x", ""},
-		{"x--0:1-1.noarch", "x-", "0:1-1.noarch", ""},
-		{"nginx-1.26.3-1.el10.x86_64", "", "", "epoch is missing"},
-		{"0:1.0-1.noarch", "", "", "no '-' before the epoch"},
-		{"-0:1.0-1.noarch", "", "", "empty package name"},
-		{"demo-00:1.0-1.noarch", "", "", `not in canonical form "demo-0:1.0-1.noarch"`},
-		{"demo-0:1.0-1-2.noarch", "", "", "release has '-'"},
-		{"demo-0:1.0-1.noarch.rpm", "demo", "0:1.0-1.noarch.rpm", ""}, // valid: architecture "rpm"
-		{"demo-0:1.0-1", "", "", "architecture is missing"},
-		{"a/b-0:1.0-1.noarch", "", "", "'/'"},
-		{"..-0:1.0-1.noarch", "", "", `starts with "."`},
-		{"demo-0:1.0/../x-1.noarch", "", "", "'/'"},
-		{"de mo-0:1.0-1.noarch", "", "", "whitespace"},
-		{"demo-0:1.0-1.noarch\n", "", "", "control character"},
-		{"demo-0:1:0-1.noarch", "", "", "':'"},
-		{"demo-x:1.0-1.noarch", "", "", "epoch must be digits"},
-		{strings.Repeat("n", 220) + "-0:1.0-1.noarch", "", "", "too long to keep"},
-		{"", "", "", "epoch is missing"},
-	}
-	for _, c := range cases {
-		t.Run(c.in, func(t *testing.T) {
-			b, err := splitNEVRA(c.in)
-			if c.name == "" {
-				require.Error(t, err)
-				require.ErrorIs(t, err, nevra.ErrInvalid)
-				assert.ErrorContains(t, err, c.err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, c.name, b.name)
-			assert.Equal(t, c.evra, b.evra.String())
-			assert.Equal(t, c.in, b.nevra)
-		})
+	b, err := splitNEVRA("nginx-2:1.26.3-1.el10.x86_64")
+	require.NoError(t, err)
+	assert.Equal(t, "nginx-2:1.26.3-1.el10.x86_64", b.nevra)
+	assert.Equal(t, "nginx", b.name)
+	assert.Equal(t, "2:1.26.3-1.el10.x86_64", b.evra.String())
+
+	// The longest build that keeps has a file name of maxKeptName bytes.
+	const rest = "-0:1-1.x"
+	longest := strings.Repeat("n", maxKeptName-len(keptName(rest))) + rest
+	_, err = splitNEVRA(longest)
+	require.NoError(t, err)
+	assert.Len(t, keptName(longest), maxKeptName)
+	for _, c := range []struct{ in, err string }{
+		{"n" + longest, "too long to keep"},
+		{"nginx-1.26.3-1.el10.x86_64", "epoch is missing"}, // nevra's refusal, passed on
+	} {
+		_, err := splitNEVRA(c.in)
+		require.ErrorIs(t, err, nevra.ErrInvalid, c.in)
+		assert.ErrorContains(t, err, c.err, c.in)
 	}
 }
 
 // FuzzSplitNEVRA: builds come from the rpm database, so whatever is accepted must join back
 // to itself and give a kept file name that stays inside Dir and fits a file name.
 func FuzzSplitNEVRA(f *testing.F) {
-	for _, s := range []string{"nginx-2:1.26.3-1.el10.x86_64", "python3-foo-bar-0:1.2-3.el9.noarch", "x--0:1-1.a",
-		"-0:1-1.x", "a-01:1-1.x", "a-0:1-1.x/..", "a:b-0:1-1.x", "a-0:1~2-3.x"} {
+	// Seeds at the kept name's edges: its length bound, the '~' that stands for ':', and
+	// what would leave Dir.
+	for _, s := range []string{"nginx-2:1.26.3-1.el10.x86_64", strings.Repeat("n", 218) + "-0:1-1.x",
+		strings.Repeat("n", 219) + "-0:1-1.x", "a~b-0:1~2-3.x", "..-0:1-1.x", "a-0:1-1.x/.."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -794,6 +776,30 @@ func TestKeepScriptWithFakeDNF(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, answer{Found: map[string]found{}, Missing: []string{nevraC}}, ans)
 		assert.Equal(t, setup+"close\n", logged)
+	})
+	t.Run("check says whether the repository has gpgcheck on", func(t *testing.T) {
+		signed := strings.Replace(state, `{"id": "r1", "priority": 10}`, `{"id": "r1", "priority": 10, "gpgcheck": true}`, 1)
+		stateBackup := state
+		state = signed
+		defer func() { state = stateBackup }()
+		res, logged := run(t, "", "check", dest, argA, argB)
+		require.Equal(t, 0, res.ExitCode, res.Stderr)
+		ans, err := parseAnswer(res.Stdout)
+		require.NoError(t, err)
+		assert.Equal(t, answer{Found: map[string]found{nevraA: {Repo: "r1", GPGCheck: true}, nevraB: {Repo: "local"}}, Missing: []string{}}, ans)
+		assert.Equal(t, setup+"close\n", checkSetup(t, logged), "no download, no signature check in check mode")
+	})
+	t.Run("a build named with its repository comes from that one only", func(t *testing.T) {
+		t.Cleanup(func() { require.NoError(t, os.RemoveAll(dest)); require.NoError(t, os.Mkdir(dest, 0o700)) })
+		fromR1 := strings.Replace(argB, `"release"`, `"repo":"r1","release"`, 1)
+		fromDead := strings.Replace(argA, `"release"`, `"repo":"dead","release"`, 1)
+		res, logged := run(t, "", "fetch", dest, fromR1, fromDead)
+		require.Equal(t, 0, res.ExitCode, res.Stderr)
+		ans, err := parseAnswer(res.Stdout)
+		require.NoError(t, err, res.Stdout)
+		assert.Equal(t, "r1", ans.Found[nevraB].Repo, "not the local repository DNF would prefer")
+		assert.Equal(t, []string{nevraA}, ans.Missing, "r1 has a, but the plan named another repository")
+		assert.Equal(t, setup+"download b-lib@r1\nclose\n", logged)
 	})
 	t.Run("a file that fails its checksum is an error", func(t *testing.T) {
 		bad := strings.Replace(state, `"arch": "x86_64", "path": "`+local+`"`, `"arch": "x86_64", "path": "`+local+`", "verifies": false`, 1)

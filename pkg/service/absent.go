@@ -3,9 +3,10 @@ package service
 import (
 	"context"
 	"fmt"
-	"github.com/richt/services/pkg/contract"
 	"slices"
 	"strings"
+
+	"github.com/richt/services/pkg/contract"
 )
 
 func (r *run) absent(ctx context.Context) (err error) {
@@ -31,17 +32,16 @@ func (r *run) absent(ctx context.Context) (err error) {
 		err = r.reloadManager(ctx, err, "removing")
 	}()
 	for _, proc := range r.order {
-		if _, err := r.process(ctx, proc, absentProcessArgs(proc)); err != nil {
+		if _, err := r.process(ctx, proc, proc.call); err != nil {
 			return err
 		}
 	}
 	for _, f := range r.files {
 		step := "file " + fileLabel(f)
 		out, err := r.callArgs(ctx, r.d.Files, step, f.call)
-		out["item"] = f.item
-		r.res.Files = append(r.res.Files, out)
-		r.res.Plan = append(r.res.Plan, prefixed(step, stringsOf(out["plan"]))...)
-		if c, _ := out["changed"].(bool); c {
+		r.res.Files = append(r.res.Files, withItem(out, f))
+		r.res.Plan = append(r.res.Plan, prefixed(step, planOf(out))...)
+		if contract.Changed(out) {
 			removed = true
 		}
 		if err != nil {
@@ -55,7 +55,7 @@ func (r *run) absent(ctx context.Context) (err error) {
 		r.res.Plan = append(r.res.Plan, prefixed(configStepName(cfg), cp.names())...)
 		out, err := r.applyConfig(ctx, cp, nil)
 		r.res.Configs = append(r.res.Configs, out)
-		if u, _ := out["unit_files_changed"].(bool); u {
+		if contract.Read(out).UnitFilesChanged {
 			removed = true
 		}
 		if err != nil {
@@ -63,16 +63,6 @@ func (r *run) absent(ctx context.Context) (err error) {
 		}
 	}
 	return r.removePackages(ctx, dependents, &removed)
-}
-
-// absentProcessArgs is systemd_lifecycle's arguments for a process of a removal: stopped,
-// disabled, a missing unit fine.
-func absentProcessArgs(proc Process) map[string]any {
-	args := map[string]any{"unit": proc.Unit, "state": "stopped", "enabled": false, "allow_missing": true}
-	if proc.Timeout != nil {
-		args["timeout"] = proc.Timeout.String()
-	}
-	return args
 }
 
 // removePackages plans the removal of the service's packages and carries it out at once
@@ -87,7 +77,7 @@ func (r *run) removePackages(ctx context.Context, dependents []string, removed *
 	r.res.Plan = append(r.res.Plan, prefixed("packages", st.Names())...)
 	out, err := r.apply(ctx, r.d.Packages, st, "packages", args)
 	r.res.Packages = out
-	if c, _ := out["changed"].(bool); c {
+	if contract.Changed(out) {
 		*removed = true
 		if len(dependents) > 0 {
 			r.res.RemovedDependents = dependents

@@ -147,7 +147,7 @@ func (r *run) plannedFiles(ctx context.Context) ([]plannedFile, error) {
 		var err error
 		ansible.CallArgs(ctx, f.call, true, false, func(_ context.Context, req *ansible.Request) (any, error) {
 			task, err = ansible.Parsed[override.Task](req)
-			return map[string]any{}, nil
+			return struct{}{}, nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", fileLabel(f), err)

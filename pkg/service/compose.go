@@ -6,8 +6,10 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/lifecycle"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
 	"github.com/richt/services/pkg/wiring"
@@ -100,18 +102,6 @@ func filesPlanned(files []fileStep, plans []Step) outcomes {
 	out := outcomes{}
 	for i, f := range files {
 		out[fileRef(f)] = planned(plans[i].Changes(), planFailed(plans[i]))
-	}
-	return out
-}
-
-// fileOutcomes are the unit files' and drop-ins' outcomes from their results, in files'
-// order.
-func fileOutcomes(files []fileStep, results []map[string]any) outcomes {
-	out := outcomes{}
-	for i, f := range files {
-		if i < len(results) {
-			out[fileRef(f)] = results[i]
-		}
 	}
 	return out
 }
@@ -242,14 +232,12 @@ func (r *run) checkPresent(ctx context.Context, c *composed) error {
 		st := c.files[i]
 		c.files[i] = nil // runs now
 		out, err := r.apply(ctx, r.d.Files, st, "file "+fileLabel(f), f.call)
-		out["item"] = f.item
-		r.res.Files = append(r.res.Files, out)
+		r.res.Files = append(r.res.Files, withItem(out, f))
 		if err != nil {
 			return err
 		}
 	}
-	pkgRes, _ := r.res.Packages.(map[string]any)
-	return r.processes(ctx, pkgRes)
+	return r.processes(ctx, r.packagesResult())
 }
 
 // processes runs each process's step in order, planned at its turn from the triggers the
@@ -257,7 +245,7 @@ func (r *run) checkPresent(ctx context.Context, c *composed) error {
 // default wiring, and puts the plan it carried out (its result's plan; in check mode the
 // plan it reports) at its place in the service's plan. Once a process step reloaded the
 // manager, the later ones get the changes marked as loaded (managerLoaded).
-func (r *run) processes(ctx context.Context, pkgRes map[string]any) error {
+func (r *run) processes(ctx context.Context, pkgRes reported) error {
 	r.warnUnnamed()
 	out := merged(packageOutcomes(r.parts.Packages, pkgRes), configOutcomes(r.configs, r.res.Configs), fileOutcomes(r.files, r.res.Files))
 	return r.eachProcess(ctx, out, r.process)
@@ -267,22 +255,17 @@ func (r *run) processes(ctx context.Context, pkgRes map[string]any) error {
 // rollback's), with the triggers and facts the outcomes out give it (wiring, by name or by
 // default), and stops at the first that fails. Once a step reloaded the manager, the
 // later ones get the outcomes marked as loaded (managerLoaded).
-func (r *run) eachProcess(ctx context.Context, out outcomes, step func(ctx context.Context, proc Process, args map[string]any) (map[string]any, error)) error {
+func (r *run) eachProcess(ctx context.Context, out outcomes, step func(ctx context.Context, proc Process, call ansible.Args) (reported, error)) error {
 	for _, proc := range r.order {
 		restart, reload := r.triggers(proc, out)
-		args := processArgs(proc)
-		if len(restart) > 0 {
-			args["restart_on"] = restart
-		}
-		if len(reload) > 0 {
-			args["reload_on"] = reload
-		}
 		// The facts apart from the reactions: by name or not, a process plans its
 		// manager reload and a unit a package installs from the service's changes.
-		if facts := wiring.Facts(proc.Unit, r.parts, out); len(facts) > 0 {
-			args["facts_from"] = facts
+		facts := wiring.Facts(proc.Unit, r.parts, out)
+		call, err := triggered(proc.call, restart, reload, facts)
+		if err != nil {
+			return err
 		}
-		res, err := step(ctx, proc, args)
+		res, err := step(ctx, proc, call)
 		if err != nil {
 			return err
 		}
@@ -304,8 +287,7 @@ func (r *run) eachProcess(ctx context.Context, out outcomes, step func(ctx conte
 func managerLoaded(out outcomes) outcomes {
 	marked := make(outcomes, len(out))
 	for ref, o := range out {
-		o = maps.Clone(o)
-		o["daemon_reload"] = string(contract.ReloadPerformed)
+		o.DaemonReload = contract.ReloadPerformed
 		marked[ref] = o
 	}
 	return marked
@@ -313,12 +295,32 @@ func managerLoaded(out outcomes) outcomes {
 
 // process plans one process's step and carries out that plan at once (in check mode,
 // reports it), under its unit's lock, and lists it in the service's plan.
-func (r *run) process(ctx context.Context, proc Process, args map[string]any) (map[string]any, error) {
+func (r *run) process(ctx context.Context, proc Process, call ansible.Args) (reported, error) {
 	step := "process " + unitOf(proc.Unit)
-	out, err := r.call(ctx, r.d.Processes, step, args)
+	out, err := r.callArgs(ctx, r.d.Processes, step, call)
 	r.res.Processes = append(r.res.Processes, out)
-	r.res.Plan = append(r.res.Plan, prefixed(step, stringsOf(out["plan"]))...)
+	r.res.Plan = append(r.res.Plan, prefixed(step, planOf(out))...)
 	return out, err
+}
+
+// triggered is a process's call with its triggers (lists as systemd_lifecycle takes them,
+// package wiring; empty: not given): its typed request (lifecycle.Task) completed with
+// them, nothing else parsed again, and the lists shown as its arguments.
+func triggered(call ansible.Args, restart, reload, facts []any) (ansible.Args, error) {
+	task, err := ansible.ParsedArgs[lifecycle.Task](call)
+	if err != nil {
+		return call, err
+	}
+	if task, err = task.Triggered(restart, reload, facts); err != nil {
+		return call, err
+	}
+	shown := ansible.Values{}
+	for name, list := range map[string][]any{"restart_on": restart, "reload_on": reload, "facts_from": facts} {
+		if len(list) > 0 {
+			shown[name] = list
+		}
+	}
+	return call.With(task, shown), nil
 }
 
 // plannedRecords are the record-pending entries of the plan: before the packages step,

@@ -51,6 +51,7 @@ func (rc *recorder) module(spec *ansible.Spec, name func(ansible.Values) string,
 }
 
 type strictStep struct {
+	plain
 	rc            *recorder
 	step          string
 	nth           int

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/richt/services/pkg/configfile"
-	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
 	"github.com/richt/services/pkg/safefile"
 	"github.com/richt/services/pkg/unitfile"
@@ -20,10 +18,31 @@ import (
 // plan (owner and group resolved through NSS) and its write, the validator included.
 const configTimeout = time.Minute
 
+// config is one entry of configs as the service keeps it: configfile's Config, its place
+// in configs (configfile's refusals name a parameter as configfile knows it; the service
+// names it as its user gave it, configs[2].owner) and its step's deadline.
+type config struct {
+	configfile.Config
+	index int
+	// limit is the config step's deadline: its plan and its write, the validator
+	// included (configs[i].timeout, or configTimeout).
+	limit time.Duration
+}
+
+// named is err under the config's parameter name when it refuses one of its parameters
+// (configfile.ParamError), else err.
+func (c config) named(err error) error {
+	var pe *configfile.ParamError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("configs[%d].%w", c.index, err)
+	}
+	return err
+}
+
 // configPlan is one config's plan in hand, made before the packages step (present) or at
 // its turn (absent), and carried out by applyConfig.
 type configPlan struct {
-	cfg  configfile.Config
+	cfg  config
 	plan configfile.Plan
 	err  error
 	// budget is the step's timeout and what the plan spent of it.
@@ -77,12 +96,6 @@ func inUnitDir(p string) bool {
 	return false
 }
 
-// movesContent reports whether steps replace or remove the file's content (not only its
-// owner or mode): what a manager reload is for.
-func movesContent(steps []configfile.Step) bool {
-	return slices.Contains(steps, configfile.StepWrite) || slices.Contains(steps, configfile.StepRemove)
-}
-
 // changes reports whether the plan changes the file, or could not be made (owes counts
 // it as a change, as a file step's).
 func (c configPlan) changes() bool { return c.deferred || c.err != nil || c.plan.Changed() }
@@ -100,7 +113,7 @@ func (c configPlan) steps() []configfile.Step {
 // unit_override records it before a unit file moves).
 func (c configPlan) names() []string {
 	var out []string
-	if c.unitDir() && movesContent(c.steps()) {
+	if c.unitDir() && configfile.MovesContent(c.steps()) {
 		out = append(out, durable.StepRecordReload)
 	}
 	for _, s := range c.steps() {
@@ -109,32 +122,27 @@ func (c configPlan) names() []string {
 	return out
 }
 
-func configStepName(c configfile.Config) string { return "config " + c.Name }
+func configStepName(c config) string { return "config " + c.Name }
 
 // planConfig plans one config, reading only.
-func (r *run) planConfig(ctx context.Context, c configfile.Config) configPlan {
+func (r *run) planConfig(ctx context.Context, c config) configPlan {
 	if r.d.Configs == nil {
 		return configPlan{cfg: c, plan: configfile.Plan{Want: configfile.Want{Name: c.Name, Path: c.Path, Present: !c.Absent}},
 			err: fmt.Errorf("%s: configs cannot be written here (no Configs)", configStepName(c))}
 	}
-	cp := configPlan{cfg: c, budget: budget{limit: c.Timeout}}
-	if cp.budget.limit == 0 {
-		cp.budget.limit = configTimeout
-	}
-	cp.budget.plan(ctx, func(ctx context.Context) { cp.plan, cp.err = r.d.Configs.Plan(ctx, c) })
+	cp := configPlan{cfg: c, budget: budget{limit: c.limit}}
+	cp.budget.plan(ctx, func(ctx context.Context) { cp.plan, cp.err = r.d.Configs.Plan(ctx, c.Config) })
+	cp.err = c.named(cp.err)
 	return cp
 }
 
 // applyConfig carries out a config's plan (check mode: reports it, running no validator)
-// and records its result in the service's. before runs right before the file's content
+// and records its result in the service's. A real run hands it no deferred plan: present
+// plans those again once the packages step ran. before runs right before the file's content
 // moves (configfile.Deps.BeforeReplace): the records of what the change owes. A config
 // under a unit directory has the manager reload recorded due there too.
-func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error) (map[string]any, error) {
+func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error) (reported, error) {
 	step := configStepName(c.cfg)
-	if c.deferred && !r.req.CheckMode {
-		// The packages step ran: the directory is there now, or the plan says why not.
-		c = r.planConfig(ctx, c.cfg)
-	}
 	var res *configfile.Result
 	err := c.err
 	switch {
@@ -143,8 +151,8 @@ func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error
 			// Predicted on the word of the packages step only: say so.
 			r.req.Warn("%s: its owner or group is not known yet, and is expected to be created by the packages step's change (%v)", step, c.err)
 		}
-		res = c.plan.Result()
-		res.Changed, res.Plan, err = true, c.predicted(), nil
+		res, err = c.plan.Result(), nil
+		res.Reset(true, c.predicted())
 		if c.missingDir() {
 			// No file can be in a directory that is not there: the real run's diff.
 			w := c.plan.Want
@@ -153,7 +161,7 @@ func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error
 		}
 	case err != nil:
 		res = c.plan.Result()
-		res.Changed, res.Plan = false, nil
+		res.Reset(false, nil)
 	case r.req.CheckMode:
 		res = c.plan.Result()
 	default:
@@ -173,37 +181,23 @@ func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error
 		res, err = r.d.Configs.Apply(ctx, c.plan, hook)
 		if res == nil {
 			res = c.plan.Result()
-			res.Changed, res.Plan = false, nil
+			res.Reset(false, nil)
 		}
 	}
-	out := map[string]any{}
-	if data, merr := json.Marshal(res); merr == nil {
-		_ = json.Unmarshal(data, &out)
-	}
-	if !r.req.Diff {
-		// As Ansible's own modules: a diff only in diff mode. The previous content of a
-		// config that is not sensitive would otherwise be in every result, and in every
-		// event AWX stores of it.
-		delete(out, "diff")
-	}
-	moved := res.Changed && movesContent(res.Plan)
 	names := []string{}
-	if c.unitDir() && moved {
-		out["unit_files_changed"] = true
-		out["daemon_reload"] = string(contract.ReloadNeeded)
+	if res.UnitFilesChanged {
+		// Recorded due before the content moved, as unit_override records it.
 		names = append(names, durable.StepRecordReload)
 	}
 	for _, s := range res.Plan {
 		names = append(names, string(s))
 	}
-	out["plan"] = names
 	if res.Changed {
 		r.res.Changed = true
 	}
+	out := r.configReport(res, names, err)
 	if err != nil {
 		r.res.FailedStep = step
-		out["failed"] = true
-		out["msg"] = err.Error()
 		return out, fmt.Errorf("%s: %w", step, err)
 	}
 	return out, nil
@@ -218,20 +212,9 @@ func configsPlanned(plans []configPlan) outcomes {
 	return out
 }
 
-// configOutcomes are the configs' outcomes from their results, in configs' order.
-func configOutcomes(cfgs []configfile.Config, results []map[string]any) outcomes {
-	out := outcomes{}
-	for i, c := range cfgs {
-		if i < len(results) {
-			out[configRef(c.Name)] = results[i]
-		}
-	}
-	return out
-}
-
 // configUnitFiles reports whether a config plan changes a file under a unit directory.
 func configUnitFiles(plans []configPlan) bool {
 	return slices.ContainsFunc(plans, func(c configPlan) bool {
-		return c.unitDir() && (c.err != nil || movesContent(c.steps()))
+		return c.unitDir() && (c.err != nil || configfile.MovesContent(c.steps()))
 	})
 }

@@ -423,7 +423,7 @@ func TestAConfigUnderAUnitDirectoryIsAUnitFile(t *testing.T) {
 		"/etc/systemd/system.conf":                   false,
 		"/etc/demo/site.conf":                        false,
 	} {
-		assert.Equal(t, want, configPlan{cfg: configfile.Config{Path: p}}.unitDir(), p)
+		assert.Equal(t, want, configPlan{cfg: config{Config: configfile.Config{Path: p}}}.unitDir(), p)
 	}
 }
 

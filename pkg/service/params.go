@@ -4,6 +4,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/wiring"
 )
 
@@ -57,7 +58,7 @@ type Process struct {
 	Masked  *bool          `ansible:"masked"`
 	Timeout *time.Duration `ansible:"timeout"`
 	Settle  any            `ansible:"settle"` // passed as given ("2s", or a number of seconds)
-	Health  map[string]any `ansible:"health"`
+	Health  ansible.Values `ansible:"health"` // passed as given
 	After   []any          `ansible:"after"`
 	// RestartOn and ReloadOn are the process's reactions as given: references to the
 	// service's own parts (package:NAME, ...) and outside triggers (package wiring).
@@ -67,6 +68,9 @@ type Process struct {
 	param string
 	// reactions are RestartOn and ReloadOn as parse checked them (package wiring).
 	reactions wiring.Reactions
+	// call is the process step's arguments as systemd_lifecycle's Spec validated and
+	// parsed them, set by parse, but for its triggers (lifecycle.Task.Triggered).
+	call ansible.Args
 }
 
 // Config is one item of configs: a file the service's daemons read (package configfile).

@@ -20,7 +20,7 @@ func (r *run) present(ctx context.Context) (err error) {
 			return
 		}
 		needed := changedFiles
-		if m, ok := r.res.Packages.(map[string]any); ok && m["daemon_reload"] == string(contract.ReloadNeeded) {
+		if r.packagesChange().DaemonReload == contract.ReloadNeeded {
 			needed = true
 		}
 		if needed || r.syncDue() {
@@ -42,14 +42,14 @@ func (r *run) present(ctx context.Context) (err error) {
 	}
 	ahead := plan.ahead
 	// The rollback's record, the last thing before the first change.
-	if err := r.beginRollback(); err != nil {
+	if err := r.beginRollback(ctx); err != nil {
 		return err
 	}
 	// Before the packages step: what a package change will owe.
 	if err := r.record(ahead, ahead.pkg, false); err != nil {
 		return err
 	}
-	var pkgRes map[string]any
+	var pkgRes reported
 	// What the packages step's outcome owes per unit (wiring: by name or by default).
 	pkgDue := map[string]reaction.Kind{}
 	if plan.pkg != nil {
@@ -57,7 +57,7 @@ func (r *run) present(ctx context.Context) (err error) {
 		pkgRes, err = r.apply(ctx, r.d.Packages, plan.pkg, "packages", *r.pkgs)
 		r.res.Packages = pkgRes
 		pkgDue = dueFrom(r.order, r.parts, packageOutcomes(r.parts.Packages, pkgRes))
-		if c, _ := pkgRes["changed"].(bool); c {
+		if contract.Changed(pkgRes) {
 			// A change the prediction missed (the database moved under it) owes the same
 			// restart: recorded before the next step, also when this one then failed.
 			// Stamped when the package's files were in place, not now: a scriptlet's
@@ -100,15 +100,15 @@ func (r *run) present(ctx context.Context) (err error) {
 	cfgRecorded := maps.Clone(ahead.configs)
 	var failed error
 	for _, cp := range plan.configs {
-		due := dueFrom(r.order, r.parts, outcomes{configRef(cp.cfg.Name): {"changed": true}})
+		due := dueFrom(r.order, r.parts, outcomes{configRef(cp.cfg.Name): {Changed: true}})
 		hooked := false
 		out, err := r.applyConfig(ctx, cp, func() error {
 			hooked = true
 			return r.recordWritten(ahead, cfgRecorded, due)
 		})
 		r.res.Configs = append(r.res.Configs, out)
-		if c, _ := out["changed"].(bool); c {
-			if u, _ := out["unit_files_changed"].(bool); u {
+		if contract.Changed(out) {
+			if contract.Read(out).UnitFilesChanged {
 				changedFiles = true
 			}
 			// A change of owner or mode moves no content: recorded after it.
@@ -141,11 +141,10 @@ func (r *run) present(ctx context.Context) (err error) {
 	for i, f := range r.files {
 		out, err := r.apply(ctx, r.d.Files, plan.files[i], "file "+fileLabel(f), f.call)
 		plan.files[i] = nil // ran
-		out["item"] = f.item
-		r.res.Files = append(r.res.Files, out)
-		if c, _ := out["changed"].(bool); c {
+		r.res.Files = append(r.res.Files, withItem(out, f))
+		if contract.Changed(out) {
 			changedFiles = true
-			due := dueFrom(r.order, r.parts, outcomes{fileRef(f): {"changed": true}})
+			due := dueFrom(r.order, r.parts, outcomes{fileRef(f): {Changed: true}})
 			if rerr := r.recordWritten(ahead, filesRecorded, due); rerr != nil {
 				return rerr
 			}

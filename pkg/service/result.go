@@ -1,10 +1,16 @@
 package service
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/richt/services/pkg/ansible"
+	"github.com/richt/services/pkg/configfile"
+	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/rpmexact"
+	"github.com/richt/services/pkg/wiring"
 )
 
 // Result is the module's result: per step the result its module gives, in order.
@@ -97,4 +103,195 @@ func stringsOf(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// packageOutcomes are the packages' own outcomes from the packages step's result res
+// (check mode's or the real run's): rpm_exact reports one change for the set, so each
+// package that moved (Outcome.moved) gets the set's change (changed, and its
+// contract.Change), and the others none.
+func packageOutcomes(names []string, res reported) outcomes {
+	return packageOutcomesOf(names, stepOutcome(res))
+}
+
+// packageOutcomesOf are the packages' outcomes from the packages step's typed outcome:
+// each package it moved changed, every other one unchanged.
+func packageOutcomesOf(names []string, set Outcome) outcomes {
+	out := outcomes{}
+	for _, n := range names {
+		ref := wiring.Ref{Kind: wiring.Package, Name: n}
+		if set.moved(n) {
+			out[ref] = set.Outcome
+		} else {
+			out[ref] = wiring.Unchanged
+		}
+	}
+	return out
+}
+
+// stepOutcome is a step's typed outcome from its result: changed, the contract, the plan
+// it carried out, and which packages moved (an entry whose operation is not none, or
+// whose builds before and after differ).
+func stepOutcome(res reported) Outcome {
+	o := Outcome{Outcome: outcomeOf(res), Plan: planOf(res)}
+	_, o.Listed = res["packages"].([]any)
+	for _, e := range packageEntries(res) {
+		if (e.operation != "" && e.operation != rpmexact.OpNone) || !slices.Equal(e.before, e.after) {
+			o.Moved = append(o.Moved, e.name)
+		}
+	}
+	return o
+}
+
+// outcomeOf is a step's outcome from its result, as Ansible would register it: changed
+// and the contract (package contract, read through its accessors only).
+func outcomeOf(res map[string]any) wiring.Outcome {
+	return wiring.Outcome{Changed: contract.Changed(res), Change: contract.Read(res)}
+}
+
+// fileOutcomes are the unit files' and drop-ins' outcomes from their results, in files'
+// order.
+func fileOutcomes(files []fileStep, results []map[string]any) outcomes {
+	out := outcomes{}
+	for i, f := range files {
+		if i < len(results) {
+			out[fileRef(f)] = outcomeOf(results[i])
+		}
+	}
+	return out
+}
+
+// configOutcomes are the configs' outcomes from their results, in configs' order.
+func configOutcomes(cfgs []config, results []map[string]any) outcomes {
+	out := outcomes{}
+	for i, c := range cfgs {
+		if i < len(results) {
+			out[configRef(c.Name)] = outcomeOf(results[i])
+		}
+	}
+	return out
+}
+
+// configReport is a config's result as the service reports it (in `configs`): configfile's
+// Result as a module's would be, its plan's entries as the service lists them (names),
+// the diff only in diff mode, and failed with msg when err.
+func (r *run) configReport(res *configfile.Result, names []string, err error) map[string]any {
+	out := map[string]any{}
+	if data, merr := json.Marshal(res); merr == nil {
+		_ = json.Unmarshal(data, &out)
+	}
+	if !r.req.Diff {
+		// As Ansible's own modules: a diff only in diff mode. The previous content of a
+		// config that is not sensitive would otherwise be in every result, and in every
+		// event AWX stores of it.
+		delete(out, "diff")
+	}
+	out["plan"] = names
+	if err != nil {
+		out["failed"] = true
+		out["msg"] = err.Error()
+	}
+	return out
+}
+
+// reported is one step's result as Ansible reports it: the module's own result (or, for
+// a config, configfile's as a module's would be). Only this file reads or writes its keys;
+// the rest of the service passes it on whole and reads it through the functions here
+// and package contract's accessors.
+type reported = map[string]any
+
+// newResult is the service's result before any step.
+func newResult(p Params) *Result {
+	return &Result{Name: p.Name, State: p.State, Files: []reported{}, Configs: []reported{}, Processes: []reported{}, Plan: []string{}}
+}
+
+// result records one step's result in the service's: its change, its warnings, its
+// failure.
+func (r *run) result(out reported, step string) (reported, error) {
+	delete(out, "invocation")
+	if contract.Changed(out) {
+		r.res.Changed = true
+	}
+	for _, w := range stringsOf(out["warnings"]) {
+		r.req.Warn("%s: %s", step, w)
+	}
+	delete(out, "warnings")
+	if failedOf(out) {
+		r.res.FailedStep = step
+		return out, fmt.Errorf("%s: %s", step, msgOf(out))
+	}
+	return out, nil
+}
+
+// failedOf reports whether a step's result says it failed; msgOf is its message.
+func failedOf(out reported) bool { f, _ := out["failed"].(bool); return f }
+func msgOf(out reported) string  { m, _ := out["msg"].(string); return m }
+
+// planOf is the plan entries a step's result lists.
+func planOf(out reported) []string { return stringsOf(out["plan"]) }
+
+// withItem is a file step's result with the file it is for (`item`: the unit as given,
+// and a drop-in's name).
+func withItem(out reported, f fileStep) reported {
+	item := map[string]any{"unit": f.given}
+	if f.name != "" {
+		item["name"] = f.name
+	}
+	out["item"] = item
+	return out
+}
+
+// packagesResult is the packages step's result (nil when it did not run).
+func (r *run) packagesResult() reported {
+	m, _ := r.res.Packages.(map[string]any)
+	return m
+}
+
+// summaryOf is a process step's summary line and unit, from its result.
+func summaryOf(p reported) (line, unit string) {
+	line, _ = p["summary"].(string)
+	unit, _ = p["unit"].(string)
+	return line, unit
+}
+
+// packageEntry is one entry of the packages step's result (rpm_exact's, a set:
+// `packages`): its installed builds before and after.
+type packageEntry struct {
+	name, operation string
+	before, after   []string
+}
+
+// packageEntries are the entries of the packages step's result res (a result without
+// them, or no result: none).
+func packageEntries(res any) []packageEntry {
+	m, _ := res.(map[string]any)
+	entries, _ := m["packages"].([]any)
+	var out []packageEntry
+	for _, e := range entries {
+		entry, _ := e.(map[string]any)
+		name, _ := entry["name"].(string)
+		op, _ := entry["operation"].(string)
+		out = append(out, packageEntry{name: name, operation: op, before: stringsOf(entry["before"]), after: stringsOf(entry["after"])})
+	}
+	return out
+}
+
+// packagesChange is what the packages step's result says of its change (nothing when it
+// did not run).
+func (r *run) packagesChange() contract.Change { return contract.Read(r.packagesResult()) }
+
+// sensitiveContents are the values masked wherever they would appear in what Ansible
+// reports (ansible.Spec.NoLogValues): which files are sensitive is per item of the raw
+// arguments, and their contents are the secrets.
+func sensitiveContents(raw map[string]any) []string {
+	var out []string
+	for _, key := range []string{"units", "dropins", "configs"} {
+		items, _ := raw[key].([]any)
+		for _, it := range items {
+			m, _ := it.(map[string]any)
+			if c, ok := m["content"].(string); ok && m["sensitive"] != nil && !ansible.PlainlyFalse(m["sensitive"]) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }

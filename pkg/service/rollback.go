@@ -15,20 +15,6 @@ import (
 	"github.com/richt/services/pkg/wiring"
 )
 
-// Keeper keeps the builds a rollback installs again on the host (rollback.Keeper).
-type Keeper interface {
-	// Ensure keeps each build (from the enabled repositories when not kept yet; in check
-	// mode it only asks) and returns those neither kept nor available.
-	Ensure(ctx context.Context, nevras []string, check bool) (missing []string, err error)
-	// Path is where a build is kept.
-	Path(nevra string) string
-	// Prune removes every kept build but keep.
-	Prune(keep []string) error
-	// GPGCheck reports whether the build was kept from a repository with gpgcheck on
-	// (its signature checked then, and to be checked again when it is installed).
-	GPGCheck(nevra string) bool
-}
-
 // Rollbacks are what `rollback: true` needs on the target.
 type Rollbacks struct {
 	Store rollback.Store
@@ -51,6 +37,9 @@ type Rollbacks struct {
 type RollbackPlan struct {
 	Packages []RollbackPackage `json:"packages"`
 	Files    []RollbackFile    `json:"files"`
+	// Keep are the builds a rollback would install and how each is kept before the
+	// change (absent when no package moves).
+	Keep []RollbackKeep `json:"keep,omitempty"`
 	// Record is the record on the target that holds it, while the run is not over.
 	Record string `json:"record,omitempty"`
 }
@@ -76,7 +65,7 @@ type RolledBack struct {
 	Packages []RollbackPackage `json:"packages"`
 	Files    []RollbackFile    `json:"files"`
 	// Processes are the processes' results in the rollback, each proved again.
-	Processes []map[string]any `json:"processes"`
+	Processes []reported `json:"processes"`
 	// Healthy: every process is back in its declared state and its probe answered.
 	Healthy bool `json:"healthy"`
 	// Failed names the part of the rollback that failed ("packages", "file PATH",
@@ -88,6 +77,9 @@ type RolledBack struct {
 type rollbackRun struct {
 	rec      rollback.Record
 	contents map[string][]byte
+	// keep is the plan that keeps the builds the rollback would install (carried out
+	// before the record is written).
+	keep rollback.KeepPlan
 	// begun: the record is on the target (the run's first change may follow).
 	begun bool
 	// fileRefs are the unit files' and drop-ins' parts by path, for the wiring of what a
@@ -95,24 +87,18 @@ type rollbackRun struct {
 	fileRefs map[string][]wiring.Ref
 }
 
-// befores is the packages step's plan as a rollback reads it.
-type befores interface {
-	// Befores are the packages the plan moves, with the builds they have.
-	Befores() []rollback.Package
-}
-
-// Befores implements befores.
-func (s packagesStep) Befores() []rollback.Package {
+// Befores implements Step.
+func (s packagesStep) Befores() ([]rollback.Package, bool) {
 	var out []rollback.Package
 	for _, e := range s.held.Plan().Entries {
 		if e.Operation != rpmexact.OpNone {
 			out = append(out, rollback.Package{Name: e.Name, Before: slices.Clone(e.Before)})
 		}
 	}
-	return out
+	return out, true
 }
 
-// Path is the file the step writes.
+// Path implements Step.
 func (s *filesStep) Path() string { return s.plan.Want.Path }
 
 // presentLocked is present and its rollback's end (endRollback); for a run with rollback,
@@ -169,11 +155,12 @@ func (r *run) lockService(ctx context.Context, rollingBack bool) (func(), error)
 // prepareRollback makes the rollback's record from the composed plan, before any change:
 // the packages the plan moves with the builds they have, the configs, unit files and
 // drop-ins it writes as they are. Every build a rollback would install must be kept on
-// the host or available from the enabled repositories (a real run keeps it now, in
-// /var/cache/richt/rpms); one that is neither refuses the run here, before any change, in
-// check mode too. A record an earlier run left (killed, or its rollback failed) keeps its
-// older entries (rollback.Merge). Without a change and without such a record there is
-// nothing to put back and no record.
+// the host or available from the enabled repositories; the keep step is planned here,
+// reading only (rollback.Keeper.PlanKeep), and carried out by the real run right before
+// its record (beginRollback). A build that is neither kept nor available refuses the run
+// here, before any change, in check mode too. A record an earlier run left (killed, or
+// its rollback failed) keeps its older entries (rollback.Merge). Without a change and
+// without such a record there is nothing to put back and no record.
 func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	if !r.p.Rollback {
 		return nil
@@ -189,8 +176,12 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		return fmt.Errorf("rollback: %w", err)
 	}
 	rec := rollback.Record{Service: r.p.Name, Phase: rollback.PhaseChanging}
-	if b, ok := c.pkg.(befores); ok && !planFailed(c.pkg) {
-		rec.Packages = b.Befores()
+	befores, known := []rollback.Package(nil), false
+	if c.pkg != nil && !planFailed(c.pkg) {
+		befores, known = c.pkg.Befores()
+	}
+	if known {
+		rec.Packages = befores
 	} else if c.pkg != nil && !planFailed(c.pkg) && c.pkg.Changes() {
 		r.res.FailedStep = "rollback"
 		return errors.New("rollback: internal error: the packages plan does not say which builds it replaces")
@@ -227,8 +218,8 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		}
 	}
 	for i, f := range r.files {
-		st, ok := c.files[i].(*filesStep)
-		if !ok {
+		st := c.files[i]
+		if st.Path() == "" {
 			if c.files[i].Changes() {
 				r.res.FailedStep = "rollback"
 				return fmt.Errorf("rollback: internal error: the plan of %s does not say its path", fileLabel(f))
@@ -241,8 +232,7 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		if planFailed(st) || !st.Changes() {
 			continue
 		}
-		sensitive, _ := f.args["sensitive"].(bool)
-		if err := observe(st.Path(), sensitive, true); err != nil {
+		if err := observe(st.Path(), f.sensitive, true); err != nil {
 			r.res.FailedStep = "rollback"
 			return fmt.Errorf("rollback: %w", err)
 		}
@@ -269,25 +259,25 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 	for _, p := range rec.Packages {
 		old = append(old, p.Before...)
 	}
-	// The builds a rollback installs. The builds this change installs are kept when it
+	// The builds a rollback installs, planned reading only; the real run keeps them
+	// before its record (beginRollback). The builds this change installs are kept when it
 	// ends well (forget), for the next change's rollback: not here, where a change that
 	// fails would pay for fetching the build it then removes.
+	var keepPlan rollback.KeepPlan
 	if len(old) > 0 {
-		missing, err := rb.Keeper(r.p.Name).Ensure(ctx, old, r.req.CheckMode)
-		if err != nil {
+		keeper := rb.Keeper(r.p.Name)
+		if keepPlan, err = keeper.PlanKeep(ctx, old); err != nil {
 			r.res.FailedStep = "rollback"
 			return fmt.Errorf("rollback: keep the builds a rollback would install: %w", err)
 		}
-		if refused := missing; len(refused) > 0 {
+		if refused := keepPlan.Missing; len(refused) > 0 {
 			r.res.FailedStep = "rollback"
 			return fmt.Errorf("rollback: the build %s, which a rollback would install, cannot be installed again: no enabled repository has it and it is not kept in %s; a failed change could not be rolled back, so nothing was changed (make the build available, or run without rollback)",
-				strings.Join(refused, ", "), filepath.Dir(rb.Keeper(r.p.Name).Path(refused[0])))
-		}
-		for _, n := range old {
-			r.res.Plan = append(r.res.Plan, "rollback: keep "+n)
+				strings.Join(refused, ", "), filepath.Dir(keeper.Path(refused[0])))
 		}
 	}
-	plan := &RollbackPlan{Packages: []RollbackPackage{}, Files: []RollbackFile{}}
+	plan := &RollbackPlan{Packages: []RollbackPackage{}, Files: []RollbackFile{}, Keep: keepReport(keepPlan)}
+	r.res.Plan = append(r.res.Plan, keepEntries(keepPlan)...)
 	for _, p := range rec.Packages {
 		plan.Packages = append(plan.Packages, RollbackPackage{Name: p.Name, Restore: nonNilStrings(p.Before)})
 	}
@@ -304,7 +294,7 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		plan.Record = rb.Store.RecordPath(r.p.Name)
 	}
 	r.res.Rollback = plan
-	r.rb = &rollbackRun{rec: rec, contents: contents, fileRefs: refs}
+	r.rb = &rollbackRun{rec: rec, contents: contents, fileRefs: refs, keep: keepPlan}
 	return nil
 }
 
@@ -381,10 +371,17 @@ func nonNilStrings(s []string) []string {
 	return s
 }
 
-// beginRollback writes the record on the target: the last thing before the first change.
-func (r *run) beginRollback() error {
+// beginRollback carries out the rollback's keep step (the builds its plan fetches, from
+// the repositories it named, their signatures checked where the repository has gpgcheck
+// on) and then writes the record on the target: the last things before the first change.
+// A keep that fails, or fetched other than planned, refuses the run with nothing changed.
+func (r *run) beginRollback(ctx context.Context) error {
 	if r.rb == nil || r.req.CheckMode {
 		return nil
+	}
+	if err := r.d.Rollback.Keeper(r.p.Name).Keep(ctx, r.rb.keep); err != nil {
+		r.res.FailedStep = "rollback"
+		return fmt.Errorf("rollback: keep the builds a rollback would install: %w", err)
 	}
 	if err := r.d.Rollback.Store.Begin(r.rb.rec, r.rb.contents); err != nil {
 		r.res.FailedStep = "rollback"
@@ -409,6 +406,9 @@ func (r *run) endRollback(ctx context.Context, cause error) error {
 		}
 	}
 	if r.req.CheckMode {
+		if r.rb != nil && cause == nil {
+			r.res.Plan = append(r.res.Plan, rollbackForget)
+		}
 		return cause
 	}
 	if r.rb == nil || !r.rb.begun {
@@ -422,57 +422,9 @@ func (r *run) endRollback(ctx context.Context, cause error) error {
 	if cause != nil {
 		return r.rollBack(ctx, cause)
 	}
+	r.res.Plan = append(r.res.Plan, rollbackForget)
 	if err := r.forget(ctx); err != nil {
 		r.req.Warn("rollback: the change succeeded, but its record could not be removed: %v", err)
 	}
 	return nil
-}
-
-// forget removes the record and the kept builds that are no longer installed.
-//
-// The builds kept are those of every package of the service, not only the ones this run
-// moved: a run that moves only one package must not remove the build another's next
-// change needs (that change would be refused for want of it). A run that moved no package
-// prunes nothing.
-//
-// The builds now installed are kept first (after a change that ended well, the ones it
-// installed; after a rollback, the old ones, kept already): the next change's rollback
-// then needs no repository that still has them. One that no enabled repository has is a
-// warning: that next change will be refused before it changes anything.
-func (r *run) forget(ctx context.Context) error {
-	rb := r.d.Rollback
-	names := make([]string, 0, len(r.rb.rec.Packages)+len(r.p.Packages))
-	for _, p := range r.rb.rec.Packages {
-		names = append(names, p.Name)
-	}
-	for _, p := range r.p.Packages {
-		if len(r.rb.rec.Packages) > 0 && !slices.Contains(names, p.Name) {
-			names = append(names, p.Name)
-		}
-	}
-	var keep []string
-	if len(names) > 0 {
-		have, _, err := rpmexact.ObserveAll(ctx, rb.Runner, names)
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			keep = append(keep, have[n].NEVRAs...)
-		}
-		missing, err := rb.Keeper(r.p.Name).Ensure(ctx, keep, false)
-		if err != nil {
-			r.req.Warn("rollback: keep the installed builds for the next change's rollback: %v", err)
-		} else if len(missing) > 0 {
-			r.req.Warn("rollback: the installed build %s is in no enabled repository and could not be kept: the next change with rollback will be refused until it is available", strings.Join(missing, ", "))
-		}
-	}
-	// The record goes before the builds it needs: a kill between leaves kept builds no
-	// record needs, removed by the next end, never a record whose builds are gone.
-	if err := rb.Store.Done(r.p.Name); err != nil {
-		return err
-	}
-	if len(names) == 0 {
-		return nil
-	}
-	return rb.Keeper(r.p.Name).Prune(keep)
 }

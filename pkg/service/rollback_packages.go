@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,20 +12,21 @@ import (
 	"github.com/richt/services/pkg/rollback"
 	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/timeout"
+	"github.com/richt/services/pkg/wiring"
 )
 
 // restorePackages puts the recorded builds back in one DNF transaction (`dnf shell`:
 // the kept builds installed, the packages the change installed removed), run as
 // rpm_exact runs its transactions (after the wait for one an earlier run left, under its
 // lock and supervisor), and checks that the database shows the recorded builds after it.
-// Its result has the packages step's shape, for the wiring. before runs under the lock,
+// Its outcome is the packages step's, typed, for the wiring. before runs under the lock,
 // once the packages that move back are known and before the transaction, only when some
 // do: the rollback records there what they owe (a package that is at its recorded builds
 // moves nowhere and owes nothing).
-func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *RolledBack, before func(moving []rollback.Package) error) (map[string]any, error) {
+func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *RolledBack, before func(moving []rollback.Package) error) (Outcome, error) {
 	rb := r.d.Rollback
 	if len(rec.Packages) == 0 {
-		return map[string]any{"changed": false}, nil
+		return Outcome{}, nil
 	}
 	names := make([]string, len(rec.Packages))
 	for i, p := range rec.Packages {
@@ -36,12 +36,12 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 	defer cancel()
 	release, earlier, err := rb.Txn.Begin(ctx, false, names)
 	if err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	defer release()
 	have, _, err := rpmexact.ObserveAll(ctx, rb.Runner, names)
 	if err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	// A transaction an earlier run left (the change's, or a killed rollback's) is in what
 	// the rollback just read and puts back: not reported again as the next packages
@@ -70,21 +70,21 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 		}
 	}
 	if len(moving) == 0 {
-		return map[string]any{"changed": false}, nil
+		return Outcome{}, nil
 	}
 	if err := r.removesOnlyItsOwn(ctx, remove, rec); err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	if err := before(moving); err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	script, err := rollback.RestoreScript(install, remove)
 	if err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	path := rb.Store.ScriptPath(r.p.Name)
 	if err := atomicfile.Write(path, script, atomicfile.Options{Mode: 0o600, UID: -1, GID: -1}); err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	r.res.Plan = append(r.res.Plan, "rollback: restore-packages "+strings.Join(names, " "))
 	// First without any repository: the kept files and the installed packages are all a
@@ -98,11 +98,11 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 	for i, argv := range [][]string{rollback.RestoreArgvOffline(r.manager(), path, gpgcheck), rollback.RestoreArgv(r.manager(), path, gpgcheck)} {
 		o, err = rb.Txn.Run(ctx, rpmexact.Transaction{Argv: argv, Names: names, Reason: "rollback of service " + r.p.Name})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+			return Outcome{}, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
 		}
 		unitFiles = unitFiles || o.UnitFilesChanged
 		if o.AfterErr != nil {
-			return nil, fmt.Errorf("read the installed builds after the rollback's transaction: %w", o.AfterErr)
+			return Outcome{}, fmt.Errorf("read the installed builds after the rollback's transaction: %w", o.AfterErr)
 		}
 		err = restored(moving, o)
 		if err == nil {
@@ -110,17 +110,16 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 		}
 		if i == 1 {
 			if o.ExitCode != 0 {
-				return nil, fmt.Errorf("%s failed (exit %d): %s", strings.Join(argv, " "), o.ExitCode, lastLines(o.Output(), 8))
+				return Outcome{}, fmt.Errorf("%s failed (exit %d): %s", strings.Join(argv, " "), o.ExitCode, lastLines(o.Output(), 8))
 			}
-			return nil, fmt.Errorf("%w (%s: %s)", err, strings.Join(argv, " "), lastLines(o.Output(), 8))
+			return Outcome{}, fmt.Errorf("%w (%s: %s)", err, strings.Join(argv, " "), lastLines(o.Output(), 8))
 		}
 	}
 	o.UnitFilesChanged = unitFiles
-	entries := []any{}
+	set := Outcome{Listed: true}
 	for _, p := range moving {
-		after := o.After[p.Name]
 		done.Packages = append(done.Packages, RollbackPackage{Name: p.Name, Restore: nonNilStrings(p.Before), From: nonNilStrings(have[p.Name].NEVRAs)})
-		entries = append(entries, map[string]any{"name": p.Name, "operation": "restore", "before": toAny(have[p.Name].NEVRAs), "after": toAny(after)})
+		set.Moved = append(set.Moved, p.Name)
 	}
 	change := contract.Change{PackageChanged: true, UnitFilesChanged: o.UnitFilesChanged, DaemonReload: contract.ReloadNone}
 	if o.UnitFilesChanged {
@@ -131,13 +130,8 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 		placed := o.FilesPlaced
 		change.FilesPlaced = &placed
 	}
-	res, err := asMap(change)
-	if err != nil {
-		return nil, err
-	}
-	res["changed"] = true
-	res["packages"] = entries
-	return res, nil
+	set.Outcome = wiring.Outcome{Changed: true, Change: change}
+	return set, nil
 }
 
 // removesOnlyItsOwn refuses a restore whose `remove NAME` lines would take other installed
@@ -216,23 +210,6 @@ func describeBuilds(b []string) string {
 		return "not installed"
 	}
 	return strings.Join(b, ", ")
-}
-
-func toAny(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
-}
-
-func asMap(v any) (map[string]any, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	return m, json.Unmarshal(data, &m)
 }
 
 func lastLines(s string, n int) string {

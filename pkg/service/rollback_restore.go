@@ -29,7 +29,7 @@ import (
 func (r *run) rollBack(ctx context.Context, cause error) error {
 	rb := r.d.Rollback
 	rec := &r.rb.rec
-	done := &RolledBack{Packages: []RollbackPackage{}, Files: []RollbackFile{}, Processes: []map[string]any{}}
+	done := &RolledBack{Packages: []RollbackPackage{}, Files: []RollbackFile{}, Processes: []reported{}}
 	r.res.RolledBack = done
 	defer func() {
 		if len(done.Packages) > 0 || len(done.Files) > 0 {
@@ -60,7 +60,7 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		}
 		return nil
 	}
-	pkgRes, err := r.restorePackages(ctx, rec, done, record)
+	pkgSet, err := r.restorePackages(ctx, rec, done, record)
 	if err != nil {
 		if errors.Is(err, errRecord) {
 			return fail("record", err)
@@ -76,7 +76,7 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 	if len(moving) == 0 && len(files) == 0 {
 		return r.nothingMoved(ctx, cause)
 	}
-	out := packageOutcomes(r.parts.Packages, pkgRes)
+	out := packageOutcomesOf(r.parts.Packages, pkgSet)
 	unitFiles := false
 	for _, f := range files {
 		if f.UnitFile {
@@ -111,33 +111,31 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		}
 		done.Files = append(done.Files, RollbackFile{Path: f.Path, Restore: restore})
 		r.res.Plan = append(r.res.Plan, "rollback: restore "+f.Path)
-		o := map[string]any{"changed": true}
+		o := wiring.Outcome{Changed: true}
 		if f.UnitFile {
-			o["unit_files_changed"] = true
-			o["daemon_reload"] = string(contract.ReloadNeeded)
+			o.UnitFilesChanged = true
+			o.DaemonReload = contract.ReloadNeeded
 		}
-		var c contract.Change
-		c.Stamp(now)
-		o["changed_at"] = c.ChangedAt
+		o.Stamp(now)
 		for _, ref := range r.refsOf(f.Path) {
 			out[ref] = o
 		}
 	}
 	if len(r.order) == 0 {
-		if pkgUnitFiles(pkgRes) || len(done.Files) > 0 && unitFiles || r.syncDue() {
+		if pkgSet.UnitFilesChanged || len(done.Files) > 0 && unitFiles || r.syncDue() {
 			if err := r.reloadManager(ctx, nil, "putting back the unit files of"); err != nil {
 				return fail("daemon-reload", err)
 			}
 		}
 	}
 	removed := done.removedSomething(rec)
-	err = r.eachProcess(ctx, out, func(ctx context.Context, proc Process, args map[string]any) (map[string]any, error) {
+	err = r.eachProcess(ctx, out, func(ctx context.Context, proc Process, args ansible.Args) (reported, error) {
 		unit := unitOf(proc.Unit)
 		step := "process " + unit
 		if removed && r.unitGone(unit) {
 			// A first install rolled back: the unit went with its package or its unit
 			// file, as it was before the change.
-			res := map[string]any{"unit": unit, "changed": false, "skipped": true,
+			res := reported{"unit": unit, "changed": false, "skipped": true,
 				"msg": "its unit is gone with the rollback, as it was before the change", "plan": []any{}}
 			// Nothing is owed to a unit that is not there: the reaction recorded for it
 			// ahead of the restore goes with it.
@@ -197,11 +195,11 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 func (r *run) restoring(pkgs []rollback.Package, files []rollback.File) outcomes {
 	out := outcomes{}
 	for _, p := range pkgs {
-		out[wiring.Ref{Kind: wiring.Package, Name: p.Name}] = map[string]any{"changed": true, "package_changed": true}
+		out[wiring.Ref{Kind: wiring.Package, Name: p.Name}] = wiring.Outcome{Changed: true, Change: contract.Change{PackageChanged: true}}
 	}
 	for _, f := range files {
 		for _, ref := range r.refsOf(f.Path) {
-			out[ref] = map[string]any{"changed": true}
+			out[ref] = wiring.Outcome{Changed: true}
 		}
 	}
 	return out
@@ -282,7 +280,7 @@ func (r *run) restoreFile(ctx context.Context, rec *rollback.Record, f rollback.
 // plan is made before the change (restorable), so a state that could not be put back
 // refuses the run before it changes anything rather than failing its rollback after.
 func (r *run) restorePlan(ctx context.Context, f rollback.File, saved []byte) (configfile.Plan, error) {
-	cfg := configfile.Config{Index: -1, Origin: "the state saved for " + f.Path, Name: f.Path, Path: f.Path,
+	cfg := configfile.Config{Name: f.Path, Path: f.Path,
 		Sensitive: f.Sensitive, Absent: !f.Existed, Mode: f.Mode, Owner: strconv.Itoa(f.UID), Group: strconv.Itoa(f.GID)}
 	if f.Existed {
 		cfg.Content = string(saved)
@@ -290,20 +288,24 @@ func (r *run) restorePlan(ctx context.Context, f rollback.File, saved []byte) (c
 		cfg.Mode = 0o644 // not used for a removal, but checked
 	}
 	cfg, err := cfg.Check()
-	if err != nil {
-		return configfile.Plan{}, err
+	if err == nil {
+		var plan configfile.Plan
+		if plan, err = r.d.Configs.Plan(ctx, cfg); err == nil {
+			return plan, nil
+		}
 	}
-	return r.d.Configs.Plan(ctx, cfg)
+	var pe *configfile.ParamError
+	if errors.As(err, &pe) {
+		// Its parameters are no entry of the task's configs: the state saved names them.
+		return configfile.Plan{}, fmt.Errorf("the state saved for %s: %w", f.Path, err)
+	}
+	return configfile.Plan{}, err
 }
 
 // rollbackProcess runs one process's step of a rollback: as the change's own steps run,
 // but its result is the rollback's (it does not make the task changed twice, and a
 // failure is the rollback's).
-func (r *run) rollbackProcess(ctx context.Context, step string, args map[string]any) (map[string]any, error) {
-	a, err := r.d.Processes.Spec.Args(args)
-	if err != nil {
-		return map[string]any{"failed": true, "msg": err.Error()}, err
-	}
+func (r *run) rollbackProcess(ctx context.Context, step string, a ansible.Args) (reported, error) {
 	st := r.plan(ctx, r.d.Processes, a)
 	res := ansible.CallArgs(ctx, a, false, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
 		return st.Run(ctx, req)
@@ -330,11 +332,6 @@ func (r *run) refsOf(path string) []wiring.Ref {
 		}
 	}
 	return append(out, r.rb.fileRefs[path]...)
-}
-
-func pkgUnitFiles(res map[string]any) bool {
-	u, _ := res["unit_files_changed"].(bool)
-	return u
 }
 
 // errRecord marks a failure to record what the rollback owes (the rollback's "record"

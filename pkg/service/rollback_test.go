@@ -32,11 +32,18 @@ const (
 	demoOldest = "demo-0:0.9-1.noarch"
 )
 
-// fakeKeeper keeps every build but missing, and keeps what it was asked.
+// fakeKeeper has every build but missing in repository "repo" (with gpgcheck on for
+// signed), kept already those in kept, and keeps what it was asked.
 type fakeKeeper struct {
 	missing []string
-	asked   [][]string
-	checks  []bool
+	kept    []string
+	// asked are the builds of each PlanKeep and Ensure, in order; checks whether each
+	// only read (PlanKeep, Ensure in check mode).
+	asked  [][]string
+	checks []bool
+	// fetched are the fetches of each Keep.
+	fetched [][]rollback.Fetch
+	keepErr error
 	pruned  [][]string
 	onPrune func()
 	// signed are the builds kept from a repository with gpgcheck on.
@@ -44,6 +51,34 @@ type fakeKeeper struct {
 }
 
 func (k *fakeKeeper) GPGCheck(nevra string) bool { return slices.Contains(k.signed, nevra) }
+
+func (k *fakeKeeper) PlanKeep(_ context.Context, nevras []string) (rollback.KeepPlan, error) {
+	k.asked = append(k.asked, slices.Clone(nevras))
+	k.checks = append(k.checks, true)
+	var p rollback.KeepPlan
+	for _, n := range nevras {
+		switch {
+		case slices.Contains(k.kept, n):
+			p.Kept = append(p.Kept, n)
+		case slices.Contains(k.missing, n):
+			p.Missing = append(p.Missing, n)
+		default:
+			p.Fetch = append(p.Fetch, rollback.Fetch{Build: n, Repo: "repo", GPGCheck: slices.Contains(k.signed, n)})
+		}
+	}
+	return p, nil
+}
+
+func (k *fakeKeeper) Keep(_ context.Context, p rollback.KeepPlan) error {
+	k.fetched = append(k.fetched, slices.Clone(p.Fetch))
+	if k.keepErr != nil {
+		return k.keepErr
+	}
+	for _, f := range p.Fetch {
+		k.kept = append(k.kept, f.Build)
+	}
+	return nil
+}
 
 func (k *fakeKeeper) Ensure(_ context.Context, nevras []string, check bool) ([]string, error) {
 	k.asked = append(k.asked, slices.Clone(nevras))
@@ -166,6 +201,7 @@ type movingPackages struct {
 	rpm      *fakeRPM
 	during   func() // in the real run, before the change
 	refuse   bool   // the real run fails before it moves anything (a pin no repository has)
+	names    []any  // the plan's entries, when not the pins' installs (a removal's)
 	runs     int    // the step ran (check mode or real)
 	released bool
 }
@@ -176,6 +212,9 @@ func (p *movingPackages) module() Module {
 		var names []any
 		for _, pin := range p.pins {
 			names = append(names, "install-nevra "+pin)
+		}
+		if p.names != nil {
+			names = p.names
 		}
 		if req.CheckMode {
 			return map[string]any{"changed": moves, "plan": names}, nil
@@ -214,9 +253,9 @@ type beforesStep struct {
 	p *movingPackages
 }
 
-func (s *beforesStep) Befores() []rollback.Package { return s.p.befores }
-func (s *beforesStep) Pins() []string              { return s.p.pins }
-func (s *beforesStep) Release()                    { s.p.released = true }
+func (s *beforesStep) Befores() ([]rollback.Package, bool) { return s.p.befores, true }
+func (s *beforesStep) Pins() []string                      { return s.p.pins }
+func (s *beforesStep) Release()                            { s.p.released = true }
 func (s *beforesStep) Run(ctx context.Context, req *ansible.Request) (any, error) {
 	s.p.runs++
 	s.p.released = true
@@ -386,12 +425,17 @@ func TestRollbackKeepsTheBuildsBeforeAnyChange(t *testing.T) {
 
 			// Before any change the builds a rollback installs; once a real change ended
 			// well, the builds it installed, for the next change's rollback.
-			wantAsked, wantChecks := [][]string{{demoOld}}, []bool{c.check}
+			wantAsked, wantChecks := [][]string{{demoOld}}, []bool{true}
 			if !c.check && !c.refused {
 				wantAsked, wantChecks = append(wantAsked, []string{demoNew}), append(wantChecks, false)
 			}
 			assert.Equal(t, wantAsked, g.keeper.asked)
-			assert.Equal(t, wantChecks, g.keeper.checks)
+			assert.Equal(t, wantChecks, g.keeper.checks, "the plan only reads")
+			if c.check || c.refused {
+				assert.Empty(t, g.keeper.fetched, "nothing kept")
+			} else {
+				assert.Equal(t, [][]rollback.Fetch{{{Build: demoOld, Repo: "repo"}}}, g.keeper.fetched, "the planned fetch, carried out")
+			}
 			if c.refused {
 				require.Equal(t, true, out["failed"])
 				assert.Equal(t, "rollback", out["failed_step"])
@@ -419,6 +463,51 @@ func TestRollbackKeepsTheBuildsBeforeAnyChange(t *testing.T) {
 			assert.Nil(t, g.record(t), "removed when the run ended well")
 			assert.True(t, g.storeEmpty(t))
 			assert.Equal(t, [][]string{{demoNew}}, g.keeper.pruned, "only the build now installed stays kept")
+		})
+	}
+}
+
+// The keep step is planned reading only and carried out by the real run before its record:
+// a build kept already is planned as kept and fetched by nobody; a keep that fails (a
+// signature DNF would refuse, a repository changed since the plan) refuses the run there,
+// with nothing changed and no record.
+func TestRollbackKeepStepIsPlannedThenCarriedOut(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		kept    bool
+		keepErr error
+		entry   string
+		fetched [][]rollback.Fetch
+	}{
+		{name: "kept already: nothing fetched", kept: true, entry: "rollback: keep " + demoOld + " (kept)", fetched: [][]rollback.Fetch{nil}},
+		{name: "fetched as planned", entry: "rollback: keep " + demoOld + ": fetch from repo, gpgcheck off",
+			fetched: [][]rollback.Fetch{{{Build: demoOld, Repo: "repo"}}}},
+		{name: "the keep fails: refused before any change", keepErr: errors.New(demoOld + " from repository repo, which has gpgcheck on, fails DNF's signature check"),
+			entry: "rollback: keep " + demoOld + ": fetch from repo, gpgcheck off", fetched: [][]rollback.Fetch{{{Build: demoOld, Repo: "repo"}}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := newTarget(t)
+			if c.kept {
+				g.keeper.kept = []string{demoOld}
+			}
+			g.keeper.keepErr = c.keepErr
+			pkgs := demoMoves(g.rpm)
+			procs := &failingProcess{}
+			out := ansible.Call(context.Background(), Spec(), rbArgs("", "", map[string]any{"unit": "demo"}), false, false,
+				Handler(rbDeps(g, pkgs, procs)))
+			assert.Contains(t, stringsOf(out["plan"]), c.entry)
+			assert.Equal(t, c.fetched, g.keeper.fetched)
+			if c.keepErr == nil {
+				require.Nil(t, out["failed"], out["msg"])
+				return
+			}
+			require.Equal(t, true, out["failed"])
+			assert.Equal(t, "rollback", out["failed_step"])
+			assert.Contains(t, out["msg"], "rollback: keep the builds a rollback would install: "+c.keepErr.Error())
+			assert.Equal(t, false, out["changed"])
+			assert.Zero(t, pkgs.runs, "the packages step never ran")
+			assert.True(t, pkgs.released, "its plan was given back")
+			assert.NoDirExists(t, g.store.Dir, "no record written")
 		})
 	}
 }
@@ -465,12 +554,14 @@ func TestRollbackInCheckModeListsWhatItWouldPutBack(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"name": "demo", "restore": []any{demoOld}}}, rb["packages"])
 	assert.Equal(t, []any{map[string]any{"path": site, "restore": "content"}, map[string]any{"path": extra, "restore": "removal"}}, rb["files"])
 	assert.Nil(t, rb["record"], "check mode names no record")
+	assert.Equal(t, []any{map[string]any{"build": demoOld, "kept": false, "repo": "repo", "gpgcheck": false}}, rb["keep"])
 	plan := stringsOf(out["plan"])
-	want := []string{"rollback: keep " + demoOld, "rollback: save " + site, "rollback: save " + extra, "rollback: record"}
+	want := []string{"rollback: keep " + demoOld + ": fetch from repo, gpgcheck off", "rollback: save " + site, "rollback: save " + extra, "rollback: record"}
 	require.GreaterOrEqual(t, len(plan), len(want), "%v", plan)
 	assert.Equal(t, want, plan[:len(want)], "the rollback's entries first, in the order they happen: its record is written before any change")
 	assert.NotContains(t, plan, "rollback: keep "+demoNew, "the pin is kept, but not a rollback's")
 	assert.Equal(t, []bool{true}, g.keeper.checks)
+	assert.Empty(t, g.keeper.fetched, "planned, not done")
 	assert.NoDirExists(t, g.store.Dir, "nothing written in check mode")
 	data, err := os.ReadFile(site)
 	require.NoError(t, err)
@@ -1037,4 +1128,12 @@ func TestARollbackReactsOnlyToWhatMovesBack(t *testing.T) {
 	reload, _ := procs.calls[1]["reload_on"].([]any)
 	assert.True(t, refChanged(restart), "the package moved back: restarted")
 	assert.False(t, refChanged(reload), "the config did not move: no reload owed for it: %v", reload)
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }

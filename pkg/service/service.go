@@ -1,9 +1,20 @@
-// Package service is the service module: one whole service (packages, owned unit files
-// and drop-ins, processes) in one task and one process on the target. Its steps are the
-// three modules' own runs, called in process (ansible.CallArgs), so each step's result is the
-// one that module gives on its own; what one step changed reaches the next as the same
-// triggers the service role wires between tasks (restart beats reload, reloads merge, a
-// start absorbs, a restart the package's scriptlet already did is not repeated).
+// Package service is the service module: one whole service (packages, configs, owned unit
+// files and drop-ins, processes) in one task and one process on the target. Its steps are
+// the three modules' own runs, called in process (ansible.CallArgs), so each step's result
+// is the one that module gives on its own, and package configfile's for a config; what one
+// step changed reaches the next as the same triggers the service role wires between tasks
+// (restart beats reload, reloads merge, a start absorbs, a restart the package's scriptlet
+// already did is not repeated).
+//
+// Inside, the steps talk in types (outcome.go): a step's plan says what the service needs
+// of it through the Step interface (Moves, Befores, Path); what a step did travels as an
+// outcome keyed by the part's reference (wiring.Outcomes: changed and the contract.Change
+// it made), which wiring turns into a process's triggers; a config's contract comes from
+// configfile's Result. Every step's arguments are checked, in typed structs, and parsed by
+// the step's own Spec once, when the service parses its request (spec.go, args.go): a
+// process's into systemd_lifecycle's typed request, to which its turn adds only the
+// triggers (lifecycle.Task.Triggered). The maps Ansible reports, and the reading of a
+// step's result key by key, are in one file, result.go.
 //
 // Present: packages (one set, one transaction) → configs (package configfile) → unit
 // files and drop-ins (written without a manager reload of their own) → processes in order
@@ -83,25 +94,6 @@ type Module struct {
 // fails as the module fails when it runs.
 type Planner func(ctx context.Context, req *ansible.Request) Step
 
-// Step is one step's plan in hand. It may hold what keeps the plan current (a lock) until
-// it runs or is released.
-type Step interface {
-	// Names are the plan's steps as the step's result lists them (`plan`).
-	Names() []string
-	// Changes: the plan changes something. UnitFiles: it changes unit files.
-	Changes() bool
-	UnitFiles() bool
-	// Err is why the plan could not be made; nil when it was.
-	Err() error
-	// Run carries out exactly the plan (in check mode it reports it) and returns the
-	// step's result, as the module returns it; it releases what the plan held. req is a
-	// request for the same arguments the plan was made from.
-	Run(ctx context.Context, req *ansible.Request) (any, error)
-	// Release lets go of what the plan holds without running it; after Run it does
-	// nothing.
-	Release()
-}
-
 // Configs plans and applies one config (configfile.Deps; tests give a fake).
 type Configs interface {
 	Plan(ctx context.Context, c configfile.Config) (configfile.Plan, error)
@@ -178,7 +170,7 @@ func Handler(d Deps) ansible.Handler {
 		}
 		p := task.Params
 		r := &run{d: d, req: req, p: p, order: task.Order, pkgs: task.Packages, files: task.Files, configs: task.Configs, parts: task.Parts,
-			res: &Result{Name: p.Name, State: p.State, Files: []map[string]any{}, Configs: []map[string]any{}, Processes: []map[string]any{}, Plan: []string{}}}
+			res: newResult(p)}
 		if p.State == "absent" {
 			err = r.absentLocked(ctx)
 		} else {
@@ -198,7 +190,7 @@ type run struct {
 	pkgs  *ansible.Args
 	files []fileStep
 	// configs are the configs as configfile takes them, in configs' order.
-	configs []configfile.Config
+	configs []config
 	// parts are what the processes' reactions can name (package wiring).
 	parts wiring.Parts
 	res   *Result
@@ -213,55 +205,25 @@ func (r *run) plan(ctx context.Context, m Module, a ansible.Args) Step {
 	var st Step
 	out := ansible.CallArgs(ctx, a, r.req.CheckMode, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
 		st = m.Plan(ctx, req)
-		return map[string]any{}, nil
+		return struct{}{}, nil
 	})
 	if st == nil {
 		// The planner panicked: the call's result says so.
-		st = failed{fmt.Errorf("%v", out["msg"])}
+		st = failed{err: fmt.Errorf("%s", msgOf(out))}
 	}
 	return st
 }
 
 // apply runs a step's plan in hand, for the same arguments, and records its result; a
 // failed step stops the service there.
-func (r *run) apply(ctx context.Context, m Module, st Step, step string, a ansible.Args) (map[string]any, error) {
+func (r *run) apply(ctx context.Context, m Module, st Step, step string, a ansible.Args) (reported, error) {
 	out := ansible.CallArgs(ctx, a, r.req.CheckMode, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
 		return st.Run(ctx, req)
 	})
 	return r.result(out, step)
 }
 
-// call validates args for one step (a process's, built from the triggers of the steps
-// before it), plans the step and carries out that plan at once.
-func (r *run) call(ctx context.Context, m Module, step string, args map[string]any) (map[string]any, error) {
-	a, err := m.Spec.Args(args)
-	if err != nil {
-		// The module's own answer to invalid arguments (it validates, and fails so).
-		return r.result(ansible.Call(ctx, m.Spec, args, r.req.CheckMode, r.req.Diff, nil), step)
-	}
-	return r.callArgs(ctx, m, step, a)
-}
-
 // callArgs plans one step from arguments validated already and carries out the plan.
-func (r *run) callArgs(ctx context.Context, m Module, step string, a ansible.Args) (map[string]any, error) {
+func (r *run) callArgs(ctx context.Context, m Module, step string, a ansible.Args) (reported, error) {
 	return r.apply(ctx, m, r.plan(ctx, m, a), step, a)
-}
-
-// result records one step's result in the service's: its change, its warnings, its
-// failure.
-func (r *run) result(out map[string]any, step string) (map[string]any, error) {
-	delete(out, "invocation")
-	if c, _ := out["changed"].(bool); c {
-		r.res.Changed = true
-	}
-	for _, w := range stringsOf(out["warnings"]) {
-		r.req.Warn("%s: %s", step, w)
-	}
-	delete(out, "warnings")
-	if f, _ := out["failed"].(bool); f {
-		r.res.FailedStep = step
-		msg, _ := out["msg"].(string)
-		return out, fmt.Errorf("%s: %s", step, msg)
-	}
-	return out, nil
 }

@@ -25,6 +25,7 @@ import (
 // fakeStep is a fake module's plan in hand: what its handler answers in check mode. Run
 // calls the handler with the request the service runs the step with (check mode or real).
 type fakeStep struct {
+	plain
 	h              ansible.Handler
 	names          []string
 	changes, units bool
@@ -63,7 +64,7 @@ func predicted(pred fakePredict, m Module) Module {
 		st := m.Plan(ctx, req).(*fakeStep)
 		task, err := ansible.Parsed[rpmexact.Task](req)
 		if err != nil {
-			return failed{err}
+			return failed{err: err}
 		}
 		p, err := pred.PlanPackages(ctx, task.Want)
 		st.names, st.changes, st.units, st.err = p.Names(), p.Changes(), p.UnitFilesChange(), err
@@ -578,7 +579,10 @@ func TestTheRealRunReportsTheProcessPlanItCarriedOut(t *testing.T) {
 
 // holdingStep is a packages plan in hand that keeps track of whether it was run or given
 // back.
-type holdingStep struct{ ran, released bool }
+type holdingStep struct {
+	plain
+	ran, released bool
+}
 
 func (s *holdingStep) Names() []string { return []string{"install-nevra demo-0:1.0-1.noarch"} }
 func (s *holdingStep) Changes() bool   { return true }
@@ -621,7 +625,7 @@ func TestAFailedCompositionReleasesThePackagesPlan(t *testing.T) {
 			absent := state == "absent"
 			if absent {
 				d.Processes = Module{Spec: lifecycle.Spec(), Plan: func(context.Context, *ansible.Request) Step {
-					return failed{errors.New("cannot reach systemd")}
+					return failed{err: errors.New("cannot reach systemd")}
 				}}
 			}
 			out := ansible.Call(context.Background(), Spec(), args, false, false, Handler(d))

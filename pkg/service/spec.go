@@ -7,10 +7,8 @@ import (
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/configfile"
-	"github.com/richt/services/pkg/lifecycle"
 	"github.com/richt/services/pkg/override"
 	"github.com/richt/services/pkg/reaction"
-	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/wiring"
 )
 
@@ -182,20 +180,7 @@ func Spec() *ansible.Spec {
 						`The unit must be reload-capable (see richt.services.systemd_lifecycle).`}},
 				}},
 		},
-		NoLogValues: func(raw map[string]any) []string {
-			// Which files are sensitive is per item: their contents are the secrets.
-			var out []string
-			for _, key := range []string{"units", "dropins", "configs"} {
-				items, _ := raw[key].([]any)
-				for _, it := range items {
-					m, _ := it.(map[string]any)
-					if c, ok := m["content"].(string); ok && m["sensitive"] != nil && !ansible.PlainlyFalse(m["sensitive"]) {
-						out = append(out, c)
-					}
-				}
-			}
-			return out
-		},
+		NoLogValues: sensitiveContents,
 	}
 	ansible.ParseInto(s, parse)
 	return s
@@ -216,7 +201,7 @@ type Task struct {
 	// Files are unit_override's calls: every unit file, then every drop-in.
 	Files []fileStep
 	// Configs are the configs as configfile takes them (Absent for state=absent), checked.
-	Configs []configfile.Config
+	Configs []config
 	// Parts are the service's parts as the processes' reactions name them (package wiring).
 	Parts wiring.Parts
 }
@@ -265,23 +250,27 @@ func parse(p Params) (Task, error) {
 		return Task{}, err
 	}
 	t := Task{Params: p, Order: order, Configs: configs, Parts: parts}
-	if pkgs := packageArgs(p, absent); pkgs != nil {
-		a, err := rpmexact.Spec().Args(pkgs)
-		if err != nil {
-			return Task{}, fmt.Errorf("packages: %w", err)
-		}
-		t.Packages = &a
+	if t.Packages, err = packageArgs(p, absent); err != nil {
+		return Task{}, fmt.Errorf("packages: %w", err)
 	}
-	for _, f := range fileArgs(p, absent) {
-		if f.call, err = override.Spec().Args(f.args); err != nil {
-			return Task{}, fmt.Errorf("%s: %w", fileLabel(f), err)
-		}
-		t.Files = append(t.Files, f)
+	if t.Files, err = fileArgs(p, absent); err != nil {
+		return Task{}, err
 	}
+	// Each process's arguments, but for the triggers the steps before it give at its
+	// turn, validated and parsed once, here (a removal's: stopped, disabled).
+	calls := map[string]ansible.Args{}
 	for i, proc := range p.Processes {
-		if _, err := lifecycle.Spec().Validate(processArgs(proc)); err != nil {
+		a, err := processArgs(proc)
+		if err == nil && absent {
+			a, err = absentProcessArgs(proc)
+		}
+		if err != nil {
 			return Task{}, fmt.Errorf("processes[%d] (%s): %w", i, unitOf(proc.Unit), err)
 		}
+		calls[unitOf(proc.Unit)] = a
+	}
+	for i := range t.Order {
+		t.Order[i].call = calls[unitOf(t.Order[i].Unit)]
 	}
 	return t, nil
 }
@@ -314,8 +303,8 @@ func duplicateFiles(p Params) error {
 // error naming configs[i].FIELD) and refuses a name or a path given twice, and a path that
 // is an owned unit file's or drop-in's: reactions name a config by its name, and two
 // declarations of one file would undo each other every run.
-func configsOf(p Params, absent bool) ([]configfile.Config, error) {
-	var out []configfile.Config
+func configsOf(p Params, absent bool) ([]config, error) {
+	var out []config
 	names, paths := map[string]int{}, map[string]int{}
 	owned := ownedFiles(p)
 	for i, c := range p.Configs {
@@ -336,23 +325,24 @@ func configsOf(p Params, absent bool) ([]configfile.Config, error) {
 		if c.Content == nil && !absent {
 			return nil, fmt.Errorf("configs[%d].content: required when the service is present", i)
 		}
-		cfg := configfile.Config{Index: i, Name: c.Name, Path: c.Path, Mode: c.Mode, Owner: c.Owner,
+		cfg := configfile.Config{Name: c.Name, Path: c.Path, Mode: c.Mode, Owner: c.Owner,
 			Group: c.Group, Sensitive: c.Sensitive, Validate: c.Validate, Absent: absent,
 			// What systemd reads from its unit directories it runs as root: the unit
 			// files' rule, not a daemon's config's (docs/security.md).
-			RootOnly: inUnitDir(c.Path)}
+			UnitFile: inUnitDir(c.Path)}
+		entry := config{index: i, limit: configTimeout}
 		if c.Timeout != nil {
-			cfg.Timeout = *c.Timeout
+			entry.limit = *c.Timeout
 		}
 		if c.Content != nil {
 			cfg.Content = *c.Content
 		}
 		// Checked once, here: Plan takes the validator as split now.
-		cfg, err := cfg.Check()
-		if err != nil {
-			return nil, err
+		var err error
+		if entry.Config, err = cfg.Check(); err != nil {
+			return nil, entry.named(err)
 		}
-		out = append(out, cfg)
+		out = append(out, entry)
 	}
 	return out, nil
 }

@@ -45,7 +45,7 @@ func Packages(d rpmexact.Deps) Module {
 	return Module{Spec: rpmexact.Spec(), Plan: func(ctx context.Context, req *ansible.Request) Step {
 		task, err := ansible.Parsed[rpmexact.Task](req)
 		if err != nil {
-			return failed{err}
+			return failed{err: err}
 		}
 		s := packagesStep{budget: budget{limit: task.Want.Timeout}}
 		s.budget.plan(ctx, func(ctx context.Context) { s.held = d.Hold(ctx, task, req.CheckMode) })
@@ -62,18 +62,19 @@ func (s packagesStep) Names() []string { return s.held.Plan().Names() }
 func (s packagesStep) Changes() bool   { return s.held.Plan().Changes() }
 func (s packagesStep) UnitFiles() bool { return s.held.Plan().UnitFilesChange() }
 func (s packagesStep) Err() error      { return s.held.Err() }
+func (s packagesStep) Path() string    { return "" }
 func (s packagesStep) Release()        { s.held.Release() }
 
 // Moves are the packages the plan moves (its entries' operations), for the wiring of
 // processes that name them (mover).
-func (s packagesStep) Moves() []string {
+func (s packagesStep) Moves() ([]string, bool) {
 	var out []string
 	for _, e := range s.held.Plan().Entries {
 		if e.Operation != rpmexact.OpNone {
 			out = append(out, e.Name)
 		}
 	}
-	return out
+	return out, true
 }
 
 func (s packagesStep) Run(ctx context.Context, _ *ansible.Request) (any, error) {
@@ -90,7 +91,7 @@ func Files(d override.Deps) Module {
 	return Module{Spec: override.Spec(), Plan: func(ctx context.Context, req *ansible.Request) Step {
 		task, err := ansible.Parsed[override.Task](req)
 		if err != nil {
-			return failed{err}
+			return failed{err: err}
 		}
 		s := &filesStep{d: d, budget: budget{limit: task.Params.Timeout}}
 		s.budget.plan(ctx, func(ctx context.Context) { s.plan, s.err = d.Plan(ctx, task) })
@@ -99,6 +100,7 @@ func Files(d override.Deps) Module {
 }
 
 type filesStep struct {
+	noPackages
 	d      override.Deps
 	plan   override.Plan
 	err    error
@@ -146,11 +148,11 @@ func Processes(open func(ctx context.Context, scope string) (lifecycle.Deps, fun
 	return Module{Spec: lifecycle.Spec(), Plan: func(ctx context.Context, req *ansible.Request) Step {
 		task, err := ansible.Parsed[lifecycle.Task](req)
 		if err != nil {
-			return failed{err}
+			return failed{err: err}
 		}
 		d, closeFn, err := open(ctx, task.Scope)
 		if err != nil {
-			return failed{err}
+			return failed{err: err}
 		}
 		s := &processStep{budget: budget{limit: task.Limit}, close: closeFn}
 		s.budget.plan(ctx, func(ctx context.Context) { s.held = d.Hold(ctx, task.Request) })
@@ -159,6 +161,7 @@ func Processes(open func(ctx context.Context, scope string) (lifecycle.Deps, fun
 }
 
 type processStep struct {
+	plain
 	held   *lifecycle.Held
 	budget budget
 	close  func()
@@ -184,7 +187,10 @@ func (s *processStep) Run(ctx context.Context, req *ansible.Request) (any, error
 
 // failed is a step whose arguments did not parse into its request (never, past its
 // Spec) or whose side effects could not be opened: it plans nothing and fails with err.
-type failed struct{ err error }
+type failed struct {
+	plain
+	err error
+}
 
 func (f failed) Names() []string                                    { return nil }
 func (f failed) Changes() bool                                      { return false }

@@ -31,9 +31,8 @@ func (r *run) summary() []string {
 		out = append(out, "packages: "+verb+strings.Join(parts, ", "))
 	}
 	for _, p := range r.res.Processes {
-		line, _ := p["summary"].(string)
+		line, unit := summaryOf(p)
 		if line == "" {
-			unit, _ := p["unit"].(string)
 			line = unit + ": failed before any change"
 		}
 		out = append(out, withVersions(line, moves))
@@ -66,13 +65,10 @@ func (m move) String() string { return fmt.Sprintf("%s %s → %s", m.name, m.bef
 // packageMoves reads the packages step's result (rpm_exact's, a set: `packages`) for the
 // entries whose installed builds change.
 func packageMoves(res any) []move {
-	m, _ := res.(map[string]any)
-	entries, _ := m["packages"].([]any)
 	var out []move
-	for _, e := range entries {
-		entry, _ := e.(map[string]any)
-		name, _ := entry["name"].(string)
-		before, after := builds(name, stringsOf(entry["before"])), builds(name, stringsOf(entry["after"]))
+	for _, e := range packageEntries(res) {
+		name := e.name
+		before, after := builds(name, e.before), builds(name, e.after)
 		if name == "" || before == after {
 			continue
 		}

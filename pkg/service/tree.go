@@ -102,7 +102,7 @@ func (r *run) validateTree(ctx context.Context, plans []configPlan) error {
 // best hint, but it may quote a content it read: with a sensitive config in the service's
 // tree (changed or not) it is withheld.
 func (r *run) runTree(ctx context.Context, v configPlan, files []mountns.File, changed []string, sensitive bool) error {
-	limit := v.cfg.Timeout
+	limit := v.cfg.limit
 	if limit == 0 {
 		limit = configTimeout
 	}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/wiring"
 )
 
@@ -30,7 +31,7 @@ func (r *run) warnUnnamed() {
 			if i >= len(r.res.Files) || unitOf(f.unit) != unit {
 				continue
 			}
-			if c, _ := r.res.Files[i]["changed"].(bool); !c {
+			if !contract.Changed(r.res.Files[i]) {
 				continue
 			}
 			ref := canonical(fileRef(f))
@@ -38,7 +39,7 @@ func (r *run) warnUnnamed() {
 				continue
 			}
 			kind := "drop-in"
-			if _, ok := f.args["name"].(string); !ok {
+			if f.name == "" {
 				kind = "unit file"
 			}
 			r.req.Warn("%s (%s): its %s %s changed, and its restart_on and reload_on do not name it, so nothing restarts or reloads %s for it: the running process keeps the old settings until its next restart. Name %s in restart_on (or in reload_on when a reload applies the change)",

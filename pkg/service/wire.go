@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/richt/services/pkg/reaction"
-	"github.com/richt/services/pkg/rpmexact"
 	"github.com/richt/services/pkg/wiring"
 )
 
@@ -41,9 +40,9 @@ func (p Process) wiring() wiring.Process {
 // running reports whether the process is to run: only a running process owes a reaction.
 func (p Process) running() bool { return p.State == nil || *p.State == "running" }
 
-// outcomes are the parts' outcomes as wiring.Wire takes them: per part, a result in
-// systemd_lifecycle's sense (changed, and the contract keys).
-type outcomes map[wiring.Ref]map[string]any
+// outcomes are the parts' outcomes as wiring.Wire takes them: per part, whether it
+// changed and the contract.Change its step made.
+type outcomes = wiring.Outcomes
 
 // merged is every part's outcome of os, one map.
 func merged(os ...outcomes) outcomes {
@@ -85,57 +84,11 @@ func dueFrom(order []Process, parts wiring.Parts, out outcomes) map[string]react
 // change (its outcome's changed).
 func partChanged(list []wiring.Trigger) bool {
 	for _, t := range list {
-		if c, _ := t.Outcome["changed"].(bool); c && t.Own() {
+		if t.Outcome.Changed && t.Own() {
 			return true
 		}
 	}
 	return false
-}
-
-// contractKeys are the keys of a step's result that tell systemd_lifecycle about its
-// change (package contract): a package's own outcome carries the set's.
-var contractKeys = []string{"package_changed", "unit_files_changed", "daemon_reload", "changed_at", "files_placed"}
-
-// packageOutcomes are the packages' own outcomes from the packages step's result res
-// (check mode's or the real run's): rpm_exact reports one change for the set, so each
-// package that moved gets {changed: true} with the set's contract keys, and the others
-// {changed: false}. A package moved when its entry's operation is not none or its
-// builds before and after differ; a result that lists no entries (it failed before
-// them) moved every package when it reports a change.
-func packageOutcomes(names []string, res map[string]any) outcomes {
-	out := outcomes{}
-	changed, _ := res["changed"].(bool)
-	entries, listed := res["packages"].([]any)
-	moved := map[string]bool{}
-	for _, e := range entries {
-		m, _ := e.(map[string]any)
-		name, _ := m["name"].(string)
-		op, _ := m["operation"].(string)
-		if (op != "" && op != rpmexact.OpNone) || !slices.Equal(stringsOf(m["before"]), stringsOf(m["after"])) {
-			moved[name] = true
-		}
-	}
-	for _, n := range names {
-		ref := wiring.Ref{Kind: wiring.Package, Name: n}
-		if !changed || listed && !moved[n] {
-			out[ref] = map[string]any{"changed": false}
-			continue
-		}
-		o := map[string]any{"changed": true}
-		for _, k := range contractKeys {
-			if v, ok := res[k]; ok {
-				o[k] = v
-			}
-		}
-		out[ref] = o
-	}
-	return out
-}
-
-// mover is a packages plan that says which of its packages it moves (the packages step's
-// does). A plan that cannot say counts as moving every package when it changes anything.
-type mover interface {
-	Moves() []string
 }
 
 // plannedPackages are the packages' outcomes as their plan predicts them; a plan that
@@ -145,12 +98,12 @@ func plannedPackages(names []string, st Step) outcomes {
 	if st == nil || planFailed(st) {
 		return out
 	}
-	moving := names
-	if m, ok := st.(mover); ok {
-		moving = m.Moves()
+	moving, known := st.Moves()
+	if !known {
+		moving = names
 	}
 	for _, n := range names {
-		out[wiring.Ref{Kind: wiring.Package, Name: n}] = map[string]any{"changed": st.Changes() && slices.Contains(moving, n)}
+		out[wiring.Ref{Kind: wiring.Package, Name: n}] = wiring.Outcome{Changed: st.Changes() && slices.Contains(moving, n)}
 	}
 	return out
 }
@@ -158,14 +111,14 @@ func plannedPackages(names []string, st Step) outcomes {
 // planned is a step's outcome as its plan predicts it: a plan that could not be made
 // counts as a change, so that a real run records the reaction it may owe before anything
 // (and withdraws it when the step then changes nothing).
-func planned(changes, failed bool) map[string]any {
-	return map[string]any{"changed": changes || failed}
+func planned(changes, failed bool) wiring.Outcome {
+	return wiring.Outcome{Changed: changes || failed}
 }
 
 // fileRef is the part a file step writes: its unit file, or its drop-in.
 func fileRef(f fileStep) wiring.Ref {
-	if n, ok := f.args["name"].(string); ok {
-		return wiring.Ref{Kind: wiring.Dropin, Unit: f.unit, Name: n}
+	if f.name != "" {
+		return wiring.Ref{Kind: wiring.Dropin, Unit: f.unit, Name: f.name}
 	}
 	return wiring.Ref{Kind: wiring.Unit, Unit: f.unit}
 }

@@ -23,7 +23,8 @@
 //
 // A process that gives a non-empty restart_on or reload_on reacts to what they name and to
 // nothing else: one trigger per referenced part, named by its reference, whose value is that
-// part's step result, then its outside triggers. An unrelated change gets no reaction, and
+// part's [Outcome] (whether its step changed it, and the contract.Change the step made, as
+// a registered result: nothing else of the step's result), then its outside triggers. An unrelated change gets no reaction, and
 // the list a drop-in is named in decides its reaction (its reload: true is for the default
 // wiring). An empty list counts as not given, so that a role variable defaulting to []
 // keeps the default wiring; a process that must react to nothing says restart_on: [false].

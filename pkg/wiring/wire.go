@@ -1,11 +1,11 @@
 package wiring
 
 // Trigger is one trigger Wire built: for one of the service's parts (Own), its Outcome
-// as outcomes had it ({"changed": false} when missing), named by its canonical Ref; for an
+// as outcomes had it (unchanged when missing), named by its canonical Ref; for an
 // outside trigger, Outside as the user gave it.
 type Trigger struct {
 	Item
-	Outcome map[string]any
+	Outcome Outcome
 }
 
 // Value is the trigger as systemd_lifecycle takes it: {REF: outcome} for a part, the
@@ -14,7 +14,7 @@ func (t Trigger) Value() any {
 	if !t.Own() {
 		return t.Outside
 	}
-	return map[string]any{t.Ref.String(): t.Outcome}
+	return map[string]any{t.Ref.String(): t.Outcome.Registered()}
 }
 
 // Triggers are a process's wired restart_on and reload_on, each in order.
@@ -38,15 +38,14 @@ func values(ts []Trigger) []any {
 
 // Wire builds the triggers of unit's process from its reactions (as [Parts.Check] read
 // them before the service acted) and what the service's steps did to each part: outcomes
-// holds, per part, its result as its step returned it, a registered result in
-// systemd_lifecycle's sense (changed, and the contract keys such as files_placed that
-// tell a served restart). A part whose step did not run, or that is missing from
-// outcomes, counts as unchanged ({"changed": false}).
+// holds, per part, whether it changed and the contract.Change its step made (such as
+// files_placed, which tells a served restart). A part whose step did not run, or that is
+// missing from outcomes, counts as unchanged.
 //
 // By name ([Reactions.ByName]): one trigger per reference, in the order given, named by
 // its canonical form, then the outside triggers unchanged and in order. Otherwise the
 // default wiring of the package documentation, one trigger per part.
-func Wire(unit string, r Reactions, parts Parts, outcomes map[Ref]map[string]any) Triggers {
+func Wire(unit string, r Reactions, parts Parts, outcomes Outcomes) Triggers {
 	trigger := triggerOf(outcomes)
 	if r.ByName() {
 		wire := func(items []Item) []Trigger {
@@ -70,25 +69,21 @@ func Wire(unit string, r Reactions, parts Parts, outcomes map[Ref]map[string]any
 // list, whether the process names its reactions or not. So a package change (the unit it
 // installs) and a changed unit file or drop-in of its unit (the manager reload) reach
 // every process, and a process that names its reactions reacts to nothing more.
-func Facts(unit string, parts Parts, outcomes map[Ref]map[string]any) []any {
+func Facts(unit string, parts Parts, outcomes Outcomes) []any {
 	restart, reload := defaults(unit, parts, triggerOf(outcomes)).Lists()
 	return append(restart, reload...)
 }
 
 // triggerOf makes a part's trigger from outcomes, named by the part's canonical
 // reference; a part missing from outcomes counts as unchanged.
-func triggerOf(outcomes map[Ref]map[string]any) func(Ref) Trigger {
-	byRef := make(map[Ref]map[string]any, len(outcomes))
+func triggerOf(outcomes Outcomes) func(Ref) Trigger {
+	byRef := make(Outcomes, len(outcomes))
 	for r, out := range outcomes {
 		byRef[r.canon()] = out
 	}
 	return func(r Ref) Trigger {
 		r = r.canon()
-		out := byRef[r]
-		if out == nil {
-			out = map[string]any{"changed": false}
-		}
-		return Trigger{Item: Item{Ref: r}, Outcome: out}
+		return Trigger{Item: Item{Ref: r}, Outcome: byRef[r]}
 	}
 }
 

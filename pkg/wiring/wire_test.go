@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/stamp"
 )
@@ -37,11 +38,22 @@ func wire(t *testing.T, p Process, parts Parts, outcomes map[Ref]map[string]any)
 	t.Helper()
 	r, err := parts.Check(p)
 	require.NoError(t, err)
-	return Wire(p.Unit, r, parts, outcomes).Lists()
+	return Wire(p.Unit, r, parts, typed(outcomes)).Lists()
+}
+
+// typed are the steps' results as the outcomes the service reads from them: changed and
+// the contract (nil: unchanged).
+func typed(results map[Ref]map[string]any) Outcomes {
+	out := Outcomes{}
+	for r, m := range results {
+		out[r] = Outcome{Changed: contract.Changed(m), Change: contract.Read(m)}
+	}
+	return out
 }
 
 func TestWireByName(t *testing.T) {
 	pkg := result(500)
+	// A key of the step's result beyond changed and the contract does not travel.
 	site := map[string]any{"changed": true, "diff": "x"}
 	outcomes := map[Ref]map[string]any{
 		{Kind: Package, Name: "nginx"}:                                pkg,
@@ -61,14 +73,14 @@ func TestWireByName(t *testing.T) {
 	}{
 		{name: "a named config reloads; the package change it does not name gets nothing",
 			reload:      []any{"config:site"},
-			wantRestart: `null`, wantReload: `[{"config:site":{"changed":true,"diff":"x"}}]`, due: reaction.Reload},
+			wantRestart: `null`, wantReload: `[{"config:site":{"changed":true}}]`, due: reaction.Reload},
 		{name: "an unrelated change gets no reaction",
 			restart:     []any{"package:nginx-mod-stream", "config:main"},
 			wantRestart: `[{"package:nginx-mod-stream":{"changed":false}},{"config:main":{"changed":false}}]`, wantReload: `null`, due: reaction.None},
 		{name: "the named package restarts, a reload named too is for systemd_lifecycle to merge",
 			restart: []any{"package:nginx"}, reload: []any{"config:site"},
 			wantRestart: `[{"package:nginx":{"changed":true,"files_placed":{"boot_id":"b","monotonic_us":500},"package_changed":true}}]`,
-			wantReload:  `[{"config:site":{"changed":true,"diff":"x"}}]`, due: reaction.Restart},
+			wantReload:  `[{"config:site":{"changed":true}}]`, due: reaction.Restart},
 		{name: "references first, in order, canonical; then outside triggers unchanged, in order",
 			restart:     []any{outside, "unit:nginx", false, "dropin:nginx/10-limits.conf"},
 			wantRestart: `[{"unit:nginx.service":{"changed":true}},{"dropin:nginx.service/10-limits.conf":{"changed":false}},{"cert":{"changed":true}},false]`,
@@ -324,7 +336,7 @@ func TestWireMarksOwnParts(t *testing.T) {
 		ReloadOn:  []any{"dropin:nginx/20-env.conf"}}
 	r, err := nginxParts.Check(p)
 	require.NoError(t, err)
-	got := Wire(p.Unit, r, nginxParts, map[Ref]map[string]any{{Kind: Config, Name: "site"}: changed})
+	got := Wire(p.Unit, r, nginxParts, typed(map[Ref]map[string]any{{Kind: Config, Name: "site"}: changed}))
 	own := func(ts []Trigger) (out []bool) {
 		for _, tr := range ts {
 			out = append(out, tr.Own())
@@ -334,8 +346,8 @@ func TestWireMarksOwnParts(t *testing.T) {
 	assert.Equal(t, []bool{true, false, false}, own(got.Restart), "references first, then outside triggers")
 	assert.Equal(t, []bool{true}, own(got.Reload))
 	assert.Equal(t, Ref{Kind: Dropin, Unit: "nginx.service", Name: "20-env.conf"}, got.Reload[0].Ref, "canonical")
-	assert.Equal(t, changed, got.Restart[0].Outcome)
-	assert.Nil(t, got.Restart[1].Outcome)
+	assert.Equal(t, Outcome{Changed: true}, got.Restart[0].Outcome)
+	assert.Equal(t, Unchanged, got.Restart[1].Outcome)
 	for _, tr := range defaults("nginx", nginxParts, triggerOf(nil)).Restart {
 		assert.True(t, tr.Own(), "the default wiring is all parts: %v", tr.Ref)
 	}

@@ -3,14 +3,17 @@ package molecule
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/richt/services/testenv"
+	"github.com/richt/services/testenv/ansibleout"
 )
 
 // Container labels of a scenario's targets: the state directory names the scenario of
@@ -271,16 +274,29 @@ func (s *scenario) idempotence(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	changes := ParseChanges(out)
+	changes := ansibleout.Parse(out).Changes
 	if len(changes) == 0 {
 		s.logf("idempotence: Idempotence completed successfully.")
 		return nil
 	}
 	lines := make([]string, len(changes))
 	for i, c := range changes {
-		lines[i] = c.String()
+		lines[i] = idempotenceLine(c)
 	}
 	return failf("Idempotence test failed because of the following tasks:\n%s", strings.Join(lines, "\n"))
+}
+
+// idempotenceLine is Molecule's line for a changed task, "* [host] => task", and under it
+// what the module said it changed.
+func idempotenceLine(c ansibleout.Change) string {
+	s := fmt.Sprintf("* [%s] => %s", c.Host, c.Task)
+	if c.Item != "" {
+		s += " (item=" + c.Item + ")"
+	}
+	if c.What != "" {
+		s += "\n    changed: " + c.What
+	}
+	return s
 }
 
 func verbose(options map[string]any, args []string) bool {
@@ -328,7 +344,7 @@ func (s *scenario) upgrade(ctx context.Context) error {
 	}
 	var bad []string
 	for _, in := range s.state.Instances {
-		for _, unit := range sortedKeys(u.Expect) {
+		for _, unit := range slices.Sorted(maps.Keys(u.Expect)) {
 			want := u.Expect[unit]
 			got := events[in.Name][unit]
 			if !expectationMet(want, got) {

@@ -3,6 +3,7 @@ package molecule
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -68,12 +69,18 @@ type ScenarioConfig struct {
 	explicitTest                                         bool
 }
 
-// Verifier is molecule.yml's verifier: "ansible" (verify.yml) or "testinfra" (tests/ with
-// py.test, where Debian's python3-testinfra is installed).
+// Verifier is molecule.yml's verifier: "ansible" (verify.yml) or "testinfra" (pytest over
+// Directory's test_*.py, where Debian's python3-testinfra is installed).
 type Verifier struct {
-	Name      string
+	Name string
+	// Directory holds testinfra's tests, relative to the scenario (default "tests").
 	Directory string
-	Options   map[string]any
+	// Options become pytest arguments, by the rule of provisioner.options.
+	Options map[string]any
+	// Env are extra environment variables of the pytest run.
+	Env map[string]string
+	// AdditionalFilesOrDirs are globs under Directory run besides its test_*.py files.
+	AdditionalFilesOrDirs []string
 }
 
 // Dependency is molecule.yml's dependency. Galaxy with no requirements file is honoured
@@ -137,17 +144,13 @@ func ExpandEnv(text string, env func(string) string) string {
 	const dollar = "\x00richt-dollar\x00"
 	text = strings.ReplaceAll(text, "$$", dollar)
 	text = os.Expand(text, func(name string) string {
-		if k, def, ok := strings.Cut(name, ":-"); ok {
-			if v := env(k); v != "" {
-				return v
+		for _, sep := range []string{":-", "-"} {
+			if k, def, ok := strings.Cut(name, sep); ok {
+				if v := env(k); v != "" {
+					return v
+				}
+				return def
 			}
-			return def
-		}
-		if k, def, ok := strings.Cut(name, "-"); ok {
-			if v := env(k); v != "" {
-				return v
-			}
-			return def
 		}
 		return env(name)
 	})
@@ -187,45 +190,45 @@ func (c *Config) check() error {
 	return nil
 }
 
+// sequences maps each sub-command to its scenario.<command>_sequence.
+func (s *ScenarioConfig) sequences() map[string]*[]string {
+	return map[string]*[]string{
+		"test": &s.TestSequence, "create": &s.CreateSequence, "converge": &s.ConvergeSequence,
+		"destroy": &s.DestroySequence, "check": &s.CheckSequence, "side_effect": &s.SideEffectSequence,
+		"cleanup": &s.CleanupSequence, "dependency": &s.DependencySequence, "prepare": &s.PrepareSequence,
+		"verify": &s.VerifySequence, "idempotence": &s.IdempotenceSequence, "syntax": &s.SyntaxSequence,
+	}
+}
+
+// defaultSequences are Molecule's sequences of the sub-commands that run more than their
+// own action; every other sub-command runs just its action.
+var defaultSequences = map[string][]string{
+	"test":     {"dependency", "cleanup", "destroy", "syntax", "create", "prepare", "converge", "idempotence", "side_effect", "verify", "cleanup", "destroy"},
+	"create":   {"dependency", "create", "prepare"},
+	"converge": {"dependency", "create", "prepare", "converge"},
+	"destroy":  {"dependency", "cleanup", "destroy"},
+	"check":    {"dependency", "cleanup", "destroy", "create", "prepare", "converge", "check", "destroy"},
+}
+
+// upgradeTestSequence is an upgrade scenario's test sequence: the upgrade action (converge
+// at To, with the assertion) follows the converge at From, before idempotence.
+var upgradeTestSequence = []string{"dependency", "cleanup", "destroy", "syntax", "create", "prepare", "converge", "upgrade", "idempotence", "side_effect", "verify", "cleanup", "destroy"}
+
 // Sequence returns the actions a sub-command runs, Molecule's defaults unless
-// molecule.yml gives its own. An upgrade scenario's test sequence converges at From, then
-// runs the upgrade action (converge at To, with the assertion) before idempotence.
+// molecule.yml gives its own; nil for a sub-command this runner does not run.
 func (c Config) Sequence(command string) []string {
 	s := c.Scenario
-	pick := func(given []string, def ...string) []string {
-		if given != nil {
-			return given
-		}
-		return def
+	if command == "test" && !s.explicitTest && c.Richt.Upgrade != nil {
+		return slices.Clone(upgradeTestSequence)
 	}
-	switch command {
-	case "test":
-		if !s.explicitTest && c.Richt.Upgrade != nil {
-			return []string{"dependency", "cleanup", "destroy", "syntax", "create", "prepare", "converge", "upgrade", "idempotence", "side_effect", "verify", "cleanup", "destroy"}
-		}
-		return pick(s.TestSequence, "dependency", "cleanup", "destroy", "syntax", "create", "prepare", "converge", "idempotence", "side_effect", "verify", "cleanup", "destroy")
-	case "create":
-		return pick(s.CreateSequence, "dependency", "create", "prepare")
-	case "converge":
-		return pick(s.ConvergeSequence, "dependency", "create", "prepare", "converge")
-	case "destroy":
-		return pick(s.DestroySequence, "dependency", "cleanup", "destroy")
-	case "check":
-		return pick(s.CheckSequence, "dependency", "cleanup", "destroy", "create", "prepare", "converge", "check", "destroy")
-	case "idempotence":
-		return pick(s.IdempotenceSequence, "idempotence")
-	case "verify":
-		return pick(s.VerifySequence, "verify")
-	case "side_effect":
-		return pick(s.SideEffectSequence, "side_effect")
-	case "prepare":
-		return pick(s.PrepareSequence, "prepare")
-	case "cleanup":
-		return pick(s.CleanupSequence, "cleanup")
-	case "syntax":
-		return pick(s.SyntaxSequence, "syntax")
-	case "dependency":
-		return pick(s.DependencySequence, "dependency")
+	given, ok := s.sequences()[command]
+	switch {
+	case !ok:
+		return nil
+	case *given != nil:
+		return *given
+	case defaultSequences[command] != nil:
+		return slices.Clone(defaultSequences[command])
 	}
-	return nil
+	return []string{command}
 }

@@ -14,7 +14,9 @@ import (
 )
 
 // These tests run richt-molecule's runner on the scenarios of testdata/webrole, a role of
-// built-in modules only, against real targets.
+// built-in modules only, against real targets. They run in parallel: each has its own
+// state root, so its scenarios' state directories, inventories and target labels are its
+// own (TestE2EParallel checks the same for scenarios within one run).
 
 // elVersion is the EL generation of the suite under test: the docs-style scenario names
 // its image with ${EL_VERSION:-10}, so TESTENV_SUITE=bookworm runs it on the EL 9 target.
@@ -61,7 +63,7 @@ func e2eRunner(t *testing.T, project string) (*Runner, *syncBuffer) {
 			t.Logf("richt-molecule output:\n%s", out.String())
 		}
 		// Whatever happened, no target of these scenarios outlives the test.
-		for _, name := range []string{"default", "twogen", "failverify", "notidem", "upgrade", "upgradewrong", "badsyntax"} {
+		for _, name := range []string{"default", "twogen", "failverify", "notidem", "upgrade", "upgradewrong", "badsyntax", "testinfra"} {
 			dir, _ := StateDir(r.StateRoot, project, name)
 			if n, err := (DockerCLI{}).Remove(context.Background(), labelState, dir); n > 0 || err != nil {
 				t.Errorf("scenario %s left %d target(s) behind (%v)", name, n, err)
@@ -95,6 +97,7 @@ func mustContain(t *testing.T, out string, wants ...string) {
 // command is a new Runner (a new process, as far as state goes), and they share only the
 // scenario's state directory.
 func TestE2ESubcommands(t *testing.T) {
+	t.Parallel()
 	r, out := e2eRunner(t, "testdata/webrole")
 	ctx := context.Background()
 	step := func(command string, want int) {
@@ -146,6 +149,7 @@ func TestE2ESubcommands(t *testing.T) {
 // Two platforms of two generations in one scenario: each gets its own generation's
 // target (verify.yml checks systemd's version on each).
 func TestE2ETwoGenerations(t *testing.T) {
+	t.Parallel()
 	r, out := e2eRunner(t, "testdata/webrole")
 	if err := r.Run(context.Background(), "test", []string{"twogen"}); err != nil {
 		t.Fatalf("twogen: %v", err)
@@ -161,6 +165,7 @@ func TestE2ETwoGenerations(t *testing.T) {
 // directory, inventory and targets, and the failing one fails alone, with Molecule's exit
 // code and message for a failed verify.
 func TestE2EParallel(t *testing.T) {
+	t.Parallel()
 	r, out := e2eRunner(t, "testdata/webrole")
 	r.Parallel = 3
 	errs := r.RunAll(context.Background(), "test", []string{"default", "upgrade", "failverify"})
@@ -195,9 +200,10 @@ func TestE2EParallel(t *testing.T) {
 // what it got (both exit 1, as Molecule's idempotence failure does); a converge.yml that
 // does not parse fails the syntax check with ansible-playbook's code.
 func TestE2EFailures(t *testing.T) {
+	t.Parallel()
 	r, out := e2eRunner(t, "testdata/webrole")
 	r.Parallel = 3
-	errs := r.RunAll(context.Background(), "test", []string{"notidem", "upgradewrong", "badsyntax"})
+	errs := r.RunAll(context.Background(), "test", []string{"notidem", "upgradewrong", "badsyntax", "testinfra"})
 	var ee *ExitError
 	if !errors.As(errs[0], &ee) || ee.Code != 1 || ee.Msg != "Idempotence test failed because of the following tasks:\n"+
 		"* [instance] => Stamp the time\n    changed: cmd=date +%s%N > /var/tmp/stamp" {
@@ -215,4 +221,46 @@ func TestE2EFailures(t *testing.T) {
 	mustContain(t, out.String(), "[notidem] INFO     notidem ➜ destroy: removed 1 target(s)",
 		"[badsyntax] CRITICAL badsyntax ➜ syntax: Ansible return code was 4",
 		"[badsyntax] INFO     badsyntax ➜ destroy: removed 1 target(s)")
+}
+
+// Molecule's testinfra verifier: pytest with testinfra over the scenario's tests/ (and the
+// file verifier.additional_files_or_dirs adds), reaching the instance through the
+// runner's inventory; then the same instance against checks that fail, which exit with
+// pytest's code and name the failed tests.
+func TestE2ETestinfra(t *testing.T) {
+	r, out := e2eRunner(t, "testdata/webrole")
+	if _, err := testinfraPython(defaultPythons); err != nil {
+		t.Fatalf("%v (make test's setup installs it)", err)
+	}
+	ctx := context.Background()
+	if err := r.Run(ctx, "converge", []string{"testinfra"}); err != nil {
+		t.Fatalf("converge: %v", err)
+	}
+	if err := r.Run(ctx, "verify", []string{"testinfra"}); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	mustContain(t, out.String(), "verify: Executing Testinfra tests found in ",
+		"test_default.py::test_web_running_and_enabled[ansible://instance] PASSED", "test_default.py::test_unit_file_names_the_version[ansible://instance] PASSED",
+		"check_journal.py::test_web_started_once[ansible://instance] PASSED", "4 passed", "verify: Verifier completed successfully.")
+	failing := *r
+	failing.Getenv = func(k string) string {
+		if k == "TESTINFRA_DIR" {
+			return "failing"
+		}
+		return r.Getenv(k)
+	}
+	err := failing.Run(ctx, "verify", []string{"testinfra"})
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != 1 || !strings.HasPrefix(ee.Msg, "Testinfra return code was 1, command was: ") ||
+		!strings.Contains(ee.Msg, "\nFAILED failing/test_failing.py::test_web_stopped[ansible://instance] - AssertionError: web.service is running\n") || !strings.HasSuffix(ee.Msg, "\n1 failed, 1 passed in "+afterIn(ee.Msg)) {
+		t.Errorf("failing verify: %#v, want pytest's exit code 1 naming the failed test", err)
+	}
+	if err := r.Run(ctx, "destroy", []string{"testinfra"}); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+}
+
+// afterIn is what follows the last " in " of s: pytest's duration, which no test can know.
+func afterIn(s string) string {
+	return s[strings.LastIndex(s, " in ")+len(" in "):]
 }

@@ -39,3 +39,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPytestSummary: pytest's output is read back into a failure's message. What it
+// picks is lines of the output (or the closing count cut out of one), never more of them
+// than the output has.
+func FuzzPytestSummary(f *testing.F) {
+	f.Add(pytestFailure)
+	f.Add("=== 1 error in 0.10s ===\nERROR x\n")
+	f.Add("FAILED \r\n== in failed ==")
+	f.Fuzz(func(t *testing.T, out string) {
+		sum := pytestSummary(out)
+		if sum == "" {
+			return
+		}
+		lines := strings.Split(sum, "\n")
+		if len(lines) > strings.Count(out, "\n")+1 {
+			t.Fatalf("%d summary lines from %q", len(lines), out)
+		}
+		for _, l := range lines {
+			if !strings.Contains(out, l) {
+				t.Fatalf("summary line %q is not in the output", l)
+			}
+		}
+	})
+}

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -17,46 +18,48 @@ func Parse(r io.Reader) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("read molecule.yml: %w", err)
 	}
-	var root map[string]yaml.Node
+	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&root); err != nil && err != io.EOF {
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		return Config{}, fmt.Errorf("molecule.yml: %w", err)
+	}
+	root := &doc
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		root = doc.Content[0]
 	}
 	c := Config{Driver: Driver{Name: "docker"}, Provisioner: Provisioner{Name: "ansible"},
 		Verifier: Verifier{Name: "ansible", Directory: "tests"}, Dependency: Dependency{Name: "galaxy"}}
-	for _, key := range sortedKeys(root) {
-		n := root[key]
+	err = eachField("", root, func(key, _ string, n *yaml.Node) error {
 		switch key {
 		case "driver":
-			err = c.parseDriver(&n)
+			return c.parseDriver(n)
 		case "platforms":
-			err = c.parsePlatforms(&n)
+			return c.parsePlatforms(n)
 		case "provisioner":
-			err = c.parseProvisioner(&n)
+			return c.parseProvisioner(n)
 		case "scenario":
-			err = c.parseScenario(&n)
+			return c.parseScenario(n)
 		case "verifier":
-			err = c.parseVerifier(&n)
+			return c.parseVerifier(n)
 		case "dependency":
-			err = c.parseDependency(&n)
+			return c.parseDependency(n)
 		case "richt":
-			err = c.parseRicht(&n)
+			return c.parseRicht(n)
 		case "lint":
-			err = fmt.Errorf("lint: Molecule 6 dropped it and so does this runner; run your linters yourself")
-		case "log", "prerun", "role_name_check", "shared_state", "ansible":
-			if key == "shared_state" {
-				err = fmt.Errorf("shared_state: scenarios never share targets here (each has its own state directory)")
-			} else if key == "ansible" {
-				err = fmt.Errorf("ansible: Molecule 25's ansible-native section is not supported; use provisioner")
-			}
-			// log, prerun and role_name_check change only what Molecule prints or checks
-			// before a run; nothing here depends on them.
-		default:
-			err = fmt.Errorf("%s: unknown key", key)
+			return fmt.Errorf("lint: Molecule 6 dropped it and so does this runner; run your linters yourself")
+		case "shared_state":
+			return fmt.Errorf("shared_state: scenarios never share targets here (each has its own state directory)")
+		case "ansible":
+			return fmt.Errorf("ansible: Molecule 25's ansible-native section is not supported; use provisioner")
+		case "log", "prerun", "role_name_check":
+			// These change only what Molecule prints or checks before a run; nothing here
+			// depends on them.
+			return nil
 		}
-		if err != nil {
-			return Config{}, fmt.Errorf("molecule.yml: %w", err)
-		}
+		return fmt.Errorf("%s: unknown key", key)
+	})
+	if err != nil {
+		return Config{}, fmt.Errorf("molecule.yml: %w", err)
 	}
 	if len(c.Platforms) == 0 {
 		return Config{}, fmt.Errorf("molecule.yml: platforms: at least one platform is needed")
@@ -67,15 +70,6 @@ func Parse(r io.Reader) (Config, error) {
 	return c, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // fields decodes a mapping node into key → node, naming where on error.
 func fields(where string, n *yaml.Node) (map[string]yaml.Node, error) {
 	if n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
@@ -83,9 +77,33 @@ func fields(where string, n *yaml.Node) (map[string]yaml.Node, error) {
 	}
 	var m map[string]yaml.Node
 	if err := n.Decode(&m); err != nil {
+		if where == "" {
+			return nil, fmt.Errorf("want a mapping: %w", err)
+		}
 		return nil, fmt.Errorf("%s: want a mapping: %w", where, err)
 	}
 	return m, nil
+}
+
+// eachField calls f for each key of the mapping n, in sorted order, with the key's path
+// for messages (where.key); the first error stops it. Every section of molecule.yml is
+// read through it, so every unknown key is refused by the same rule.
+func eachField(where string, n *yaml.Node, f func(key, path string, v *yaml.Node) error) error {
+	m, err := fields(where, n)
+	if err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		path := k
+		if where != "" {
+			path = where + "." + k
+		}
+		if err := f(k, path, &v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func decode(where string, n *yaml.Node, v any) error {
@@ -96,37 +114,30 @@ func decode(where string, n *yaml.Node, v any) error {
 }
 
 func (c *Config) parseDriver(n *yaml.Node) error {
-	m, err := fields("driver", n)
-	if err != nil {
-		return err
-	}
-	for _, k := range sortedKeys(m) {
-		v := m[k]
+	err := eachField("driver", n, func(k, where string, v *yaml.Node) error {
 		switch k {
 		case "name":
-			if err := decode("driver.name", &v, &c.Driver.Name); err != nil {
-				return err
-			}
+			return decode(where, v, &c.Driver.Name)
 		case "options":
 			// managed: true is what the docker driver means anyway; false (the user's own
 			// create.yml) is not what this runner does.
 			var o map[string]any
-			if err := decode("driver.options", &v, &o); err != nil {
+			if err := decode(where, v, &o); err != nil {
 				return err
 			}
 			for ok, ov := range o {
 				if ok != "managed" || ov != true {
-					return fmt.Errorf("driver.options.%s: not supported (targets are created by testenv)", ok)
+					return fmt.Errorf("%s.%s: not supported (targets are created by testenv)", where, ok)
 				}
 			}
-		default:
-			return fmt.Errorf("driver.%s: not supported", k)
+			return nil
 		}
-	}
-	if c.Driver.Name != "docker" {
+		return fmt.Errorf("%s: not supported", where)
+	})
+	if err == nil && c.Driver.Name != "docker" {
 		return fmt.Errorf("driver.name %q: only docker is supported (targets are testenv's systemd containers); %q cannot be honoured", c.Driver.Name, c.Driver.Name)
 	}
-	return nil
+	return err
 }
 
 // subsumedPlatformKeys are docker driver keys Molecule's docs write for systemd
@@ -145,33 +156,26 @@ func (c *Config) parsePlatforms(n *yaml.Node) error {
 	}
 	seen := map[string]bool{}
 	for i := range list {
-		m, err := fields(fmt.Sprintf("platforms[%d]", i), &list[i])
-		if err != nil {
-			return err
-		}
 		var p Platform
-		for _, k := range sortedKeys(m) {
-			v := m[k]
-			where := fmt.Sprintf("platforms[%d].%s", i, k)
+		err := eachField(fmt.Sprintf("platforms[%d]", i), &list[i], func(k, where string, v *yaml.Node) error {
 			switch k {
 			case "name":
-				err = decode(where, &v, &p.Name)
+				return decode(where, v, &p.Name)
 			case "image":
-				err = decode(where, &v, &p.Image)
+				return decode(where, v, &p.Image)
 			case "groups":
-				err = decode(where, &v, &p.Groups)
+				return decode(where, v, &p.Groups)
 			case "env":
-				err = decode(where, &v, &p.Env)
-			default:
-				if subsumedPlatformKeys[k] {
-					p.Subsumed = append(p.Subsumed, k)
-				} else {
-					err = fmt.Errorf("%s: not supported by this runner's docker targets", where)
-				}
+				return decode(where, v, &p.Env)
 			}
-			if err != nil {
-				return err
+			if !subsumedPlatformKeys[k] {
+				return fmt.Errorf("%s: not supported by this runner's docker targets", where)
 			}
+			p.Subsumed = append(p.Subsumed, k)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if p.Name == "" {
 			return fmt.Errorf("platforms[%d].name: missing", i)
@@ -210,191 +214,150 @@ func validHostName(s string) bool {
 }
 
 func (c *Config) parseProvisioner(n *yaml.Node) error {
-	m, err := fields("provisioner", n)
-	if err != nil {
-		return err
-	}
-	for _, k := range sortedKeys(m) {
-		v := m[k]
-		where := "provisioner." + k
+	return eachField("provisioner", n, func(k, where string, v *yaml.Node) error {
 		switch k {
 		case "name":
-			err = decode(where, &v, &c.Provisioner.Name)
-			if err == nil && c.Provisioner.Name != "ansible" {
-				err = fmt.Errorf("%s %q: only ansible is supported", where, c.Provisioner.Name)
-			}
+			return decodeChoice(where, v, &c.Provisioner.Name, "ansible")
 		case "env":
-			err = decode(where, &v, &c.Provisioner.Env)
+			return decode(where, v, &c.Provisioner.Env)
 		case "config_options":
-			err = decode(where, &v, &c.Provisioner.ConfigOptions)
+			return decode(where, v, &c.Provisioner.ConfigOptions)
 		case "options":
-			err = decode(where, &v, &c.Provisioner.Options)
+			return decode(where, v, &c.Provisioner.Options)
 		case "playbooks":
-			err = decode(where, &v, &c.Provisioner.Playbooks)
-			for a := range c.Provisioner.Playbooks {
-				if !knownActions[a] && err == nil {
-					err = fmt.Errorf("%s.%s: not an action this runner runs", where, a)
+			if err := decode(where, v, &c.Provisioner.Playbooks); err != nil {
+				return err
+			}
+			for _, a := range slices.Sorted(maps.Keys(c.Provisioner.Playbooks)) {
+				if !knownActions[a] {
+					return fmt.Errorf("%s.%s: not an action this runner runs", where, a)
 				}
 			}
+			return nil
 		case "inventory":
-			err = c.parseInventory(&v)
+			return c.parseInventory(v)
 		case "log":
-		default:
-			err = fmt.Errorf("%s: not supported", where)
+			return nil
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return fmt.Errorf("%s: not supported", where)
+	})
 }
 
 func (c *Config) parseInventory(n *yaml.Node) error {
-	m, err := fields("provisioner.inventory", n)
-	if err != nil {
-		return err
-	}
-	for _, k := range sortedKeys(m) {
-		v := m[k]
-		where := "provisioner.inventory." + k
+	return eachField("provisioner.inventory", n, func(k, where string, v *yaml.Node) error {
 		switch k {
 		case "host_vars":
-			err = decode(where, &v, &c.Provisioner.HostVars)
+			return decode(where, v, &c.Provisioner.HostVars)
 		case "group_vars":
-			err = decode(where, &v, &c.Provisioner.GroupVars)
-		default:
-			// hosts and links point at inventories outside the scenario; their hosts would
-			// not be targets this runner created.
-			err = fmt.Errorf("%s: not supported (only host_vars and group_vars)", where)
+			return decode(where, v, &c.Provisioner.GroupVars)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		// hosts and links point at inventories outside the scenario; their hosts would
+		// not be targets this runner created.
+		return fmt.Errorf("%s: not supported (only host_vars and group_vars)", where)
+	})
 }
 
 func (c *Config) parseScenario(n *yaml.Node) error {
-	m, err := fields("scenario", n)
-	if err != nil {
-		return err
-	}
 	s := &c.Scenario
-	seqs := map[string]*[]string{
-		"test_sequence": &s.TestSequence, "create_sequence": &s.CreateSequence,
-		"converge_sequence": &s.ConvergeSequence, "destroy_sequence": &s.DestroySequence,
-		"check_sequence": &s.CheckSequence, "side_effect_sequence": &s.SideEffectSequence,
-		"cleanup_sequence": &s.CleanupSequence, "dependency_sequence": &s.DependencySequence,
-		"prepare_sequence": &s.PrepareSequence, "verify_sequence": &s.VerifySequence,
-		"idempotence_sequence": &s.IdempotenceSequence, "syntax_sequence": &s.SyntaxSequence,
-	}
-	for _, k := range sortedKeys(m) {
-		v := m[k]
-		where := "scenario." + k
+	return eachField("scenario", n, func(k, where string, v *yaml.Node) error {
 		if k == "name" {
-			if err := decode(where, &v, &s.Name); err != nil {
-				return err
-			}
-			continue
+			return decode(where, v, &s.Name)
 		}
-		seq, ok := seqs[k]
-		if !ok {
+		command, isSeq := strings.CutSuffix(k, "_sequence")
+		seq, ok := s.sequences()[command]
+		if !isSeq || !ok {
 			return fmt.Errorf("%s: not supported", where)
 		}
-		if err := decode(where, &v, seq); err != nil {
+		if err := decode(where, v, seq); err != nil {
 			return err
 		}
 		for _, a := range *seq {
 			if !knownActions[a] {
-				return fmt.Errorf("%s: %q is not an action this runner runs (%s)", where, a, strings.Join(sortedKeys(knownActions), ", "))
+				return fmt.Errorf("%s: %q is not an action this runner runs (%s)", where, a, strings.Join(slices.Sorted(maps.Keys(knownActions)), ", "))
 			}
 		}
 		if k == "test_sequence" {
 			s.explicitTest = true
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (c *Config) parseVerifier(n *yaml.Node) error {
-	m, err := fields("verifier", n)
-	if err != nil {
-		return err
-	}
-	for _, k := range sortedKeys(m) {
-		v := m[k]
-		where := "verifier." + k
+	return eachField("verifier", n, func(k, where string, v *yaml.Node) error {
 		switch k {
 		case "name":
-			err = decode(where, &v, &c.Verifier.Name)
-			if err == nil && c.Verifier.Name != "ansible" && c.Verifier.Name != "testinfra" {
-				err = fmt.Errorf("%s %q: only ansible and testinfra are supported", where, c.Verifier.Name)
-			}
+			return decodeChoice(where, v, &c.Verifier.Name, "ansible", "testinfra")
 		case "directory":
-			err = decode(where, &v, &c.Verifier.Directory)
+			return decode(where, v, &c.Verifier.Directory)
 		case "options":
-			err = decode(where, &v, &c.Verifier.Options)
+			return decode(where, v, &c.Verifier.Options)
+		case "env":
+			return decode(where, v, &c.Verifier.Env)
+		case "additional_files_or_dirs":
+			return decode(where, v, &c.Verifier.AdditionalFilesOrDirs)
 		case "enabled":
-			var on bool
-			err = decode(where, &v, &on)
+			on, err := decodeBool(where, v)
 			if err == nil && !on {
 				err = fmt.Errorf("%s: false is not supported; drop verify from the test_sequence instead", where)
 			}
-		default:
-			err = fmt.Errorf("%s: not supported", where)
-		}
-		if err != nil {
 			return err
 		}
+		return fmt.Errorf("%s: not supported", where)
+	})
+}
+
+// decodeChoice decodes a name that must be one of allowed.
+func decodeChoice(where string, n *yaml.Node, dst *string, allowed ...string) error {
+	if err := decode(where, n, dst); err != nil {
+		return err
 	}
-	return nil
+	if slices.Contains(allowed, *dst) {
+		return nil
+	}
+	if len(allowed) == 1 {
+		return fmt.Errorf("%s %q: only %s is supported", where, *dst, allowed[0])
+	}
+	return fmt.Errorf("%s %q: only %s are supported", where, *dst, strings.Join(allowed, " and "))
+}
+
+func decodeBool(where string, n *yaml.Node) (bool, error) {
+	var b bool
+	err := decode(where, n, &b)
+	return b, err
 }
 
 func (c *Config) parseDependency(n *yaml.Node) error {
-	m, err := fields("dependency", n)
-	if err != nil {
-		return err
-	}
-	for _, k := range sortedKeys(m) {
-		v := m[k]
+	return eachField("dependency", n, func(k, where string, v *yaml.Node) error {
 		switch k {
 		case "name":
-			if err := decode("dependency.name", &v, &c.Dependency.Name); err != nil {
+			if err := decode(where, v, &c.Dependency.Name); err != nil {
 				return err
 			}
-			if c.Dependency.Name != "galaxy" && c.Dependency.Name != "shell" {
-				return fmt.Errorf("dependency.name %q: only galaxy is supported", c.Dependency.Name)
+			switch c.Dependency.Name {
+			case "galaxy":
+				return nil
+			case "shell":
+				return fmt.Errorf("%s shell: not supported (it runs a command on the host)", where)
 			}
-			if c.Dependency.Name == "shell" {
-				return fmt.Errorf("dependency.name shell: not supported (it runs a command on the host)")
-			}
+			return fmt.Errorf("%s %q: only galaxy is supported", where, c.Dependency.Name)
 		case "enabled":
-			var on bool
-			if err := decode("dependency.enabled", &v, &on); err != nil {
-				return err
-			}
-			if !on {
+			on, err := decodeBool(where, v)
+			if err == nil && !on {
 				c.Dependency.Name = ""
 			}
-		default:
-			return fmt.Errorf("dependency.%s: not supported (collections and roles come from the local paths; nothing is downloaded)", k)
+			return err
 		}
-	}
-	return nil
+		return fmt.Errorf("%s: not supported (collections and roles come from the local paths; nothing is downloaded)", where)
+	})
 }
 
 func (c *Config) parseRicht(n *yaml.Node) error {
-	m, err := fields("richt", n)
-	if err != nil {
-		return err
-	}
-	for _, k := range sortedKeys(m) {
-		v := m[k]
-		where := "richt." + k
+	return eachField("richt", n, func(k, where string, v *yaml.Node) error {
 		switch k {
 		case "packages":
 			var pkgs []yaml.Node
-			if err = decode(where, &v, &pkgs); err != nil {
+			if err := decode(where, v, &pkgs); err != nil {
 				return err
 			}
 			for i := range pkgs {
@@ -408,11 +371,15 @@ func (c *Config) parseRicht(n *yaml.Node) error {
 				}
 				c.Richt.Packages = append(c.Richt.Packages, p)
 			}
+			return nil
 		case "repository":
-			err = decode(where, &v, &c.Richt.Repository)
-			if err == nil && !validHostName(c.Richt.Repository) {
-				err = fmt.Errorf("%s %q: not a usable repository id", where, c.Richt.Repository)
+			if err := decode(where, v, &c.Richt.Repository); err != nil {
+				return err
 			}
+			if !validHostName(c.Richt.Repository) {
+				return fmt.Errorf("%s %q: not a usable repository id", where, c.Richt.Repository)
+			}
+			return nil
 		case "upgrade":
 			var u struct {
 				Var    string            `yaml:"var"`
@@ -420,19 +387,15 @@ func (c *Config) parseRicht(n *yaml.Node) error {
 				To     any               `yaml:"to"`
 				Expect map[string]string `yaml:"expect"`
 			}
-			if err = strictDecode(where, &v, &u); err != nil {
+			if err := strictDecode(where, v, &u); err != nil {
 				return err
 			}
 			up := Upgrade(u)
 			c.Richt.Upgrade = &up
-		default:
-			err = fmt.Errorf("%s: unknown key", where)
+			return nil
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return fmt.Errorf("%s: unknown key", where)
+	})
 }
 
 // strictDecode decodes a node into a struct and refuses keys the struct lacks.

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -94,9 +95,9 @@ func (s *scenario) ansibleConfig() (string, error) {
 		}
 	}
 	var b strings.Builder
-	for _, sec := range sortedKeys(sections) {
+	for _, sec := range slices.Sorted(maps.Keys(sections)) {
 		fmt.Fprintf(&b, "[%s]\n", sec)
-		for _, k := range sortedKeys(sections[sec]) {
+		for _, k := range slices.Sorted(maps.Keys(sections[sec])) {
 			v := sections[sec][k]
 			switch t := v.(type) {
 			case bool:
@@ -115,23 +116,36 @@ func (s *scenario) ansibleConfig() (string, error) {
 	return path, os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
-// optionArgs turns provisioner.options into ansible-playbook arguments, Molecule's way.
+// optionArgs turns provisioner.options (and verifier.options) into command arguments,
+// Molecule's way: a true flag is --KEY (-KEY for one letter, and vvv: true is -vvv), a
+// false or empty one is left out, a value is --KEY=VALUE, a list repeats the flag. A
+// one-letter flag's value is a separate argument: pytest reads "-p NAME" before argparse
+// does and would take "-p=NAME" as the plugin "=NAME".
 func optionArgs(options map[string]any) []string {
 	var args []string
-	for _, k := range sortedKeys(options) {
-		v := options[k]
+	for _, k := range slices.Sorted(maps.Keys(options)) {
 		flag := "--" + strings.ReplaceAll(k, "_", "-")
 		if len(k) == 1 || strings.Trim(k, "v") == "" {
 			flag = "-" + k
 		}
-		switch t := v.(type) {
-		case bool:
-			if t {
-				args = append(args, flag)
+		values := []any{options[k]}
+		if list, ok := options[k].([]any); ok {
+			values = list
+		}
+		for _, v := range values {
+			switch t := v.(type) {
+			case bool:
+				if t {
+					args = append(args, flag)
+				}
+			case nil:
+			default:
+				if len(k) == 1 {
+					args = append(args, flag, fmt.Sprint(t))
+				} else {
+					args = append(args, flag+"="+fmt.Sprint(t))
+				}
 			}
-		case nil:
-		default:
-			args = append(args, flag+"="+fmt.Sprint(t))
 		}
 	}
 	return args
@@ -141,7 +155,7 @@ func optionArgs(options map[string]any) []string {
 // that find the role under test, and provisioner.env last.
 func (s *scenario) env(cfgPath string) []string {
 	env := append(os.Environ(), s.r.Env...)
-	for _, k := range sortedKeys(s.mvars) {
+	for _, k := range slices.Sorted(maps.Keys(s.mvars)) {
 		env = append(env, k+"="+s.mvars[k])
 	}
 	roles := []string{filepath.Join(s.stateDir, "roles"), filepath.Dir(s.project), filepath.Join(s.project, "roles")}
@@ -152,7 +166,7 @@ func (s *scenario) env(cfgPath string) []string {
 	_ = os.MkdirAll(tmp, 0o700)
 	env = append(env, "ANSIBLE_CONFIG="+cfgPath, "ANSIBLE_ROLES_PATH="+strings.Join(roles, ":"),
 		"ANSIBLE_NOCOLOR=1", "ANSIBLE_FORCE_COLOR=0", "ANSIBLE_LOCAL_TEMP="+tmp, "ANSIBLE_RETRY_FILES_ENABLED=false")
-	for _, k := range sortedKeys(s.cfg.Provisioner.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.cfg.Provisioner.Env)) {
 		env = append(env, k+"="+s.cfg.Provisioner.Env[k])
 	}
 	return env
@@ -207,7 +221,7 @@ func (s *scenario) runPlaybook(ctx context.Context, action, path string, args []
 	var buf bytes.Buffer
 	shown := s.out
 	if quietOK {
-		shown = &okFilter{w: s.out}
+		shown = okFilter(s.out)
 	}
 	w := io.MultiWriter(&buf, shown)
 	cmd.Stdout, cmd.Stderr = w, w
@@ -248,108 +262,57 @@ func shellJoin(argv []string) string {
 	return strings.Join(q, " ")
 }
 
-// testinfraInstalled tells whether Debian's python3-testinfra (py.test with the
-// testinfra plugin) is on this machine.
-func testinfraInstalled() error {
-	if err := exec.Command("python3", "-c", "import testinfra, pytest").Run(); err != nil {
-		return fmt.Errorf("needs Debian's python3-testinfra (python3 cannot import testinfra and pytest: %v); install it or use verifier: ansible", err)
-	}
-	return nil
+// lineWriter hands each whole line written to it, newline included, to emit; a line
+// split across writes waits for its end. emit must not keep the slice.
+type lineWriter struct {
+	buf  []byte
+	emit func(line []byte) error
 }
 
-// testinfra runs the scenario's tests directory with py.test over Ansible's inventory, as
-// Molecule's testinfra verifier does.
-func (s *scenario) testinfra(ctx context.Context) error {
-	dir := s.cfg.Verifier.Directory
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(s.dir, dir)
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "test_*.py"))
-	if len(files) == 0 {
-		s.logf("verify: Skipping, no tests found.")
-		return nil
-	}
-	sort.Strings(files)
-	cfgPath, err := s.ansibleConfig()
-	if err != nil {
-		return err
-	}
-	argv := append([]string{"-m", "pytest", "--ansible-inventory=" + filepath.Join(s.stateDir, "inventory.yml"),
-		"--connection=ansible", "--hosts=all", "-p", "no:cacheprovider"}, optionArgs(s.cfg.Verifier.Options)...)
-	argv = append(argv, files...)
-	s.logf("verify: Executing testinfra tests found in %s", dir)
-	cmd := exec.CommandContext(ctx, "python3", argv...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = s.dir, s.env(cfgPath), s.out, s.out
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return &ExitError{Code: ee.ExitCode(), Msg: fmt.Sprintf("Testinfra return code was %d", ee.ExitCode())}
-		}
-		return failf("verify: %v", err)
-	}
-	s.logf("verify: Verifier completed successfully.")
-	return nil
-}
-
-// okFilter drops the result JSON -v adds to "ok:" and "skipping:" lines.
-type okFilter struct {
-	w      io.Writer
-	buf    []byte
-	inJSON bool
-}
-
-func (f *okFilter) Write(b []byte) (int, error) {
-	f.buf = append(f.buf, b...)
+func (l *lineWriter) Write(b []byte) (int, error) {
+	l.buf = append(l.buf, b...)
 	for {
-		i := bytes.IndexByte(f.buf, '\n')
+		i := bytes.IndexByte(l.buf, '\n')
 		if i < 0 {
-			break
+			return len(b), nil
 		}
-		line := f.buf[:i+1]
-		f.buf = f.buf[i+1:]
-		if f.inJSON {
-			// A result printed indented (assert's, debug's) ends with a lone "}".
-			f.inJSON = !bytes.Equal(line, []byte("}\n"))
-			continue
-		}
-		if bytes.HasPrefix(line, []byte("ok: [")) || bytes.HasPrefix(line, []byte("skipping: [")) {
-			if j := bytes.Index(line, []byte(" => {")); j >= 0 {
-				f.inJSON = bytes.Equal(line[j:], []byte(" => {\n"))
-				line = append(line[:j:j], '\n')
-			}
-		}
-		if _, err := f.w.Write(line); err != nil {
+		line := l.buf[:i+1]
+		l.buf = l.buf[i+1:]
+		if err := l.emit(line); err != nil {
 			return 0, err
 		}
 	}
-	return len(b), nil
+}
+
+// okFilter drops the result JSON -v adds to "ok:" and "skipping:" lines.
+func okFilter(w io.Writer) io.Writer {
+	inJSON := false
+	return &lineWriter{emit: func(line []byte) error {
+		if inJSON {
+			// A result printed indented (assert's, debug's) ends with a lone "}".
+			inJSON = !bytes.Equal(line, []byte("}\n"))
+			return nil
+		}
+		if bytes.HasPrefix(line, []byte("ok: [")) || bytes.HasPrefix(line, []byte("skipping: [")) {
+			if j := bytes.Index(line, []byte(" => {")); j >= 0 {
+				inJSON = bytes.Equal(line[j:], []byte(" => {\n"))
+				line = append(line[:j:j], '\n')
+			}
+		}
+		_, err := w.Write(line)
+		return err
+	}}
 }
 
 // prefixWriter prefixes every line with the scenario's name, so scenarios running at once
 // can be told apart; lines are written whole, under one lock for all scenarios.
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-	mu     *sync.Mutex
-	buf    []byte
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	p.buf = append(p.buf, b...)
-	for {
-		i := bytes.IndexByte(p.buf, '\n')
-		if i < 0 {
-			break
-		}
-		p.mu.Lock()
-		_, err := fmt.Fprintf(p.w, "%s%s", p.prefix, p.buf[:i+1])
-		p.mu.Unlock()
-		if err != nil {
-			return 0, err
-		}
-		p.buf = p.buf[i+1:]
-	}
-	return len(b), nil
+func prefixWriter(w io.Writer, prefix string, mu *sync.Mutex) io.Writer {
+	return &lineWriter{emit: func(line []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := fmt.Fprintf(w, "%s%s", prefix, line)
+		return err
+	}}
 }
 
 // Instances lists a scenario's instances from its state, for list and login.

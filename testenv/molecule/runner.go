@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -57,6 +58,10 @@ type Runner struct {
 	Parallel int
 	// Host picks the instance for login.
 	Host string
+	// Pythons are the interpreters tried, in order, for a testinfra verifier: the first
+	// that imports testinfra and pytest runs the tests (default python3 on PATH, then
+	// /usr/bin/python3).
+	Pythons []string
 }
 
 func (r *Runner) defaults() {
@@ -80,6 +85,9 @@ func (r *Runner) defaults() {
 	}
 	if r.Parallel < 1 {
 		r.Parallel = 1
+	}
+	if r.Pythons == nil {
+		r.Pythons = defaultPythons
 	}
 }
 
@@ -123,6 +131,9 @@ func (r *Runner) RunAll(ctx context.Context, command string, scenarios []string)
 		if err == nil && s.cfg.Sequence(command) == nil {
 			err = failf("%s: not a sub-command this runner runs", command)
 		}
+		if err == nil {
+			err = s.needVerifier(command)
+		}
 		if err != nil {
 			errs[i] = err
 			return errs
@@ -133,7 +144,7 @@ func (r *Runner) RunAll(ctx context.Context, command string, scenarios []string)
 	var wg sync.WaitGroup
 	for i, s := range cfgs {
 		if len(cfgs) > 1 && r.Parallel > 1 {
-			s.out = &prefixWriter{w: r.Out, prefix: "[" + s.name + "] ", mu: &outMu}
+			s.out = prefixWriter(r.Out, "["+s.name+"] ", &outMu)
 		}
 		wg.Add(1)
 		go func() {
@@ -191,13 +202,23 @@ func (r *Runner) load(name string) (*scenario, error) {
 			return nil, failf("%s: platforms[%d] %s: %v", filepath.Join(dir, "molecule.yml"), i, p.Name, err)
 		}
 	}
-	if cfg.Verifier.Name == "testinfra" {
-		if err := testinfraInstalled(); err != nil {
-			return nil, failf("%s: verifier testinfra: %v", filepath.Join(dir, "molecule.yml"), err)
-		}
-	}
 	return &scenario{r: r, name: name, dir: scenarioDir, project: project, stateDir: stateDir,
 		cfg: cfg, gens: gens, mvars: mvars, out: r.Out}, nil
+}
+
+// needVerifier finds the testinfra verifier's interpreter when the sub-command verifies,
+// so a machine without testinfra is refused before anything is created, not after the
+// converge (and destroy or list still work there).
+func (s *scenario) needVerifier(command string) error {
+	if s.cfg.Verifier.Name != "testinfra" || !slices.Contains(s.cfg.Sequence(command), "verify") {
+		return nil
+	}
+	py, err := testinfraPython(s.r.Pythons)
+	if err != nil {
+		return failf("%s: %v", filepath.Join(s.dir, "molecule.yml"), err)
+	}
+	s.python = py
+	return nil
 }
 
 // syntaxWhileCreating runs the syntax check beside create instead of before it: the
@@ -232,6 +253,8 @@ type scenario struct {
 	mvars    map[string]string
 	out      io.Writer
 	state    State
+	// python runs the testinfra verifier's pytest.
+	python string
 }
 
 func (s *scenario) logf(format string, args ...any) {

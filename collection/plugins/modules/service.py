@@ -524,8 +524,9 @@ files:
 configs:
   description: >-
     Each config's result (changed, name, path, state, plan, diff; on a failure failed and msg), in the
-    order of configs; a config under a unit directory also has unit_files_changed and daemon_reload;
-    a config whose content moved has files_placed (systemd's clock right after the move), which
+    order of configs, with the keys of the contract every module's result has (package_changed,
+    unit_files_changed, daemon_reload): a config under a unit directory whose content moved says
+    unit_files_changed true and daemon_reload needed; a config whose content moved has files_placed (systemd's clock right after the move), which
     tells its process that a reload or start after that moment already served it.
   returned: always
   type: list
@@ -579,9 +580,16 @@ rollback:
     - With I(rollback) and a run that changes something (or a record an earlier, killed run left), what a
       rollback would put back, in check mode too - C(packages) (each C(name) with the builds it would
       C(restore); none means removed) and C(files) (each C(path) with C(restore) C(content) or C(removal)),
-      and C(record), the record on the target while the run is not over.
-    - "The plan lists C(rollback: keep BUILD), C(rollback: save PATH) and C(rollback: record) before the
-      first step, and, when a rollback ran, its steps under C(rollback:)."
+      and C(record), the record on the target while the run is not over; when a package moves, C(keep),
+      each build a rollback would install (C(build)) and how it is kept before the change - C(kept) true
+      (on the host already), or fetched from C(repo), its signature checked there when C(gpgcheck) is true.
+    - "The plan lists C(rollback: keep BUILD (kept)) or C(rollback: keep BUILD: fetch from REPO, gpgcheck
+      on|off), C(rollback: save PATH) and C(rollback: record) before the first step, and, when a rollback
+      ran, its steps under C(rollback:). The keep is planned reading only (in check mode too) and carried
+      out by the real run right before its record; a fetch DNF refuses, or a repository that changed
+      since the plan, fails the run there with nothing changed. A change with rollback that ends well
+      lists C(rollback: forget) last - its record removed, the builds now installed kept, the others
+      pruned."
   returned: with rollback, when something would be put back
   type: dict
 rolled_back:
