@@ -4,8 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -66,37 +64,16 @@ func TestNoContractKeyLiteralOutsideContract(t *testing.T) {
 	keys := contractKeys()
 	params := moduleParams()
 	root := filepath.Join("..", "..")
-	for _, top := range []string{"pkg", "modules", "cmd"} {
-		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, p)
-			rel = filepath.ToSlash(rel)
-			if d.IsDir() && (d.Name() == "testdata" || rel == "pkg/contract") {
-				return filepath.SkipDir
-			}
-			if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-				return nil
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			fset := token.NewFileSet()
-			f, err := parser.ParseFile(fset, p, data, parser.SkipObjectResolution)
-			if err != nil {
-				return err
-			}
-			for _, lit := range keyLiterals(f, keys, params) {
-				t.Errorf("%s: %s is a key of package contract: read it with contract.Read, write it through contract.Change", fset.Position(lit.Pos()), lit.Value)
-			}
-			return nil
-		})
+	eachSourceFile(t, root, []string{"pkg", "modules", "cmd"}, func(rel string) bool { return rel == "pkg/contract" }, func(rel string, data []byte) {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, rel, data, parser.SkipObjectResolution)
 		if err != nil {
 			t.Fatal(err)
 		}
-	}
+		for _, lit := range keyLiterals(f, keys, params) {
+			t.Errorf("%s: %s is a key of package contract: read it with contract.Read, write it through contract.Change", fset.Position(lit.Pos()), lit.Value)
+		}
+	})
 }
 
 // keyLiterals are f's string literals equal to a key that are not a parameter name

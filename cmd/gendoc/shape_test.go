@@ -27,42 +27,21 @@ var longFiles = map[string]int{}
 func TestNoLongSourceFile(t *testing.T) {
 	root := filepath.Join("..", "..")
 	seen := map[string]bool{}
-	for _, top := range []string{"pkg", "ee", "cmd"} {
-		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-				return nil
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(root, p)
-			rel = filepath.ToSlash(rel)
-			n := bytes.Count(data, []byte("\n"))
-			allowed, excepted := longFiles[rel]
-			seen[rel] = true
-			switch {
-			case excepted && n <= maxLines:
-				t.Errorf("%s has %d lines, no more than %d: remove it from longFiles", rel, n, maxLines)
-			case excepted && n > allowed:
-				t.Errorf("%s grew to %d lines (allowed %d, and only fewer): split it", rel, n, allowed)
-			case excepted && n < allowed:
-				t.Errorf("%s shrank to %d lines: lower its count in longFiles from %d to %d", rel, n, allowed, n)
-			case !excepted && n > maxLines:
-				t.Errorf("%s has %d lines, more than %d: split it by what its parts do", rel, n, maxLines)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+	eachSourceFile(t, root, []string{"pkg", "ee", "cmd"}, nil, func(rel string, data []byte) {
+		n := bytes.Count(data, []byte("\n"))
+		allowed, excepted := longFiles[rel]
+		seen[rel] = true
+		switch {
+		case excepted && n <= maxLines:
+			t.Errorf("%s has %d lines, no more than %d: remove it from longFiles", rel, n, maxLines)
+		case excepted && n > allowed:
+			t.Errorf("%s grew to %d lines (allowed %d, and only fewer): split it", rel, n, allowed)
+		case excepted && n < allowed:
+			t.Errorf("%s shrank to %d lines: lower its count in longFiles from %d to %d", rel, n, allowed, n)
+		case !excepted && n > maxLines:
+			t.Errorf("%s has %d lines, more than %d: split it by what its parts do", rel, n, maxLines)
 		}
-	}
+	})
 	for f := range longFiles {
 		if !seen[f] {
 			t.Errorf("%s is gone: remove it from longFiles", f)
@@ -107,6 +86,37 @@ func TestNoUpwardImports(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// eachSourceFile calls fn with the slash path (relative to root) and content of every
+// non-test Go file under root's tops, testdata and the directories skip names left out:
+// the one walk the shape tests share.
+func eachSourceFile(t *testing.T, root string, tops []string, skip func(rel string) bool, fn func(rel string, data []byte)) {
+	t.Helper()
+	for _, top := range tops {
+		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			rel = filepath.ToSlash(rel)
+			if d.IsDir() && (d.Name() == "testdata" || (skip != nil && skip(rel))) {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			fn(rel, data)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 }
