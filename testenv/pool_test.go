@@ -47,14 +47,7 @@ func startedAt(t *testing.T, id string) time.Time {
 // The second start of a kind gets the target booted after the first, before it was asked
 // for: up, new, and never the first one again.
 func TestPoolHandsOutATargetBootedAhead(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: needs Docker")
-	}
-	t.Parallel()
-	kind := poolKind(t)
-	first := Start(t, kind)
-	s := spareOf(t, first.Image, kind)
-	require.NoError(t, s.err)
+	kind, first, s := poolWithSpare(t)
 	asked := time.Now()
 	second := Start(t, kind)
 	assert.Equal(t, s.t.ID(), second.ID(), "the spare is handed out")
@@ -69,14 +62,7 @@ func TestPoolHandsOutATargetBootedAhead(t *testing.T) {
 // A spare whose systemd went down before a test asked for it is removed, and the test gets
 // a target booted for it.
 func TestPoolReplacesASpareThatWentDown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: needs Docker")
-	}
-	t.Parallel()
-	kind := poolKind(t)
-	first := Start(t, kind)
-	s := spareOf(t, first.Image, kind)
-	require.NoError(t, s.err)
+	kind, _, s := poolWithSpare(t)
 	out, err := exec.Command("docker", "kill", s.t.ID()).CombinedOutput()
 	require.NoError(t, err, string(out))
 	second := Start(t, kind)
@@ -107,4 +93,19 @@ func TestPoolRemovesSparesOfProcessesThatAreGone(t *testing.T) {
 	removeOrphanSpares(context.Background())
 	assert.Error(t, exec.Command("docker", "inspect", orphan).Run(), "the spare of a process that is gone is removed")
 	assert.NoError(t, exec.Command("docker", "inspect", live).Run(), "a live process's spare stays")
+}
+
+// poolWithSpare starts the first target of a kind of its own (an end-to-end test, in
+// parallel) and returns the kind, that target and the spare the pool booted after it.
+func poolWithSpare(t *testing.T) (kind Option, first *Target, s *spare) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: needs Docker")
+	}
+	t.Parallel()
+	kind = poolKind(t)
+	first = Start(t, kind)
+	s = spareOf(t, first.Image, kind)
+	require.NoError(t, s.err)
+	return kind, first, s
 }
