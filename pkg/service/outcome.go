@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"slices"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/rollback"
@@ -34,15 +35,7 @@ func (o Outcome) moved(name string) bool {
 	if !o.Changed {
 		return false
 	}
-	if !o.Listed {
-		return true
-	}
-	for _, n := range o.Moved {
-		if n == name {
-			return true
-		}
-	}
-	return false
+	return !o.Listed || slices.Contains(o.Moved, name)
 }
 
 // Step is one step's plan in hand. It may hold what keeps the plan current (a lock) until
@@ -74,16 +67,11 @@ type Step interface {
 	Path() string
 }
 
-// plain answers Step's questions for a step that is no packages or file plan: it moves
-// no package it can name, keeps no builds and writes no path. Embedded by such steps.
+// plain answers Step's questions with nothing: no package it can name, no builds, no
+// path. Every step embeds it and answers the questions its plan can (a packages plan
+// its moves, a file's plan its path).
 type plain struct{}
 
 func (plain) Moves() ([]string, bool)             { return nil, false }
 func (plain) Befores() ([]rollback.Package, bool) { return nil, false }
 func (plain) Path() string                        { return "" }
-
-// noPackages answers Step's packages questions for a file's plan: it moves none.
-type noPackages struct{}
-
-func (noPackages) Moves() ([]string, bool)             { return nil, false }
-func (noPackages) Befores() ([]rollback.Package, bool) { return nil, false }

@@ -54,6 +54,7 @@ func Packages(d rpmexact.Deps) Module {
 }
 
 type packagesStep struct {
+	plain
 	held   *rpmexact.Held
 	budget budget
 }
@@ -62,7 +63,6 @@ func (s packagesStep) Names() []string { return s.held.Plan().Names() }
 func (s packagesStep) Changes() bool   { return s.held.Plan().Changes() }
 func (s packagesStep) UnitFiles() bool { return s.held.Plan().UnitFilesChange() }
 func (s packagesStep) Err() error      { return s.held.Err() }
-func (s packagesStep) Path() string    { return "" }
 func (s packagesStep) Release()        { s.held.Release() }
 
 // Moves are the packages the plan moves (its entries' operations), for the wiring of
@@ -100,7 +100,7 @@ func Files(d override.Deps) Module {
 }
 
 type filesStep struct {
-	noPackages
+	plain
 	d      override.Deps
 	plan   override.Plan
 	err    error
