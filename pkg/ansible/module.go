@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime/debug"
 	"time"
@@ -131,12 +132,8 @@ func ParsedArgs[T any](a Args) (T, error) {
 func (a Args) With(parsed any, shown Values) Args {
 	raw := make(map[string]any, len(a.raw)+len(shown))
 	vals := make(Values, len(a.vals)+len(shown))
-	for k, v := range a.raw {
-		raw[k] = v
-	}
-	for k, v := range a.vals {
-		vals[k] = v
-	}
+	maps.Copy(raw, a.raw)
+	maps.Copy(vals, a.vals)
 	for k, v := range shown {
 		raw[k], vals[k] = v, v
 	}

@@ -25,9 +25,6 @@ type Outcome struct {
 	// when it changed anything: Listed is false then.
 	Moved  []string
 	Listed bool
-	// Plan are the plan entries the step carried out (check mode: would carry out), as
-	// its result lists them.
-	Plan []string
 }
 
 // moved reports whether the packages outcome moved the package name.

@@ -132,7 +132,7 @@ func packageOutcomesOf(names []string, set Outcome) outcomes {
 // it carried out, and which packages moved (an entry whose operation is not none, or
 // whose builds before and after differ).
 func stepOutcome(res reported) Outcome {
-	o := Outcome{Outcome: outcomeOf(res), Plan: planOf(res)}
+	o := Outcome{Outcome: outcomeOf(res)}
 	_, o.Listed = res["packages"].([]any)
 	for _, e := range packageEntries(res) {
 		if (e.operation != "" && e.operation != rpmexact.OpNone) || !slices.Equal(e.before, e.after) {

@@ -176,15 +176,14 @@ func (r *run) prepareRollback(ctx context.Context, c *composed) error {
 		return fmt.Errorf("rollback: %w", err)
 	}
 	rec := rollback.Record{Service: r.p.Name, Phase: rollback.PhaseChanging}
-	befores, known := []rollback.Package(nil), false
 	if c.pkg != nil && !planFailed(c.pkg) {
-		befores, known = c.pkg.Befores()
-	}
-	if known {
-		rec.Packages = befores
-	} else if c.pkg != nil && !planFailed(c.pkg) && c.pkg.Changes() {
-		r.res.FailedStep = "rollback"
-		return errors.New("rollback: internal error: the packages plan does not say which builds it replaces")
+		befores, known := c.pkg.Befores()
+		if known {
+			rec.Packages = befores
+		} else if c.pkg.Changes() {
+			r.res.FailedStep = "rollback"
+			return errors.New("rollback: internal error: the packages plan does not say which builds it replaces")
+		}
 	}
 	contents := map[string][]byte{}
 	refs := map[string][]wiring.Ref{}
