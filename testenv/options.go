@@ -197,12 +197,18 @@ func newConfig(opts []Option) (config, error) {
 		return config{}, fmt.Errorf("WithPackages %v needs a built image; WithImage(%q) is used as it is", c.packages, c.image)
 	}
 	if c.logger == nil {
-		c.logger = tclog.NewNoopLogger()
-		if os.Getenv("TESTENV_VERBOSE") != "" {
-			c.logger = tclog.Default()
-		}
+		c.logger = defaultLogger()
 	}
 	return c, nil
+}
+
+// defaultLogger is the containers' logger when the caller gives none: quiet, unless
+// TESTENV_VERBOSE is set.
+func defaultLogger() tclog.Logger {
+	if os.Getenv("TESTENV_VERBOSE") != "" {
+		return tclog.Default()
+	}
+	return tclog.NewNoopLogger()
 }
 
 // checkPackageNames refuses names that are not Debian package names (they end up in the

@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	tclog "github.com/testcontainers/testcontainers-go/log"
 )
 
 // spareLabel marks a target booted ahead by a test process's pool, with the process's
@@ -132,10 +130,7 @@ func takeSpare(ctx context.Context, o config) (t *Target, ok bool, err error) {
 // when its container's lines come.
 func bootSpare(s *spare, o config) {
 	defer pool.wg.Done()
-	o.logger = tclog.NewNoopLogger()
-	if os.Getenv("TESTENV_VERBOSE") != "" {
-		o.logger = tclog.Default()
-	}
+	o.logger = defaultLogger()
 	o.labels = map[string]string{spareLabel: strconv.Itoa(os.Getpid())}
 	s.t, s.err = boot(context.Background(), o)
 	if s.err != nil && s.t != nil {
