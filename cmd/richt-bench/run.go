@@ -140,7 +140,7 @@ func run(c config) error {
 	ts = append(ts, b.eeRows(ctx, root)...)
 	// -only without "direct" is work on some rows: the direct runs (and the settle before
 	// them, up to two minutes) are left out.
-	if c.only != "" && !b.selected("direct") {
+	if !b.selected("direct") {
 		return b.report(ts, nil, around)
 	}
 	// Direct runs measure the modules on a machine that is otherwise idle: the other
