@@ -43,7 +43,7 @@ func (k Keeper) PlanKeep(ctx context.Context, nevras []string) (KeepPlan, error)
 	if err != nil || len(builds) == 0 {
 		return KeepPlan{}, err
 	}
-	if err := statedir.Check(k.dir()); err != nil {
+	if err := checkKeepDir(k.dir()); err != nil {
 		return KeepPlan{}, fmt.Errorf("keep builds: %w", err)
 	}
 	var p KeepPlan
@@ -224,6 +224,9 @@ func parseBuilds(nevras []string) ([]build, error) {
 
 // ensureDir makes Dir root-only (and its shared parent, when the Keeper is scoped).
 func (k Keeper) ensureDir() error {
+	// Whoever owns a directory above could swap the root-only one for their own after
+	// the check, and a build found there counts as kept: every ancestor is root's, as for
+	// the lock's and the validator's directories.
 	var err error
 	if k.Scope != "" {
 		// The shared parent root-only too, before the scope's own is made in it.
@@ -231,6 +234,9 @@ func (k Keeper) ensureDir() error {
 	}
 	if err == nil {
 		err = statedir.Ensure(k.dir(), 0o700)
+	}
+	if err == nil {
+		err = statedir.CheckAncestors(k.dir())
 	}
 	if err != nil {
 		return fmt.Errorf("keep builds: %w", err)
@@ -259,4 +265,17 @@ func joinBuilds(builds []build) string {
 		names[i] = b.nevra
 	}
 	return strings.Join(names, ", ")
+}
+
+// checkKeepDir is statedir.Check of the keep directory and, when it exists, of every
+// directory above it (ensureDir's rule): what PlanKeep finds there it reports as kept, and a rollback
+// installs it.
+func checkKeepDir(dir string) error {
+	if err := statedir.Check(dir); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(dir); err != nil {
+		return nil // missing: nothing is kept there yet (Check judged any other error)
+	}
+	return statedir.CheckAncestors(dir)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/richt/services/pkg/runner/runnertest"
+	"github.com/richt/services/pkg/statedir"
 )
 
 // argB from repository r2, as a plan's fetch spells it.
@@ -177,4 +178,22 @@ func TestCompareFetched(t *testing.T) {
 			assert.ErrorContains(t, compareFetched(plan, c.ans), c.err)
 		})
 	}
+}
+
+// A keep directory below a directory another user owns is refused before anything is
+// read from it: that user could put a directory of their own in its place after the
+// check, and its builds would count as kept. The same holds when the directory is made.
+func TestTheKeepDirectorysAncestorsAreRoots(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a directory to another user")
+	}
+	owned := filepath.Join(t.TempDir(), "daemon")
+	require.NoError(t, os.Mkdir(owned, 0o755))
+	require.NoError(t, os.Chown(owned, 4242, 4242))
+	dir := filepath.Join(owned, "rpms")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	k := Keeper{Runner: runnertest.New(t), Dir: dir, Python: "/usr/bin/python3"}
+	_, err := k.PlanKeep(context.Background(), []string{nevraA})
+	assert.ErrorIs(t, err, statedir.ErrInsecure)
+	assert.ErrorIs(t, k.ensureDir(), statedir.ErrInsecure)
 }
