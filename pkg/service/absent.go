@@ -40,8 +40,8 @@ func (r *run) absent(ctx context.Context) (err error) {
 		step := "file " + fileLabel(f)
 		out, err := r.callArgs(ctx, r.d.Files, step, f.call)
 		r.res.Files = append(r.res.Files, withItem(out, f))
-		r.res.Plan = append(r.res.Plan, prefixed(step, planOf(out))...)
-		if contract.Changed(out) {
+		r.res.Plan = append(r.res.Plan, prefixed(step, out.plan())...)
+		if out.changed() {
 			removed = true
 		}
 		if err != nil {
@@ -55,7 +55,7 @@ func (r *run) absent(ctx context.Context) (err error) {
 		r.res.Plan = append(r.res.Plan, prefixed(configStepName(cfg), cp.names())...)
 		out, err := r.applyConfig(ctx, cp, nil)
 		r.res.Configs = append(r.res.Configs, out)
-		if contract.Read(out).UnitFilesChanged {
+		if out.change().UnitFilesChanged {
 			removed = true
 		}
 		if err != nil {
@@ -76,8 +76,8 @@ func (r *run) removePackages(ctx context.Context, dependents []string, removed *
 	st := r.plan(ctx, r.d.Packages, args)
 	r.res.Plan = append(r.res.Plan, prefixed("packages", st.Names())...)
 	out, err := r.apply(ctx, r.d.Packages, st, "packages", args)
-	r.res.Packages = out
-	if contract.Changed(out) {
+	r.res.Packages = &out
+	if out.changed() {
 		*removed = true
 		if len(dependents) > 0 {
 			r.res.RemovedDependents = dependents

@@ -118,7 +118,7 @@ func (r *run) planPackages(ctx context.Context, c *composed, absent bool) error 
 		return nil
 	}
 	out, err := r.apply(ctx, r.d.Packages, c.pkg, "packages", *r.pkgs)
-	r.res.Packages = out
+	r.res.Packages = &out
 	c.pkg = nil // ran
 	return err
 }
@@ -211,7 +211,7 @@ func (r *run) checkPresent(ctx context.Context, c *composed) error {
 		st := c.pkg
 		c.pkg = nil // runs now
 		out, err := r.apply(ctx, r.d.Packages, st, "packages", *r.pkgs)
-		r.res.Packages = out
+		r.res.Packages = &out
 		if err != nil {
 			return err
 		}
@@ -245,7 +245,7 @@ func (r *run) checkPresent(ctx context.Context, c *composed) error {
 // default wiring, and puts the plan it carried out (its result's plan; in check mode the
 // plan it reports) at its place in the service's plan. Once a process step reloaded the
 // manager, the later ones get the changes marked as loaded (managerLoaded).
-func (r *run) processes(ctx context.Context, pkgRes reported) error {
+func (r *run) processes(ctx context.Context, pkgRes *stepResult) error {
 	r.warnUnnamed()
 	out := merged(packageOutcomes(r.parts.Packages, pkgRes), configOutcomes(r.configs, r.res.Configs), fileOutcomes(r.files, r.res.Files))
 	return r.eachProcess(ctx, out, r.process)
@@ -255,7 +255,7 @@ func (r *run) processes(ctx context.Context, pkgRes reported) error {
 // rollback's), with the triggers and facts the outcomes out give it (wiring, by name or by
 // default), and stops at the first that fails. Once a step reloaded the manager, the
 // later ones get the outcomes marked as loaded (managerLoaded).
-func (r *run) eachProcess(ctx context.Context, out outcomes, step func(ctx context.Context, proc Process, call ansible.Args) (reported, error)) error {
+func (r *run) eachProcess(ctx context.Context, out outcomes, step func(ctx context.Context, proc Process, call ansible.Args) (stepResult, error)) error {
 	for _, proc := range r.order {
 		restart, reload := r.triggers(proc, out)
 		// The facts apart from the reactions: by name or not, a process plans its
@@ -269,7 +269,7 @@ func (r *run) eachProcess(ctx context.Context, out outcomes, step func(ctx conte
 		if err != nil {
 			return err
 		}
-		if contract.Read(res).DaemonReload.Reloaded() {
+		if res.change().DaemonReload.Reloaded() {
 			// SPEC §7, one manager reload for the service's file changes: this step's
 			// reload (its plan's daemon-reload, in check mode as in a real run) loaded
 			// every change before it. The later processes still plan from them (the unit a
@@ -295,11 +295,11 @@ func managerLoaded(out outcomes) outcomes {
 
 // process plans one process's step and carries out that plan at once (in check mode,
 // reports it), under its unit's lock, and lists it in the service's plan.
-func (r *run) process(ctx context.Context, proc Process, call ansible.Args) (reported, error) {
+func (r *run) process(ctx context.Context, proc Process, call ansible.Args) (stepResult, error) {
 	step := "process " + unitOf(proc.Unit)
 	out, err := r.callArgs(ctx, r.d.Processes, step, call)
 	r.res.Processes = append(r.res.Processes, out)
-	r.res.Plan = append(r.res.Plan, prefixed(step, planOf(out))...)
+	r.res.Plan = append(r.res.Plan, prefixed(step, out.plan())...)
 	return out, err
 }
 

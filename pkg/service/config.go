@@ -141,7 +141,7 @@ func (r *run) planConfig(ctx context.Context, c config) configPlan {
 // plans those again once the packages step ran. before runs right before the file's content
 // moves (configfile.Deps.BeforeReplace): the records of what the change owes. A config
 // under a unit directory has the manager reload recorded due there too.
-func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error) (reported, error) {
+func (r *run) applyConfig(ctx context.Context, c configPlan, before func() error) (stepResult, error) {
 	step := configStepName(c.cfg)
 	var res *configfile.Result
 	err := c.err

@@ -49,21 +49,21 @@ func (r *run) present(ctx context.Context) (err error) {
 	if err := r.record(ahead, ahead.pkg, false); err != nil {
 		return err
 	}
-	var pkgRes reported
+	var pkgRes *stepResult
 	// What the packages step's outcome owes per unit (wiring: by name or by default).
 	pkgDue := map[string]reaction.Kind{}
 	if plan.pkg != nil {
-		var err error
-		pkgRes, err = r.apply(ctx, r.d.Packages, plan.pkg, "packages", *r.pkgs)
+		out, err := r.apply(ctx, r.d.Packages, plan.pkg, "packages", *r.pkgs)
+		pkgRes = &out
 		r.res.Packages = pkgRes
 		pkgDue = dueFrom(r.order, r.parts, packageOutcomes(r.parts.Packages, pkgRes))
-		if contract.Changed(pkgRes) {
+		if pkgRes.changed() {
 			// A change the prediction missed (the database moved under it) owes the same
 			// restart: recorded before the next step, also when this one then failed.
 			// Stamped when the package's files were in place, not now: a scriptlet's
 			// restart inside the transaction (an EL %postun) served it, and a stamp taken
 			// after that restart would have the process restart a second time.
-			placed := contract.Read(pkgRes).FilesPlaced
+			placed := pkgRes.change().FilesPlaced
 			if rerr := r.recordAt(ahead, missed(ahead.pkg, pkgDue), true, placed); rerr != nil {
 				return rerr
 			}
@@ -107,8 +107,8 @@ func (r *run) present(ctx context.Context) (err error) {
 			return r.recordWritten(ahead, cfgRecorded, due)
 		})
 		r.res.Configs = append(r.res.Configs, out)
-		if contract.Changed(out) {
-			if contract.Read(out).UnitFilesChanged {
+		if out.changed() {
+			if out.change().UnitFilesChanged {
 				changedFiles = true
 			}
 			// A change of owner or mode moves no content: recorded after it.
@@ -142,7 +142,7 @@ func (r *run) present(ctx context.Context) (err error) {
 		out, err := r.apply(ctx, r.d.Files, plan.files[i], "file "+fileLabel(f), f.call)
 		plan.files[i] = nil // ran
 		r.res.Files = append(r.res.Files, withItem(out, f))
-		if contract.Changed(out) {
+		if out.changed() {
 			changedFiles = true
 			due := dueFrom(r.order, r.parts, outcomes{fileRef(f): {Changed: true}})
 			if rerr := r.recordWritten(ahead, filesRecorded, due); rerr != nil {

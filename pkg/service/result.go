@@ -19,15 +19,16 @@ type Result struct {
 	Name    string `json:"name"`
 	// Summary is what the run did, one line per package move, process and rollback
 	// (summary.go); the collection's action plugin prints it at the default verbosity.
-	Summary  []string `json:"summary"`
-	State    string   `json:"state"`
-	Packages any      `json:"packages"`
+	Summary []string `json:"summary"`
+	State   string   `json:"state"`
+	// Packages is the packages step's result (null when it did not run).
+	Packages *stepResult `json:"packages"`
 	// Files are the unit files' and drop-ins' results, unit files first.
-	Files []map[string]any `json:"files"`
+	Files []stepResult `json:"files"`
 	// Configs are the configs' results, in configs' order.
-	Configs []map[string]any `json:"configs"`
+	Configs []stepResult `json:"configs"`
 	// Processes are the processes' results, in the order they ran.
-	Processes []map[string]any `json:"processes"`
+	Processes []stepResult `json:"processes"`
 	// ManagerReload is "performed" when the service reloaded the manager at its end: after a
 	// removal, or after writing unit files when no process step would.
 	ManagerReload string `json:"manager_reload,omitempty"`
@@ -63,8 +64,8 @@ func (r *run) diff() *ansible.Diff {
 		return nil
 	}
 	var before, after strings.Builder
-	add := func(label string, res map[string]any) {
-		d, _ := res["diff"].(map[string]any)
+	add := func(label string, res stepResult) {
+		d, _ := res.raw["diff"].(map[string]any)
 		if d == nil {
 			return
 		}
@@ -73,17 +74,17 @@ func (r *run) diff() *ansible.Diff {
 		fmt.Fprintf(&before, "# %s\n%s", label, b)
 		fmt.Fprintf(&after, "# %s\n%s", label, a)
 	}
-	if m, ok := r.res.Packages.(map[string]any); ok {
-		add("packages", m)
+	if r.res.Packages != nil {
+		add("packages", *r.res.Packages)
 	}
 	for _, c := range r.res.Configs {
-		add(fmt.Sprintf("config %v", c["name"]), c)
+		add(fmt.Sprintf("config %v", c.raw["name"]), c)
 	}
 	for _, f := range r.res.Files {
-		add(fmt.Sprintf("file %v", f["path"]), f)
+		add(fmt.Sprintf("file %v", f.raw["path"]), f)
 	}
 	for _, p := range r.res.Processes {
-		add(fmt.Sprintf("process %v", p["unit"]), p)
+		add(fmt.Sprintf("process %v", p.raw["unit"]), p)
 	}
 	if before.Len() == 0 && after.Len() == 0 {
 		return nil
@@ -109,7 +110,7 @@ func stringsOf(v any) []string {
 // (check mode's or the real run's): rpm_exact reports one change for the set, so each
 // package that moved (Outcome.moved) gets the set's change (changed, and its
 // contract.Change), and the others none.
-func packageOutcomes(names []string, res reported) outcomes {
+func packageOutcomes(names []string, res *stepResult) outcomes {
 	return packageOutcomesOf(names, stepOutcome(res))
 }
 
@@ -131,9 +132,12 @@ func packageOutcomesOf(names []string, set Outcome) outcomes {
 // stepOutcome is a step's typed outcome from its result: changed, the contract, the plan
 // it carried out, and which packages moved (an entry whose operation is not none, or
 // whose builds before and after differ).
-func stepOutcome(res reported) Outcome {
-	o := Outcome{Outcome: outcomeOf(res)}
-	_, o.Listed = res["packages"].([]any)
+func stepOutcome(res *stepResult) Outcome {
+	if res == nil {
+		return Outcome{}
+	}
+	o := Outcome{Outcome: res.outcome()}
+	_, o.Listed = res.raw["packages"].([]any)
 	for _, e := range packageEntries(res) {
 		if (e.operation != "" && e.operation != rpmexact.OpNone) || !slices.Equal(e.before, e.after) {
 			o.Moved = append(o.Moved, e.name)
@@ -142,30 +146,30 @@ func stepOutcome(res reported) Outcome {
 	return o
 }
 
-// outcomeOf is a step's outcome from its result, as Ansible would register it: changed
+// outcome is a step's outcome from its result, as Ansible would register it: changed
 // and the contract (package contract, read through its accessors only).
-func outcomeOf(res map[string]any) wiring.Outcome {
-	return wiring.Outcome{Changed: contract.Changed(res), Change: contract.Read(res)}
+func (s stepResult) outcome() wiring.Outcome {
+	return wiring.Outcome{Changed: s.changed(), Change: s.change()}
 }
 
 // fileOutcomes are the unit files' and drop-ins' outcomes from their results, in files'
 // order.
-func fileOutcomes(files []fileStep, results []map[string]any) outcomes {
+func fileOutcomes(files []fileStep, results []stepResult) outcomes {
 	out := outcomes{}
 	for i, f := range files {
 		if i < len(results) {
-			out[fileRef(f)] = outcomeOf(results[i])
+			out[fileRef(f)] = results[i].outcome()
 		}
 	}
 	return out
 }
 
 // configOutcomes are the configs' outcomes from their results, in configs' order.
-func configOutcomes(cfgs []config, results []map[string]any) outcomes {
+func configOutcomes(cfgs []config, results []stepResult) outcomes {
 	out := outcomes{}
 	for i, c := range cfgs {
 		if i < len(results) {
-			out[configRef(c.Name)] = outcomeOf(results[i])
+			out[configRef(c.Name)] = results[i].outcome()
 		}
 	}
 	return out
@@ -174,7 +178,7 @@ func configOutcomes(cfgs []config, results []map[string]any) outcomes {
 // configReport is a config's result as the service reports it (in `configs`): configfile's
 // Result as a module's would be, its plan's entries as the service lists them (names),
 // the diff only in diff mode, and failed with msg when err.
-func (r *run) configReport(res *configfile.Result, names []string, err error) map[string]any {
+func (r *run) configReport(res *configfile.Result, names []string, err error) stepResult {
 	out := map[string]any{}
 	if data, merr := json.Marshal(res); merr == nil {
 		_ = json.Unmarshal(data, &out)
@@ -190,68 +194,112 @@ func (r *run) configReport(res *configfile.Result, names []string, err error) ma
 		out["failed"] = true
 		out["msg"] = err.Error()
 	}
-	return out
+	return stepResult{raw: out}
 }
 
-// reported is one step's result as Ansible reports it: the module's own result (or, for
-// a config, configfile's as a module's would be). Only this file reads or writes its keys;
-// the rest of the service passes it on whole and reads it through the functions here
-// and package contract's accessors.
-type reported = map[string]any
+// stepResult is one step's result as Ansible reports it: the module's own result (or,
+// for a config, configfile's as a module's would be), encoded as it is. Only this file
+// reads or writes its keys; the rest of the service passes it on whole and asks it
+// through the methods here (changed, change, plan, msg...), which read package
+// contract's keys through contract's accessors.
+type stepResult struct{ raw map[string]any }
+
+// MarshalJSON encodes the result as the module gave it.
+func (s stepResult) MarshalJSON() ([]byte, error) { return json.Marshal(s.raw) }
+
+// changed: the step changed something (package contract). change is the contract.Change
+// it reports.
+func (s stepResult) changed() bool           { return contract.Changed(s.raw) }
+func (s stepResult) change() contract.Change { return contract.Read(s.raw) }
+
+// failed reports whether the result says the step failed; msg is its message.
+func (s stepResult) failed() bool { f, _ := s.raw["failed"].(bool); return f }
+func (s stepResult) msg() string  { m, _ := s.raw["msg"].(string); return m }
+
+// plan is the plan entries the result lists.
+func (s stepResult) plan() []string { return stringsOf(s.raw["plan"]) }
+
+// summary is a process step's summary line and unit.
+func (s stepResult) summary() (line, unit string) {
+	line, _ = s.raw["summary"].(string)
+	unit, _ = s.raw["unit"].(string)
+	return line, unit
+}
+
+// actions are what a process step asked systemd to do (its `actions`), and its unit.
+func (s stepResult) actions() (names []string, unit string) {
+	unit, _ = s.raw["unit"].(string)
+	return stringsOf(s.raw["actions"]), unit
+}
+
+// skippedProcess is the result of a rollback's process step for a unit the rollback
+// removed (a first install undone): it is skipped, changing nothing.
+func skippedProcess(unit string) stepResult {
+	return stepResult{raw: map[string]any{"unit": unit, "changed": false, "skipped": true,
+		"msg": "its unit is gone with the rollback, as it was before the change", "plan": []any{}}}
+}
 
 // newResult is the service's result before any step.
 func newResult(p Params) *Result {
-	return &Result{Name: p.Name, State: p.State, Files: []reported{}, Configs: []reported{}, Processes: []reported{}, Plan: []string{}}
+	return &Result{Name: p.Name, State: p.State, Files: []stepResult{}, Configs: []stepResult{}, Processes: []stepResult{}, Plan: []string{}}
 }
 
-// result records one step's result in the service's: its change, its warnings, its
-// failure.
-func (r *run) result(out reported, step string) (reported, error) {
+// stepOf is a step's result from the module's call (ansible.CallArgs), without what the
+// service does not pass on: its invocation (the service's own is reported), and its
+// warnings, each given to warn.
+func stepOf(out map[string]any, warn func(string)) stepResult {
 	delete(out, "invocation")
-	if contract.Changed(out) {
-		r.res.Changed = true
-	}
 	for _, w := range stringsOf(out["warnings"]) {
-		r.req.Warn("%s: %s", step, w)
+		warn(w)
 	}
 	delete(out, "warnings")
-	if failedOf(out) {
+	return stepResult{raw: out}
+}
+
+// result records one step's result (the module's call's) in the service's: its change,
+// its warnings, its failure.
+func (r *run) result(call map[string]any, step string) (stepResult, error) {
+	out := stepOf(call, func(w string) { r.req.Warn("%s: %s", step, w) })
+	if out.changed() {
+		r.res.Changed = true
+	}
+	if out.failed() {
 		r.res.FailedStep = step
-		return out, fmt.Errorf("%s: %s", step, msgOf(out))
+		return out, fmt.Errorf("%s: %s", step, out.msg())
 	}
 	return out, nil
 }
 
-// failedOf reports whether a step's result says it failed; msgOf is its message.
-func failedOf(out reported) bool { f, _ := out["failed"].(bool); return f }
-func msgOf(out reported) string  { m, _ := out["msg"].(string); return m }
+// rollbackResult is a rollback's process step's result from the module's call: its
+// warnings are the rollback's, and a failure is the rollback's (it is not recorded as
+// the run's failed step).
+func (r *run) rollbackResult(call map[string]any, step string) (stepResult, error) {
+	out := stepOf(call, func(w string) { r.req.Warn("rollback: %s: %s", step, w) })
+	if out.failed() {
+		return out, fmt.Errorf("%s", out.msg())
+	}
+	return out, nil
+}
 
-// planOf is the plan entries a step's result lists.
-func planOf(out reported) []string { return stringsOf(out["plan"]) }
+// planFailure is why a planner's call failed (it panicked): its result's message.
+func planFailure(call map[string]any) error { return fmt.Errorf("%s", stepResult{raw: call}.msg()) }
 
 // withItem is a file step's result with the file it is for (`item`: the unit as given,
 // and a drop-in's name).
-func withItem(out reported, f fileStep) reported {
+func withItem(out stepResult, f fileStep) stepResult {
 	item := map[string]any{"unit": f.given}
 	if f.name != "" {
 		item["name"] = f.name
 	}
-	out["item"] = item
+	if out.raw == nil {
+		out.raw = map[string]any{}
+	}
+	out.raw["item"] = item
 	return out
 }
 
 // packagesResult is the packages step's result (nil when it did not run).
-func (r *run) packagesResult() reported {
-	m, _ := r.res.Packages.(map[string]any)
-	return m
-}
-
-// summaryOf is a process step's summary line and unit, from its result.
-func summaryOf(p reported) (line, unit string) {
-	line, _ = p["summary"].(string)
-	unit, _ = p["unit"].(string)
-	return line, unit
-}
+func (r *run) packagesResult() *stepResult { return r.res.Packages }
 
 // packageEntry is one entry of the packages step's result (rpm_exact's, a set:
 // `packages`): its installed builds before and after.
@@ -262,9 +310,11 @@ type packageEntry struct {
 
 // packageEntries are the entries of the packages step's result res (a result without
 // them, or no result: none).
-func packageEntries(res any) []packageEntry {
-	m, _ := res.(map[string]any)
-	entries, _ := m["packages"].([]any)
+func packageEntries(res *stepResult) []packageEntry {
+	if res == nil {
+		return nil
+	}
+	entries, _ := res.raw["packages"].([]any)
 	var out []packageEntry
 	for _, e := range entries {
 		entry, _ := e.(map[string]any)
@@ -277,7 +327,12 @@ func packageEntries(res any) []packageEntry {
 
 // packagesChange is what the packages step's result says of its change (nothing when it
 // did not run).
-func (r *run) packagesChange() contract.Change { return contract.Read(r.packagesResult()) }
+func (r *run) packagesChange() contract.Change {
+	if r.res.Packages == nil {
+		return contract.Change{}
+	}
+	return r.res.Packages.change()
+}
 
 // sensitiveContents are the values masked wherever they would appear in what Ansible
 // reports (ansible.Spec.NoLogValues): which files are sensitive is per item of the raw

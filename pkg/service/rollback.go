@@ -65,7 +65,7 @@ type RolledBack struct {
 	Packages []RollbackPackage `json:"packages"`
 	Files    []RollbackFile    `json:"files"`
 	// Processes are the processes' results in the rollback, each proved again.
-	Processes []reported `json:"processes"`
+	Processes []stepResult `json:"processes"`
 	// Healthy: every process is back in its declared state and its probe answered.
 	Healthy bool `json:"healthy"`
 	// Failed names the part of the rollback that failed ("packages", "file PATH",

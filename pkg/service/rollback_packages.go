@@ -237,8 +237,7 @@ func (d *RolledBack) summary() string {
 	for _, p := range d.Processes {
 		// What systemd was asked to do, not the plan's entries: those name internal
 		// steps (record-pending, stamp-pending, clear-pending) a user has no use for.
-		if names := stringsOf(p["actions"]); len(names) > 0 {
-			unit, _ := p["unit"].(string)
+		if names, unit := p.actions(); len(names) > 0 {
 			acted = append(acted, fmt.Sprintf("%s %s", unit, strings.Join(names, ",")))
 		}
 	}

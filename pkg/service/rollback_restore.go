@@ -29,7 +29,7 @@ import (
 func (r *run) rollBack(ctx context.Context, cause error) error {
 	rb := r.d.Rollback
 	rec := &r.rb.rec
-	done := &RolledBack{Packages: []RollbackPackage{}, Files: []RollbackFile{}, Processes: []reported{}}
+	done := &RolledBack{Packages: []RollbackPackage{}, Files: []RollbackFile{}, Processes: []stepResult{}}
 	r.res.RolledBack = done
 	defer func() {
 		if len(done.Packages) > 0 || len(done.Files) > 0 {
@@ -129,14 +129,13 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		}
 	}
 	removed := done.removedSomething(rec)
-	err = r.eachProcess(ctx, out, func(ctx context.Context, proc Process, args ansible.Args) (reported, error) {
+	err = r.eachProcess(ctx, out, func(ctx context.Context, proc Process, args ansible.Args) (stepResult, error) {
 		unit := unitOf(proc.Unit)
 		step := "process " + unit
 		if removed && r.unitGone(unit) {
 			// A first install rolled back: the unit went with its package or its unit
 			// file, as it was before the change.
-			res := reported{"unit": unit, "changed": false, "skipped": true,
-				"msg": "its unit is gone with the rollback, as it was before the change", "plan": []any{}}
+			res := skippedProcess(unit)
 			// Nothing is owed to a unit that is not there: the reaction recorded for it
 			// ahead of the restore goes with it.
 			if r.d.Pending != nil {
@@ -166,13 +165,13 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 			// re-executing under it). A last
 			// good state that really cannot start fails twice and is reported so.
 			r.req.Warn("rollback: %s failed, tried once more: %v", step, err)
-			r.res.Plan = append(r.res.Plan, prefixed("rollback: "+step, stringsOf(res["plan"]))...)
+			r.res.Plan = append(r.res.Plan, prefixed("rollback: "+step, res.plan())...)
 			resetFailed()
 			res, err = r.rollbackProcess(ctx, step, args)
 		}
 		done.Processes = append(done.Processes, res)
-		r.res.Plan = append(r.res.Plan, prefixed("rollback: "+step, stringsOf(res["plan"]))...)
-		if c, _ := res["changed"].(bool); c {
+		r.res.Plan = append(r.res.Plan, prefixed("rollback: "+step, res.plan())...)
+		if res.changed() {
 			r.res.Changed = true
 		}
 		if err != nil {
@@ -305,21 +304,11 @@ func (r *run) restorePlan(ctx context.Context, f rollback.File, saved []byte) (c
 // rollbackProcess runs one process's step of a rollback: as the change's own steps run,
 // but its result is the rollback's (it does not make the task changed twice, and a
 // failure is the rollback's).
-func (r *run) rollbackProcess(ctx context.Context, step string, a ansible.Args) (reported, error) {
+func (r *run) rollbackProcess(ctx context.Context, step string, a ansible.Args) (stepResult, error) {
 	st := r.plan(ctx, r.d.Processes, a)
-	res := ansible.CallArgs(ctx, a, false, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
+	return r.rollbackResult(ansible.CallArgs(ctx, a, false, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
 		return st.Run(ctx, req)
-	})
-	delete(res, "invocation")
-	for _, w := range stringsOf(res["warnings"]) {
-		r.req.Warn("rollback: %s: %s", step, w)
-	}
-	delete(res, "warnings")
-	if f, _ := res["failed"].(bool); f {
-		msg, _ := res["msg"].(string)
-		return res, fmt.Errorf("%s", msg)
-	}
-	return res, nil
+	}), step)
 }
 
 // refsOf are the service's parts a file is: the config at that path, or the unit file or

@@ -71,7 +71,6 @@ package service
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/richt/services/pkg/ansible"
 	"github.com/richt/services/pkg/configfile"
@@ -209,14 +208,14 @@ func (r *run) plan(ctx context.Context, m Module, a ansible.Args) Step {
 	})
 	if st == nil {
 		// The planner panicked: the call's result says so.
-		st = failed{err: fmt.Errorf("%s", msgOf(out))}
+		st = failed{err: planFailure(out)}
 	}
 	return st
 }
 
 // apply runs a step's plan in hand, for the same arguments, and records its result; a
 // failed step stops the service there.
-func (r *run) apply(ctx context.Context, m Module, st Step, step string, a ansible.Args) (reported, error) {
+func (r *run) apply(ctx context.Context, m Module, st Step, step string, a ansible.Args) (stepResult, error) {
 	out := ansible.CallArgs(ctx, a, r.req.CheckMode, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
 		return st.Run(ctx, req)
 	})
@@ -224,6 +223,6 @@ func (r *run) apply(ctx context.Context, m Module, st Step, step string, a ansib
 }
 
 // callArgs plans one step from arguments validated already and carries out the plan.
-func (r *run) callArgs(ctx context.Context, m Module, step string, a ansible.Args) (reported, error) {
+func (r *run) callArgs(ctx context.Context, m Module, step string, a ansible.Args) (stepResult, error) {
 	return r.apply(ctx, m, r.plan(ctx, m, a), step, a)
 }

@@ -31,7 +31,7 @@ func (r *run) summary() []string {
 		out = append(out, "packages: "+verb+strings.Join(parts, ", "))
 	}
 	for _, p := range r.res.Processes {
-		line, unit := summaryOf(p)
+		line, unit := p.summary()
 		if line == "" {
 			line = unit + ": failed before any change"
 		}
@@ -64,7 +64,7 @@ func (m move) String() string { return fmt.Sprintf("%s %s → %s", m.name, m.bef
 
 // packageMoves reads the packages step's result (rpm_exact's, a set: `packages`) for the
 // entries whose installed builds change.
-func packageMoves(res any) []move {
+func packageMoves(res *stepResult) []move {
 	var out []move
 	for _, e := range packageEntries(res) {
 		name := e.name

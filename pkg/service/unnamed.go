@@ -1,7 +1,6 @@
 package service
 
 import (
-	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/wiring"
 )
 
@@ -31,7 +30,7 @@ func (r *run) warnUnnamed() {
 			if i >= len(r.res.Files) || unitOf(f.unit) != unit {
 				continue
 			}
-			if !contract.Changed(r.res.Files[i]) {
+			if !r.res.Files[i].changed() {
 				continue
 			}
 			ref := canonical(fileRef(f))
