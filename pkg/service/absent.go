@@ -9,6 +9,30 @@ import (
 	"github.com/richt/services/pkg/contract"
 )
 
+// removal is a removal's plan, made before its first step changes anything: each
+// process's (held under its unit's lock until it runs), each unit file's and drop-in's,
+// each config's, and the packages' removal as read ahead (pkgNames; the transaction lock
+// is not held across the processes' stops: removePackages plans again under it and
+// compares).
+type removal struct {
+	procs   []Step
+	files   []Step
+	configs []configPlan
+	// pkgNames are the packages plan's entries as planned ahead (pkgPlanned: there are
+	// packages and their plan could be made).
+	pkgNames   []string
+	pkgPlanned bool
+}
+
+// release lets go of every plan still held (a run that stops before carrying them out).
+func (c *removal) release() {
+	for _, st := range append(slices.Clone(c.procs), c.files...) {
+		if st != nil {
+			st.Release()
+		}
+	}
+}
+
 func (r *run) absent(ctx context.Context) (err error) {
 	// Before anything changes: a removal that would take other packages along.
 	dependents, err := r.dependents(ctx)
@@ -16,10 +40,14 @@ func (r *run) absent(ctx context.Context) (err error) {
 		r.res.FailedStep = "packages"
 		return err
 	}
-	// Each step is planned at its turn and its plan carried out at once (in check mode,
-	// reported): a removal owes no reaction, so nothing is derived or recorded ahead, and
-	// the packages plan, made just before its step, holds the transaction lock only for
-	// the transaction, not across the processes' stops.
+	// The whole removal is planned before its first step, reading only, and reported;
+	// then each step carries out its plan (in check mode, reports it). A removal owes no
+	// reaction, so nothing is derived or recorded ahead.
+	plan, err := r.composeAbsent(ctx)
+	defer plan.release()
+	if err != nil {
+		return err
+	}
 	removed := false
 	// One reload so systemd forgets the removed units, as part of the removal: also when a
 	// later step failed after something was removed, and when an earlier run's removal left
@@ -31,16 +59,21 @@ func (r *run) absent(ctx context.Context) (err error) {
 		}
 		err = r.reloadManager(ctx, err, "removing")
 	}()
-	for _, proc := range r.order {
-		if _, err := r.process(ctx, proc, proc.call); err != nil {
+	for i, proc := range r.order {
+		st := plan.procs[i]
+		plan.procs[i] = nil // runs now
+		step := "process " + unitOf(proc.Unit)
+		out, err := r.apply(ctx, r.d.Processes, st, step, proc.call)
+		r.res.Processes = append(r.res.Processes, out)
+		if err != nil {
 			return err
 		}
 	}
-	for _, f := range r.files {
-		step := "file " + fileLabel(f)
-		out, err := r.callArgs(ctx, r.d.Files, step, f.call)
+	for i, f := range r.files {
+		st := plan.files[i]
+		plan.files[i] = nil // runs now
+		out, err := r.apply(ctx, r.d.Files, st, "file "+fileLabel(f), f.call)
 		r.res.Files = append(r.res.Files, withItem(out, f))
-		r.res.Plan = append(r.res.Plan, prefixed(step, out.plan())...)
 		if out.changed() {
 			removed = true
 		}
@@ -50,9 +83,7 @@ func (r *run) absent(ctx context.Context) (err error) {
 	}
 	// The configs after the unit files, so no process is left reading a config that is
 	// gone; exactly the declared paths, nothing beside them.
-	for _, cfg := range r.configs {
-		cp := r.planConfig(ctx, cfg)
-		r.res.Plan = append(r.res.Plan, prefixed(configStepName(cfg), cp.names())...)
+	for _, cp := range plan.configs {
 		out, err := r.applyConfig(ctx, cp, nil)
 		r.res.Configs = append(r.res.Configs, out)
 		if out.change().UnitFilesChanged {
@@ -62,19 +93,64 @@ func (r *run) absent(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	return r.removePackages(ctx, dependents, &removed)
+	return r.removePackages(ctx, plan, dependents, &removed)
 }
 
-// removePackages plans the removal of the service's packages and carries it out at once
-// (in check mode, reports it): a change sets removed, and names the dependents it took
-// along.
-func (r *run) removePackages(ctx context.Context, dependents []string, removed *bool) error {
+// composeAbsent plans every step of a removal, reading only, and lists the plans in the
+// service's plan in the order they are carried out: the packages' removal is read first
+// (under the transaction lock, let go at once: taken before any unit's lock, never while
+// one is held), then each process is planned under its unit's lock, held until it runs,
+// then the unit files and drop-ins and the configs. A packages plan that could not be
+// made fails the run here, before anything changes.
+func (r *run) composeAbsent(ctx context.Context) (*removal, error) {
+	c := &removal{}
+	if r.pkgs != nil {
+		st := r.plan(ctx, r.d.Packages, *r.pkgs)
+		if planFailed(st) {
+			out, err := r.apply(ctx, r.d.Packages, st, "packages", *r.pkgs)
+			r.res.Packages = &out
+			return c, err
+		}
+		c.pkgNames, c.pkgPlanned = slices.Clone(st.Names()), true
+		st.Release()
+	}
+	for _, proc := range r.order {
+		st := r.plan(ctx, r.d.Processes, proc.call)
+		c.procs = append(c.procs, st)
+		r.res.Plan = append(r.res.Plan, prefixed("process "+unitOf(proc.Unit), st.Names())...)
+	}
+	for _, f := range r.files {
+		st := r.plan(ctx, r.d.Files, f.call)
+		c.files = append(c.files, st)
+		r.res.Plan = append(r.res.Plan, prefixed("file "+fileLabel(f), st.Names())...)
+	}
+	for _, cfg := range r.configs {
+		cp := r.planConfig(ctx, cfg)
+		c.configs = append(c.configs, cp)
+		r.res.Plan = append(r.res.Plan, prefixed(configStepName(cfg), cp.names())...)
+	}
+	r.res.Plan = append(r.res.Plan, prefixed("packages", c.pkgNames)...)
+	return c, nil
+}
+
+// removePackages carries out the removal of the service's packages (in check mode,
+// reports it): planned again at its turn under the transaction lock (rpm_exact's Hold),
+// and carried out only when that plan is the one made ahead; when the RPM database moved
+// in between (another transaction), the step fails naming both and removes nothing. A
+// change sets removed, and names the dependents it took along.
+func (r *run) removePackages(ctx context.Context, c *removal, dependents []string, removed *bool) error {
 	if r.pkgs == nil {
 		return nil
 	}
 	args := *r.pkgs
 	st := r.plan(ctx, r.d.Packages, args)
-	r.res.Plan = append(r.res.Plan, prefixed("packages", st.Names())...)
+	if !planFailed(st) && c.pkgPlanned && !slices.Equal(st.Names(), c.pkgNames) {
+		now := st.Names()
+		st.Release()
+		r.res.FailedStep = "packages"
+		return fmt.Errorf("packages: the installed packages changed while the removal ran (another package transaction): its plan was %s, and under the transaction lock it is %s now; nothing was removed by this step (run the task again to remove what is there now)",
+			describePlan(c.pkgNames), describePlan(now))
+	}
 	out, err := r.apply(ctx, r.d.Packages, st, "packages", args)
 	r.res.Packages = &out
 	if out.changed() {
@@ -85,6 +161,14 @@ func (r *run) removePackages(ctx context.Context, dependents []string, removed *
 		}
 	}
 	return err
+}
+
+// describePlan is a plan's entries as a message names them.
+func describePlan(entries []string) string {
+	if len(entries) == 0 {
+		return "to do nothing"
+	}
+	return strings.Join(entries, ", ")
 }
 
 // syncDue reports whether a manager reload is recorded as due.

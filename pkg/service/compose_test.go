@@ -32,6 +32,10 @@ type recorder struct {
 	args    map[string]map[string]any
 	applied []string
 	events  []string // "plan STEP" and "run STEP", in order (real runs)
+	// again are the steps planned a second time at their turn (a removal's packages: read
+	// ahead, planned again under the transaction lock); steps are every plan made.
+	again map[string]bool
+	steps []*strictStep
 }
 
 // module is a strict step module: name names the step of a request, plan gives its plan's
@@ -46,7 +50,9 @@ func (rc *recorder) module(spec *ansible.Spec, name func(ansible.Values) string,
 			rc.args[step] = withoutTriggers(req.Params)
 		}
 		names, changes := plan(req)
-		return &strictStep{rc: rc, step: step, nth: rc.plans[step], names: names, changes: changes, out: result(step)}
+		st := &strictStep{rc: rc, step: step, nth: rc.plans[step], names: names, changes: changes, out: result(step)}
+		rc.steps = append(rc.steps, st)
+		return st
 	}}
 }
 
@@ -79,8 +85,17 @@ func (s *strictStep) Run(_ context.Context, req *ansible.Request) (any, error) {
 		return out, nil
 	}
 	rc.events = append(rc.events, "run "+s.step)
-	if n := rc.plans[s.step]; n != 1 || s.nth != n {
+	want := 1
+	if rc.again[s.step] {
+		want = 2
+	}
+	if n := rc.plans[s.step]; n != want || s.nth != n {
 		t.Errorf("%s: planned %d times when it ran (plan %d carried out); a real run carries out the one plan it holds", s.step, n, s.nth)
+	}
+	for _, o := range rc.steps {
+		if o != s && o.step == s.step && !o.released {
+			t.Errorf("%s: plan %d was not given back before plan %d ran", s.step, o.nth, s.nth)
+		}
 	}
 	assert.Equal(t, rc.args[s.step], withoutTriggers(req.Params), "%s applied with the arguments it was planned with", s.step)
 	rc.applied = append(rc.applied, s.step)
@@ -133,9 +148,12 @@ func TestComposedPlanIsTheAppliedPlan(t *testing.T) {
 		files     bool // every file's plan changes it
 		wantSteps []string
 		wantPlan  []any
-		// wantEvents are the real run's plans and runs, in order: a process is planned
-		// at its turn, never before the packages and files steps ran.
+		// wantEvents are the real run's plans and runs, in order: in a present run a
+		// process is planned at its turn, never before the packages and files steps ran;
+		// a removal plans every step before its first runs.
 		wantEvents []string
+		// again is a step planned a second time at its turn ("packages" in a removal).
+		again string
 	}{
 		{name: "a clean host: install, write, start",
 			args: demoArgs(), pkg: true, files: true,
@@ -183,13 +201,14 @@ func TestComposedPlanIsTheAppliedPlan(t *testing.T) {
 			wantSteps: []string{"process demo.service", "file demo.service/20.conf", "packages"},
 			wantPlan: []any{"process demo.service: start", "file demo.service/20.conf: write",
 				"packages: remove demo", "daemon-reload"},
-			wantEvents: []string{"plan process demo.service", "run process demo.service", "plan file demo.service/20.conf",
-				"run file demo.service/20.conf", "plan packages", "run packages"}},
+			again: "packages",
+			wantEvents: []string{"plan packages", "plan process demo.service", "plan file demo.service/20.conf",
+				"run process demo.service", "run file demo.service/20.conf", "plan packages", "run packages"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			run := func(check bool) (map[string]any, *recorder, int) {
-				rc := &recorder{t: t, plans: map[string]int{}, args: map[string]map[string]any{}}
+				rc := &recorder{t: t, plans: map[string]int{}, args: map[string]map[string]any{}, again: map[string]bool{c.again: c.again != ""}}
 				var plan []any
 				pending := &strictPending{fakePending: fakePending{records: map[string]*durable.Pending{}}, t: t, plan: &plan}
 				reloads := 0
@@ -236,7 +255,7 @@ func TestComposedPlanIsTheAppliedPlan(t *testing.T) {
 				if !check {
 					check := ansible.Call(context.Background(), Spec(), c.args, true, false, Handler(d))
 					plan, _ = check["plan"].([]any)
-					rc.planned, rc.events = nil, nil
+					rc.planned, rc.events, rc.steps = nil, nil, nil
 					clear(rc.args)
 					clear(rc.plans)
 				}

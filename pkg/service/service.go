@@ -42,16 +42,19 @@
 //     exact: no other transaction can move the RPM database under the plan. It is taken
 //     before any unit's lock (a record is written under the unit's lock while it is
 //     held), never while one is held, so two services cannot wait on each other. A
-//     removal makes its packages plan just before the packages step, after the processes
-//     are stopped and the files removed: nothing is owed in a removal, and the lock is
-//     not held across the stops.
+//     removal reads its packages plan ahead, before any unit's lock, and lets the
+//     transaction lock go at once: the processes' stops can take their whole timeouts, and
+//     no other transaction waits for them. At the packages step it plans again under the
+//     lock and carries that plan out only when it is the one it read ahead and reported;
+//     when another transaction moved the packages in between, the step fails naming both
+//     and removes nothing (absent.go).
 //   - files (Files): the plan is made before the packages step and applied after it;
 //     Apply takes the unit's lock and reads the file again (a cheap lstat and read),
 //     deciding again under the lock only when another run changed it in between. Holding
 //     every unit's lock across the package transaction would block the unit's other runs
 //     for that long.
-//   - processes (Processes): a process's plan depends on what the steps before it really
-//     did (the triggers they report, a restart a package scriptlet already did, the
+//   - processes (Processes): in a present run a process's plan depends on what the steps
+//     before it really did (the triggers they report, a restart a package scriptlet already did, the
 //     records this run wrote). In a real run a process is therefore not forecast: the
 //     service opens no systemd connection, takes no unit lock and observes no unit before
 //     the packages step; each process is planned at its turn, under its unit's lock, from
@@ -61,12 +64,16 @@
 //     triggers (its step run in check mode). So check mode's plan is the real run's
 //     whenever the earlier steps do what their plans say; where they do more (a scriptlet
 //     restarted the unit), the real run's plan says what it carried out.
+//     A removal's processes owe nothing and take no trigger: each is planned ahead, under
+//     its unit's lock, which it holds until it runs.
 //
 // The reported `plan` lists, in order: the records ahead of the packages step, the
 // packages plan, the records ahead of the files, the files' plans, then (at their turns)
 // records a step's unplanned change made due or withdrew, each process's plan, and the
-// service's own daemon-reload. A removal lists each step's plan as it is made: processes,
-// files, packages, daemon-reload.
+// service's own daemon-reload. A removal plans every step before the first runs
+// (composeAbsent: each process under its unit's lock, held until it runs; the files; the
+// configs; the packages as read ahead) and lists them in that order, then the
+// daemon-reload when something was removed.
 package service
 
 import (

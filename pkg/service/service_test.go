@@ -603,8 +603,9 @@ func (brokenPending) GetPending(u string) (*durable.Pending, error) {
 
 // Composing a plan that fails after the packages plan was made (here: the pending record
 // cannot be read) gives that plan back: the transaction lock it holds is not kept past
-// the failure. A removal makes the packages plan only just before its step, so a process
-// step that fails before it leaves no packages plan made at all.
+// the failure. A removal reads its packages plan ahead and gives it back at once (the
+// lock is not held across the processes' stops), so a process step that fails leaves no
+// packages plan held and none carried out.
 func TestAFailedCompositionReleasesThePackagesPlan(t *testing.T) {
 	for _, state := range []string{"present", "absent"} {
 		t.Run(state, func(t *testing.T) {
@@ -632,7 +633,8 @@ func TestAFailedCompositionReleasesThePackagesPlan(t *testing.T) {
 			require.Equal(t, true, out["failed"], "the run fails")
 			assert.False(t, st.ran, "the packages plan was not carried out")
 			if absent {
-				assert.False(t, planned, "no packages plan made (the transaction lock not taken) before the processes are stopped")
+				assert.True(t, planned, "the removal's packages plan is read before any step")
+				assert.True(t, st.released, "and given back at once")
 				return
 			}
 			assert.True(t, st.released, "the packages plan was given back")
