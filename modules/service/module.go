@@ -52,10 +52,6 @@ func Main() {
 			},
 			Txn:    pkgs.Txn,
 			Runner: runner.Exec{},
-			ResetFailed: func(ctx context.Context, unit string) error {
-				_, err := runner.Exec{}.Run(ctx, "systemctl", "reset-failed", "--", unit)
-				return err
-			},
 		},
 		Reload: func(ctx context.Context) error {
 			return systemd.ReloadSeen(ctx, systemd.Systemctl{Runner: runner.Exec{}}, store)

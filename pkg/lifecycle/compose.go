@@ -17,6 +17,13 @@ type Request struct {
 	Want     Want
 	Triggers reaction.Triggers
 	Limit    time.Duration
+	// ResetFailed: before the plan, under the unit's lock, clear the unit's failed state
+	// and its start rate counter (systemd.FailedResetter, on the run's own connection;
+	// a backend without it skips it). No parameter sets it: the service's rollback does,
+	// for its start of the last good state after a change whose starts count against
+	// the unit's StartLimitBurst (a real run only: Hold clears it before check mode
+	// could say no).
+	ResetFailed bool
 }
 
 // Plan is one run's whole decision, made before anything changes: the steps ahead of the

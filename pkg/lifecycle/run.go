@@ -10,6 +10,7 @@ import (
 	"github.com/richt/services/pkg/invocation"
 	"github.com/richt/services/pkg/lock"
 	"github.com/richt/services/pkg/reaction"
+	"github.com/richt/services/pkg/systemd"
 	"github.com/richt/services/pkg/timeout"
 )
 
@@ -40,8 +41,10 @@ type Held struct {
 	res     *Result
 	plan    Plan
 	release func()
-	// lockErr is why the lock could not be had; err why the plan could not be made.
-	lockErr, err error
+	// lockErr is why the lock could not be had; err why the plan could not be made;
+	// resetErr why the failed state asked to be cleared (Request.ResetFailed) was not:
+	// a warning, the plan is made all the same.
+	lockErr, err, resetErr error
 }
 
 // Hold takes the unit's lock (Deps.Lock; waiting within ctx) and plans under it. It always
@@ -56,6 +59,9 @@ func (d Deps) Hold(ctx context.Context, r Request) *Held {
 			return h
 		}
 		h.release = release
+	}
+	if rf, ok := d.Systemd.(systemd.FailedResetter); ok && r.ResetFailed {
+		h.resetErr = rf.ResetFailed(ctx, unit)
 	}
 	h.plan, h.err = d.Plan(ctx, r)
 	if h.err == nil {
@@ -82,6 +88,9 @@ func (h *Held) Finish(ctx context.Context, check bool, warn func(format string, 
 	res, p := h.res, h.plan
 	if h.lockErr != nil {
 		return res, h.lockErr
+	}
+	if h.resetErr != nil {
+		warn("reset-failed: %v", h.resetErr)
 	}
 	err := h.err
 	if err == nil {

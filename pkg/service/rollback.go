@@ -26,9 +26,6 @@ type Rollbacks struct {
 	Txn rpmexact.Transactor
 	// Runner reads the installed builds (one rpm query).
 	Runner runner.Runner
-	// ResetFailed clears a unit's failed state and its start rate counter before a
-	// rollback brings it back (nil: not cleared).
-	ResetFailed func(ctx context.Context, unit string) error
 }
 
 // RollbackPlan is what a rollback would put back (`rollback` in the result): the
@@ -85,6 +82,10 @@ type rollbackRun struct {
 	// fileRefs are the unit files' and drop-ins' parts by path, for the wiring of what a
 	// rollback puts back.
 	fileRefs map[string][]wiring.Ref
+	// installed are the builds installed per package once a rollback's packages are back,
+	// for forget (nil: not known): the rollback's own read under the transaction lock,
+	// with what its transactions moved and the builds they read back after.
+	installed map[string][]string
 }
 
 // Befores implements Step.

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -88,26 +89,21 @@ const rollbackForget = "rollback: forget"
 // The builds now installed are kept first (after a change that ended well, the ones it
 // installed; after a rollback, the old ones, kept already): the next change's rollback
 // then needs no repository that still has them. One that no enabled repository has is a
-// warning: that next change will be refused before it changes anything.
+// warning: that next change will be refused before it changes anything. After a rollback
+// the builds installed are known already (rollbackRun.installed: what its own read under
+// the transaction lock and its transaction's outcome say); rpm is asked only for the
+// packages they do not cover.
 func (r *run) forget(ctx context.Context) error {
 	rb := r.d.Rollback
-	names := make([]string, 0, len(r.rb.rec.Packages)+len(r.p.Packages))
-	for _, p := range r.rb.rec.Packages {
-		names = append(names, p.Name)
-	}
-	for _, p := range r.p.Packages {
-		if len(r.rb.rec.Packages) > 0 && !slices.Contains(names, p.Name) {
-			names = append(names, p.Name)
-		}
-	}
+	names := r.forgetNames()
 	var keep []string
 	if len(names) > 0 {
-		have, _, err := rpmexact.ObserveAll(ctx, rb.Runner, names)
+		installed, err := r.installedOf(ctx, names)
 		if err != nil {
 			return err
 		}
 		for _, n := range names {
-			keep = append(keep, have[n].NEVRAs...)
+			keep = append(keep, installed[n]...)
 		}
 		missing, err := rb.Keeper(r.p.Name).Ensure(ctx, keep, false)
 		if err != nil {
@@ -125,4 +121,45 @@ func (r *run) forget(ctx context.Context) error {
 		return nil
 	}
 	return rb.Keeper(r.p.Name).Prune(keep)
+}
+
+// forgetNames are the packages whose installed builds forget keeps: the record's, and
+// when it holds any, every package of the service.
+func (r *run) forgetNames() []string {
+	names := make([]string, 0, len(r.rb.rec.Packages)+len(r.p.Packages))
+	for _, p := range r.rb.rec.Packages {
+		names = append(names, p.Name)
+	}
+	for _, p := range r.p.Packages {
+		if len(r.rb.rec.Packages) > 0 && !slices.Contains(names, p.Name) {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+// installedOf are the builds installed of each of names: as the rollback found or left
+// them (rollbackRun.installed), else from one rpm query for the rest.
+func (r *run) installedOf(ctx context.Context, names []string) (map[string][]string, error) {
+	out := maps.Clone(r.rb.installed)
+	if out == nil {
+		out = map[string][]string{}
+	}
+	var unknown []string
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) == 0 {
+		return out, nil
+	}
+	have, _, err := rpmexact.ObserveAll(ctx, r.d.Rollback.Runner, unknown)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range unknown {
+		out[n] = have[n].NEVRAs
+	}
+	return out, nil
 }

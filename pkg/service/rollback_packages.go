@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -39,9 +40,15 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 		return Outcome{}, err
 	}
 	defer release()
-	have, _, err := rpmexact.ObserveAll(ctx, rb.Runner, names)
+	// Every package forget keeps, in the same query: once the transaction is done, its
+	// outcome and this read say what is installed, and forget asks rpm nothing more.
+	have, _, err := rpmexact.ObserveAll(ctx, rb.Runner, r.forgetNames())
 	if err != nil {
 		return Outcome{}, err
+	}
+	installed := map[string][]string{}
+	for n, i := range have {
+		installed[n] = i.NEVRAs
 	}
 	// A transaction an earlier run left (the change's, or a killed rollback's) is in what
 	// the rollback just read and puts back: not reported again as the next packages
@@ -70,6 +77,7 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 		}
 	}
 	if len(moving) == 0 {
+		r.rb.installed = installed
 		return Outcome{}, nil
 	}
 	if err := r.removesOnlyItsOwn(ctx, remove, rec); err != nil {
@@ -101,6 +109,9 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 			return Outcome{}, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
 		}
 		unitFiles = unitFiles || o.UnitFilesChanged
+		for _, m := range o.Moves {
+			installed[m.Name] = m.After
+		}
 		if o.AfterErr != nil {
 			return Outcome{}, fmt.Errorf("read the installed builds after the rollback's transaction: %w", o.AfterErr)
 		}
@@ -116,6 +127,8 @@ func (r *run) restorePackages(ctx context.Context, rec *rollback.Record, done *R
 		}
 	}
 	o.UnitFilesChanged = unitFiles
+	maps.Copy(installed, o.After)
+	r.rb.installed = installed
 	set := Outcome{Listed: true}
 	for _, p := range moving {
 		done.Packages = append(done.Packages, RollbackPackage{Name: p.Name, Restore: nonNilStrings(p.Before), From: nonNilStrings(have[p.Name].NEVRAs)})

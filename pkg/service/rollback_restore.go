@@ -13,6 +13,7 @@ import (
 	"github.com/richt/services/pkg/configfile"
 	"github.com/richt/services/pkg/contract"
 	"github.com/richt/services/pkg/durable"
+	"github.com/richt/services/pkg/lifecycle"
 	"github.com/richt/services/pkg/reaction"
 	"github.com/richt/services/pkg/rollback"
 	"github.com/richt/services/pkg/unitfile"
@@ -149,15 +150,13 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 		// The failed change's starts count against the unit's StartLimitBurst (5 in 10 s
 		// by default): a change that failed, run again at once, leaves the rollback's
 		// start refused with start-limit-hit. The counter is systemd's guard against a
-		// unit that keeps failing; the rollback's start is of the last good state.
-		resetFailed := func() {
-			if rb.ResetFailed != nil {
-				if err := rb.ResetFailed(ctx, unit); err != nil {
-					r.req.Warn("rollback: %s: reset-failed: %v", unit, err)
-				}
-			}
+		// unit that keeps failing; the rollback's start is of the last good state. Each
+		// try clears it first, on the step's own systemd connection, under its unit's
+		// lock (lifecycle.Request.ResetFailed).
+		args, err := resettingFailed(args)
+		if err != nil {
+			return stepResult{}, fail(step, err)
 		}
-		resetFailed()
 		res, err := r.rollbackProcess(ctx, step, args)
 		if err != nil {
 			// Once more: the rollback is what stands between the host and a service that
@@ -166,7 +165,6 @@ func (r *run) rollBack(ctx context.Context, cause error) error {
 			// good state that really cannot start fails twice and is reported so.
 			r.req.Warn("rollback: %s failed, tried once more: %v", step, err)
 			r.res.Plan = append(r.res.Plan, prefixed("rollback: "+step, res.plan())...)
-			resetFailed()
 			res, err = r.rollbackProcess(ctx, step, args)
 		}
 		done.Processes = append(done.Processes, res)
@@ -309,6 +307,17 @@ func (r *run) rollbackProcess(ctx context.Context, step string, a ansible.Args) 
 	return r.rollbackResult(ansible.CallArgs(ctx, a, false, r.req.Diff, func(ctx context.Context, req *ansible.Request) (any, error) {
 		return st.Run(ctx, req)
 	}), step)
+}
+
+// resettingFailed is a process's call that clears the unit's failed state and start rate
+// counter before its plan (lifecycle.Request.ResetFailed): a rollback's.
+func resettingFailed(call ansible.Args) (ansible.Args, error) {
+	task, err := ansible.ParsedArgs[lifecycle.Task](call)
+	if err != nil {
+		return call, err
+	}
+	task.ResetFailed = true
+	return call.With(task, nil), nil
 }
 
 // refsOf are the service's parts a file is: the config at that path, or the unit file or

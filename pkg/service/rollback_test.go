@@ -161,7 +161,6 @@ type rbTarget struct {
 	keeper *fakeKeeper
 	rpm    *fakeRPM
 	txn    *fakeTxn
-	reset  []string
 }
 
 func newTarget(t *testing.T) *rbTarget {
@@ -171,8 +170,7 @@ func newTarget(t *testing.T) *rbTarget {
 }
 
 func (g *rbTarget) rollbacks() *Rollbacks {
-	return &Rollbacks{Store: g.store, Keeper: func(string) Keeper { return g.keeper }, Txn: g.txn, Runner: g.rpm,
-		ResetFailed: func(_ context.Context, unit string) error { g.reset = append(g.reset, unit); return nil }}
+	return &Rollbacks{Store: g.store, Keeper: func(string) Keeper { return g.keeper }, Txn: g.txn, Runner: g.rpm}
 }
 
 // record is the service's record in the store; nil when there is none.
@@ -342,6 +340,8 @@ func (d *diskConfigs) Apply(_ context.Context, p configfile.Plan, before func() 
 type failingProcess struct {
 	fail  []bool
 	calls []map[string]any
+	// reset are the units whose failed state a real run was asked to clear first.
+	reset []string
 }
 
 func (f *failingProcess) module() Module {
@@ -351,6 +351,9 @@ func (f *failingProcess) module() Module {
 		}
 		n := len(f.calls)
 		f.calls = append(f.calls, maps.Clone(req.Params))
+		if task, err := ansible.Parsed[lifecycle.Task](req); err == nil && task.ResetFailed {
+			f.reset = append(f.reset, task.Want.Unit)
+		}
 		if n < len(f.fail) && f.fail[n] {
 			return map[string]any{"changed": true, "unit": "demo.service"},
 				errors.New("demo.service: health probe http://127.0.0.1:8080/ failed: connection refused")
@@ -633,7 +636,7 @@ func TestRollbackPutsAConfigBackAfterTheProcessFailed(t *testing.T) {
 			if calls == 3 {
 				wantReset = append(wantReset, "demo.service")
 			}
-			assert.Equal(t, wantReset, g.reset, "its failed state cleared before it is brought back (each try)")
+			assert.Equal(t, wantReset, procs.reset, "its failed state cleared before it is brought back (each try)")
 
 			done := resultOf(out, "rolled_back")
 			require.NotNil(t, done)

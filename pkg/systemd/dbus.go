@@ -198,6 +198,15 @@ func (b *Bus) DaemonReload(ctx context.Context) error {
 	return nil
 }
 
+// ResetFailed implements FailedResetter with one call on the observation connection: the
+// Manager's ResetFailedUnit, what systemctl reset-failed asks for.
+func (b *Bus) ResetFailed(ctx context.Context, unit string) error {
+	if _, err := b.obs.call(ctx, "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager.ResetFailedUnit", unit); err != nil {
+		return fmt.Errorf("reset-failed %s over D-Bus: %w", unit, err)
+	}
+	return nil
+}
+
 // Job implements Systemd: it queues the job and waits for systemd's own result.
 func (b *Bus) Job(ctx context.Context, action, unit string) error {
 	method, known := jobMethods[action]

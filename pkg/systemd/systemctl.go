@@ -33,6 +33,12 @@ type UnitFileEnabler interface {
 	EnableFiles(ctx context.Context, unit string, enabled bool) (changed bool, err error)
 }
 
+// FailedResetter is implemented by backends that can clear a unit's failed state and its
+// start rate counter (systemctl reset-failed; the Manager's ResetFailedUnit).
+type FailedResetter interface {
+	ResetFailed(ctx context.Context, unit string) error
+}
+
 // PIDReader is implemented by backends whose Show leaves MainPID at 0 to keep an
 // observation to one query; the result's main_pid after an action comes from it.
 type PIDReader interface {
@@ -101,6 +107,11 @@ func (s Systemctl) run(ctx context.Context, argv ...string) error {
 // DaemonReload implements Systemd.
 func (s Systemctl) DaemonReload(ctx context.Context) error {
 	return s.run(ctx, s.systemctl("daemon-reload")...)
+}
+
+// ResetFailed implements FailedResetter.
+func (s Systemctl) ResetFailed(ctx context.Context, unit string) error {
+	return s.run(ctx, s.systemctl("reset-failed", "--", unit)...)
 }
 
 // Job implements Systemd; systemctl waits for the job unless told otherwise.

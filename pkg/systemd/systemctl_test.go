@@ -36,6 +36,7 @@ func TestSystemctlBackend(t *testing.T) {
 			runnertest.Call{Argv: []string{"systemctl", "disable", "--", "demo.service"}},
 			runnertest.Call{Argv: []string{"systemctl", "mask", "--", "demo.service"}},
 			runnertest.Call{Argv: []string{"systemctl", "unmask", "--", "demo.service"}, ExitCode: 1, Stderr: "Failed to unmask\n"},
+			runnertest.Call{Argv: []string{"systemctl", "reset-failed", "--", "demo.service"}},
 			runnertest.Call{Argv: []string{"journalctl", "--no-pager", "--quiet", "-o", "short-iso", "-n", "3", "--since=@1700000000", "--unit=demo.service"}, Stdout: "a\nb\n"},
 		)
 		sc := Systemctl{Runner: s}
@@ -52,6 +53,7 @@ func TestSystemctlBackend(t *testing.T) {
 		require.NoError(t, sc.SetMasked(ctx, "demo.service", true))
 		err = sc.SetMasked(ctx, "demo.service", false)
 		require.ErrorContains(t, err, "systemctl unmask -- demo.service exited 1: Failed to unmask")
+		require.NoError(t, sc.ResetFailed(ctx, "demo.service"))
 		assert.Equal(t, []string{"a", "b"}, sc.Journal(ctx, "demo.service", 3))
 	})
 
