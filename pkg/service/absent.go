@@ -7,21 +7,57 @@ import (
 	"strings"
 
 	"github.com/richt/services/pkg/contract"
+	"github.com/richt/services/pkg/rollback"
 )
 
 // removal is a removal's plan, made before its first step changes anything: each
 // process's (held under its unit's lock until it runs), each unit file's and drop-in's,
-// each config's, and the packages' removal as read ahead (pkgNames; the transaction lock
-// is not held across the processes' stops: removePackages plans again under it and
+// each config's, and the packages' removal as read ahead (pkg; the transaction lock is
+// not held across the processes' stops: removePackages plans again under it and
 // compares).
 type removal struct {
 	procs   []Step
 	files   []Step
 	configs []configPlan
-	// pkgNames are the packages plan's entries as planned ahead (pkgPlanned: there are
-	// packages and their plan could be made).
-	pkgNames   []string
-	pkgPlanned bool
+	// pkg is the packages plan as read ahead (nil: no packages, or a plan that could not
+	// be made).
+	pkg *packagesRead
+}
+
+// packagesRead is what a packages plan says, kept once the plan is given back: its
+// entries and the builds it removes or replaces.
+type packagesRead struct {
+	names   []string
+	befores []rollback.Package
+}
+
+func readOf(st Step) *packagesRead {
+	befores, _ := st.Befores()
+	return &packagesRead{names: slices.Clone(st.Names()), befores: slices.Clone(befores)}
+}
+
+// same reports whether two reads of the packages plan are one plan: the same entries for
+// the same installed builds (a removal's entry names the package, not its build).
+func (p *packagesRead) same(q *packagesRead) bool {
+	return slices.Equal(p.names, q.names) && slices.EqualFunc(p.befores, q.befores, func(a, b rollback.Package) bool {
+		return a.Name == b.Name && slices.Equal(a.Before, b.Before)
+	})
+}
+
+// String is the read as a message names it: its entries, and the builds installed.
+func (p *packagesRead) String() string {
+	s := "to do nothing"
+	if len(p.names) > 0 {
+		s = strings.Join(p.names, ", ")
+	}
+	var builds []string
+	for _, b := range p.befores {
+		builds = append(builds, b.Before...)
+	}
+	if len(builds) > 0 {
+		s += " (installed: " + strings.Join(builds, ", ") + ")"
+	}
+	return s
 }
 
 // release lets go of every plan still held (a run that stops before carrying them out).
@@ -111,7 +147,7 @@ func (r *run) composeAbsent(ctx context.Context) (*removal, error) {
 			r.res.Packages = &out
 			return c, err
 		}
-		c.pkgNames, c.pkgPlanned = slices.Clone(st.Names()), true
+		c.pkg = readOf(st)
 		st.Release()
 	}
 	for _, proc := range r.order {
@@ -129,27 +165,29 @@ func (r *run) composeAbsent(ctx context.Context) (*removal, error) {
 		c.configs = append(c.configs, cp)
 		r.res.Plan = append(r.res.Plan, prefixed(configStepName(cfg), cp.names())...)
 	}
-	r.res.Plan = append(r.res.Plan, prefixed("packages", c.pkgNames)...)
+	if c.pkg != nil {
+		r.res.Plan = append(r.res.Plan, prefixed("packages", c.pkg.names)...)
+	}
 	return c, nil
 }
 
 // removePackages carries out the removal of the service's packages (in check mode,
 // reports it): planned again at its turn under the transaction lock (rpm_exact's Hold),
-// and carried out only when that plan is the one made ahead; when the RPM database moved
-// in between (another transaction), the step fails naming both and removes nothing. A
-// change sets removed, and names the dependents it took along.
+// and carried out only when that plan is the one made ahead, for the same installed
+// builds; when the RPM database moved in between (another transaction), the step fails
+// naming both and removes nothing. A change sets removed, and names the dependents it
+// took along.
 func (r *run) removePackages(ctx context.Context, c *removal, dependents []string, removed *bool) error {
 	if r.pkgs == nil {
 		return nil
 	}
 	args := *r.pkgs
 	st := r.plan(ctx, r.d.Packages, args)
-	if !planFailed(st) && c.pkgPlanned && !slices.Equal(st.Names(), c.pkgNames) {
-		now := st.Names()
+	if now := readOf(st); !planFailed(st) && c.pkg != nil && !c.pkg.same(now) {
 		st.Release()
 		r.res.FailedStep = "packages"
 		return fmt.Errorf("packages: the installed packages changed while the removal ran (another package transaction): its plan was %s, and under the transaction lock it is %s now; nothing was removed by this step (run the task again to remove what is there now)",
-			describePlan(c.pkgNames), describePlan(now))
+			c.pkg, now)
 	}
 	out, err := r.apply(ctx, r.d.Packages, st, "packages", args)
 	r.res.Packages = &out
@@ -161,14 +199,6 @@ func (r *run) removePackages(ctx context.Context, c *removal, dependents []strin
 		}
 	}
 	return err
-}
-
-// describePlan is a plan's entries as a message names them.
-func describePlan(entries []string) string {
-	if len(entries) == 0 {
-		return "to do nothing"
-	}
-	return strings.Join(entries, ", ")
 }
 
 // syncDue reports whether a manager reload is recorded as due.
