@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"unicode"
 )
 
 // LocateCommand is the file a command resolves to through PATH and symlinks.
@@ -79,13 +80,18 @@ func Interpreter(src []byte) (string, bool) {
 
 // Shebang is a script's #! line without the line end: the interpreter and the one
 // argument the kernel passes it (everything after the interpreter, as one string, "" for
-// none), for a line [Interpreter] accepts.
+// none), for a line [Interpreter] accepts. A line with a control character other than a
+// tab (a carriage return, a vertical tab) is refused: the kernel separates only at spaces
+// and tabs, and would read it otherwise than Interpreter does.
 func Shebang(src []byte) (interp, arg string, ok bool) {
 	interp, ok = Interpreter(src)
 	if !ok {
 		return "", "", false
 	}
 	first, _, _ := strings.Cut(string(src), "\n")
+	if strings.ContainsFunc(first, func(r rune) bool { return r != '\t' && (r < ' ' || r == 0x7f || unicode.IsSpace(r) && r != ' ') }) {
+		return "", "", false
+	}
 	rest := strings.TrimLeft(strings.TrimPrefix(first, "#!"), " \t")
 	rest = strings.TrimPrefix(rest, interp)
 	return interp, strings.Trim(rest, " \t"), true

@@ -90,6 +90,8 @@ func TestShebang(t *testing.T) {
 		{"one option", "#!/usr/bin/python3 -s\n", "/usr/bin/python3", "-s", true},
 		{"options, one argument as the kernel passes them", "#! /usr/bin/python3 -s -E \n", "/usr/bin/python3", "-s -E", true},
 		{"env indirection", "#!/usr/bin/env python3\n", "", "", false},
+		{"a carriage return (a CRLF file)", "#!/usr/bin/python3\r\n", "", "", false},
+		{"a vertical tab", "#!/usr/bin/python3\v-s\n", "", "", false},
 		{"no #!", "import sys\n", "", "", false},
 	}
 	for _, c := range cases {
@@ -121,4 +123,26 @@ func TestRunsCLI(t *testing.T) {
 			assert.Equal(t, c.want, RunsCLI([]byte(c.src)))
 		})
 	}
+}
+
+func FuzzShebangAndRunsCLI(f *testing.F) {
+	for _, s := range []string{"#!/usr/bin/python3\nfrom dnf.cli import main\nmain.user_main(sys.argv[1:], exit_code=True)\n", "#!/usr/bin/python3 -s\n", "#!  /x  -s -E \nbody", "#!/usr/bin/env python3\n", "\x7fELF"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		want, wantOK := Interpreter(src)
+		interp, arg, ok := Shebang(src)
+		if ok && (!wantOK || interp != want) {
+			t.Fatalf("Shebang %q %v, Interpreter %q %v", interp, ok, want, wantOK)
+		}
+		if ok {
+			first, _, _ := strings.Cut(string(src), "\n")
+			if strings.ContainsAny(arg, "\n") || (arg != "" && !strings.Contains(first, arg)) || strings.TrimSpace(arg) != arg {
+				t.Fatalf("argument %q is not the #! line's rest, trimmed: %q", arg, first)
+			}
+		}
+		if RunsCLI(src) && !wantOK {
+			t.Fatalf("a script without an accepted interpreter runs DNF's command line")
+		}
+	})
 }
