@@ -211,7 +211,10 @@ func (t *Target) ID() string { return t.container.GetContainerID() }
 // Container is the underlying testcontainers container, for what this API lacks.
 func (t *Target) Container() *testcontainers.DockerContainer { return t.container }
 
-// Terminate stops and removes the target; a second call does nothing.
+// Terminate kills and removes the target; a second call does nothing. A target is
+// disposable, so its systemd is not halted first: a halt stops every unit and then loops in
+// systemd-shutdown until docker's stop timeout, which cost the suite more CPU than any
+// test's own checks of a container's end (docs/testenv.md, "Removing a target").
 func (t *Target) Terminate(ctx context.Context) error {
 	t.mu.Lock()
 	done := t.terminated
@@ -220,7 +223,7 @@ func (t *Target) Terminate(ctx context.Context) error {
 	if done {
 		return nil
 	}
-	return testcontainers.TerminateContainer(t.container, testcontainers.StopContext(ctx))
+	return testcontainers.TerminateContainer(t.container, testcontainers.StopContext(ctx), testcontainers.StopTimeout(0))
 }
 
 // ExecResult is a finished command in the target.
