@@ -123,6 +123,7 @@ func TestLifecycle(t *testing.T) {
 		assert.Equal(t, "demo-"+v2+"\n", r.Map("diff")["after"])
 		assert.Equal(t, "demo-"+v2, f.installed(t))
 		f.target.MustExec(t, "test", "-f", "/var/lib/richt/manager-sync-due")
+		f.launched(t, r, "Upgrading", v2)
 	})
 
 	t.Run("exact downgrade", func(t *testing.T) {
@@ -143,6 +144,7 @@ func TestLifecycle(t *testing.T) {
 		assert.Equal(t, "install-nevra", r.String("operation"))
 		assert.Equal(t, []string{"demo-" + v1}, r.Strings("after"))
 		assert.Equal(t, "demo-"+v1, f.installed(t))
+		f.launched(t, r, "Downgrading", v1)
 	})
 
 	t.Run("flags give the same result as the args file", func(t *testing.T) {
@@ -175,6 +177,20 @@ func TestLifecycle(t *testing.T) {
 		assert.Equal(t, "install-n", r.String("operation"))
 		assert.Equal(t, "demo-"+v2, f.installed(t), "DNF picks the newest")
 	})
+}
+
+// launched checks that r's transaction ran through DNF's launcher (pkg/rpmexact/launcher.go)
+// as DNF itself: the launcher in its record, DNF's whole output kept although the launcher
+// leaves without the interpreter's teardown (what ends its output: "Complete!"), and DNF's
+// history with the command line DNF's own start records.
+func (f *fixture) launched(t *testing.T, r testenv.Result, verb, version string) {
+	t.Helper()
+	log := r.String("transaction_log")
+	f.target.MustExec(t, "test", "-x", log+"/bin/dnf")
+	out := f.target.MustExec(t, "cat", log+"/stdout")
+	assert.Contains(t, out, verb)
+	assert.True(t, strings.HasSuffix(strings.TrimSpace(out), "Complete!"), out)
+	assert.Regexp(t, `Command Line\s*:\s*-y install-nevra -- demo-`+version, f.target.MustExec(t, "dnf", "-q", "history", "info", "last"))
 }
 
 func TestYumManager(t *testing.T) {

@@ -464,3 +464,77 @@ until pgrep -x dnf >/dev/null; do sleep 0.1; done; sleep 1`, bin))
 		})
 	}
 }
+
+// gatedRPM puts an rpm first in PATH for a module run whose every call passes through, but
+// whose listing of every installed package (the supervisor's snapshot before DNF, taken
+// while DNF's interpreter waits at its gate: pkg/rpmexact/launcher.go) does what fault
+// says instead. The remembered listing is dropped so that the snapshot lists.
+func (f *fixture) gatedRPM(t *testing.T, fault string) string {
+	t.Helper()
+	wrapper := "#!/bin/sh\ncase \" $* \" in *\" -qa \"*) " + fault + " ;; esac\nexec /usr/bin/rpm \"$@\"\n"
+	require.NoError(t, f.target.WriteFile(context.Background(), "/var/tmp/gate-bin/rpm", []byte(wrapper), 0o755))
+	f.target.MustExec(t, "rm", "-f", rpmexact.DefaultListingDir+"/listing.json")
+	return "PATH=/var/tmp/gate-bin:$PATH"
+}
+
+// dnfLogSize is the size of DNF's log, which every DNF run writes to as it starts.
+func (f *fixture) dnfLogSize(t *testing.T) string {
+	return strings.TrimSpace(f.target.MustExec(t, "sh", "-c", "stat -c %s /var/log/dnf.log 2>/dev/null || echo none"))
+}
+
+// The supervisor SIGKILLed while DNF's interpreter waits at the gate (killed by the
+// snapshot's own rpm, so always at that moment): the gate's pipe closes unopened, the
+// launcher leaves without running DNF, nothing changes, the run fails naming the record,
+// and the next run waits for the lock and upgrades.
+func TestSupervisorKilledBeforeTheGateOpens(t *testing.T) {
+	t.Parallel()
+	f := faultFixture(t)
+	bin := f.slowStart(t, "/var/tmp/gate-args.json", "5m")
+	path := f.gatedRPM(t, "kill -9 $PPID; exit 1")
+	logSize := f.dnfLogSize(t)
+	out := f.target.Shell(t, fmt.Sprintf(`%s %s /var/tmp/gate-args.json; echo "module exit $?"
+while pgrep -x dnf >/dev/null; do sleep 0.1; done`, path, bin))
+	assert.Contains(t, out, "without a readable outcome", "its supervisor was killed")
+	log := strings.TrimSpace(f.target.MustExec(t, "sh", "-c", "ls -d "+rpmexact.DefaultTransactionDir+"/* | tail -1"))
+	assert.Contains(t, out, log, "the run names the record")
+	f.target.MustExec(t, "test", "-x", log+"/bin/dnf") // DNF was to start through its launcher
+	assert.Empty(t, f.target.MustExec(t, "cat", log+"/stdout"), "DNF printed nothing")
+	assert.Equal(t, logSize, f.dnfLogSize(t), "DNF never started: its log is as it was")
+	assert.Equal(t, "slow-1.0", f.rpmQ(t, "slow"), "nothing changed")
+
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "2m"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.Nil(t, r.Map("earlier_transaction"), "the run whose supervisor was killed reported it")
+	assert.Equal(t, "install-nevra", r.String("operation"), "its own transaction")
+	assert.True(t, r.Changed())
+	assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"))
+	r = f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.False(t, r.Changed())
+	assert.Nil(t, r.Map("earlier_transaction"))
+}
+
+// A snapshot before DNF that fails closes the gate: the task fails saying the transaction
+// was not started, with rpm's words; DNF never ran (its interpreter has left by the time the
+// task returns), nothing changed, and the next run upgrades.
+func TestASnapshotFailureStartsNothing(t *testing.T) {
+	t.Parallel()
+	f := faultFixture(t)
+	bin := f.slowStart(t, "/var/tmp/snap-args.json", "5m")
+	path := f.gatedRPM(t, "echo 'error: rpmdb: listing refused here' >&2; exit 1")
+	logSize := f.dnfLogSize(t)
+	out := f.target.Shell(t, fmt.Sprintf(`%s %s /var/tmp/snap-args.json; echo "module exit $?"
+pgrep -x dnf >/dev/null && echo "dnf still there"; true`, path, bin))
+	assert.Contains(t, out, "transaction not started")
+	assert.Contains(t, out, "listing refused here")
+	assert.Regexp(t, `"changed": ?false`, out)
+	assert.NotContains(t, out, "dnf still there", "the supervisor waited for DNF's interpreter to leave")
+	assert.Equal(t, logSize, f.dnfLogSize(t), "DNF never started")
+	assert.Equal(t, "slow-1.0", f.rpmQ(t, "slow"))
+
+	r := f.run(t, map[string]any{"name": "slow", "version": "0:2.0-1.noarch", "timeout": "2m"})
+	require.False(t, r.Failed(), r.Msg())
+	assert.True(t, r.Changed())
+	assert.Nil(t, r.Map("earlier_transaction"), "the failed run reported its own")
+	assert.Equal(t, "slow-2.0", f.rpmQ(t, "slow"))
+}

@@ -24,5 +24,7 @@
 // A transaction runs under a supervisor in a systemd scope of its own ([Detached],
 // [Supervise]), which lists every installed package before DNF and after it to report
 // everything DNF moved; the listing after is remembered for the next transaction's listing
-// before while the RPM database files are unchanged ([QueryMemo.LookupListing]).
+// before while the RPM database files are unchanged ([QueryMemo.LookupListing]). DNF 4's
+// interpreter starts while the listing before is taken, held at a gate the supervisor opens
+// only once it is, and leaves without Python's teardown (launcher.go).
 package rpmexact

@@ -24,6 +24,7 @@ import (
 //
 //	request.json   what to run and how to settle it (written by the module)
 //	stdout, stderr DNF's output
+//	bin/COMMAND    DNF's launcher, when DNF 4's script is started through it (launcher.go)
 //	outcome.json   exit code, end, whether unit files changed (written by the supervisor)
 //	reported       a run has reported the outcome: the module that waited to the end, or,
 //	               when it stopped waiting (deadline, killed), the next run

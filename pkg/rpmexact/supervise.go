@@ -6,11 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -73,12 +70,29 @@ const settleTimeout = 2 * time.Minute
 func Supervise(dir string, sync SyncRecorder, listings *QueryMemo) int {
 	held := os.NewFile(3, "transaction lock")
 	defer held.Close()
-	return supervise(DefaultTransactionDir, dir, held, sync, listings)
+	return supervise(DefaultTransactionDir, dir, held, supervisorDeps{
+		Sync: sync, Listings: listings, Runner: runner.Exec{},
+		Launch: func(argv0 string) (dnfLaunch, bool) { return launchFor(argv0, hostScriptFiles) },
+	})
+}
+
+// supervisorDeps is what the supervisor reads the host through and how it starts DNF.
+type supervisorDeps struct {
+	Sync     SyncRecorder
+	Listings *QueryMemo
+	// Runner runs the snapshots' commands.
+	Runner runner.Runner
+	// UnitDirs replaces systemd's unit directories (nil: systemd's), for tests.
+	UnitDirs []string
+	// Launch says whether the command is started through DNF's launcher (launcher.go);
+	// nil: never.
+	Launch func(argv0 string) (dnfLaunch, bool)
 }
 
 // supervise is Supervise for a request in root (the transactions directory), with the
 // transaction lock held.
-func supervise(root, dir string, held *os.File, sync SyncRecorder, listings *QueryMemo) int {
+func supervise(root, dir string, held *os.File, deps supervisorDeps) int {
+	sync := deps.Sync
 	// The directory comes from the environment, which a task can set: its request is
 	// an argv run as root, so it is run only from where this module writes requests, in a
 	// directory and a file nobody else can have written. Nothing is written to a directory
@@ -129,14 +143,10 @@ func supervise(root, dir string, held *os.File, sync SyncRecorder, listings *Que
 	if req.ExeFD > 2 {
 		syscall.CloseOnExec(req.ExeFD) // the module's executable is no business of DNF's
 	}
-	// The snapshot DNF's changes are read against; without it DNF does not run.
-	st := settler{Runner: runner.Exec{}, Sync: sync, Listings: listings}
-	bctx, bcancel := context.WithTimeout(context.Background(), settleTimeout)
-	before, err := st.before(bctx)
-	bcancel()
-	if err != nil {
-		rec.StartErr = err.Error()
-		if req.AheadID != "" && sync != nil { // DNF never ran: no reload due on its account
+	// DNF never ran: no reload due on its account.
+	notStarted := func(why string) int {
+		rec.StartErr = why
+		if req.AheadID != "" && sync != nil {
 			cctx, cancel := timeout.Cleanup(context.Background())
 			defer cancel()
 			_ = sync.RemoveManagerSyncEntry(cctx, req.AheadID)
@@ -144,7 +154,40 @@ func supervise(root, dir string, held *os.File, sync SyncRecorder, listings *Que
 		done = true
 		return 1
 	}
-	res, err := runLogged(dir, held, req.Argv)
+	// DNF 4's interpreter starts first, held at its gate while the snapshot is taken
+	// (launcher.go); any other command starts after it.
+	var proc *dnfProc
+	if deps.Launch != nil {
+		if l, ok := deps.Launch(req.Argv[0]); ok {
+			proc = startLaunched(dir, held, req.Argv, l)
+		}
+	}
+	// The snapshot DNF's changes are read against; without it DNF does not run.
+	st := settler{Runner: deps.Runner, Sync: sync, UnitDirs: deps.UnitDirs, Listings: deps.Listings}
+	bctx, bcancel := context.WithTimeout(context.Background(), settleTimeout)
+	before, err := st.before(bctx)
+	bcancel()
+	if err != nil {
+		why := err.Error()
+		if proc != nil {
+			if cerr := proc.closeGate(); cerr != nil {
+				why += "; " + cerr.Error()
+			}
+			_ = lock.WriteHolder(held, os.Getpid())
+		}
+		return notStarted(why)
+	}
+	if proc == nil {
+		if proc, err = startLogged(dir, held, req.Argv, ""); err != nil {
+			rec.StartErr = err.Error()
+			done = true
+			return 1
+		}
+	} else if err := proc.openGate(); err != nil {
+		_ = lock.WriteHolder(held, os.Getpid())
+		return notStarted(err.Error())
+	}
+	res, err := proc.wait()
 	if err != nil {
 		rec.StartErr = err.Error()
 		done = true
@@ -176,38 +219,24 @@ func supervise(root, dir string, held *os.File, sync SyncRecorder, listings *Que
 // runLogged runs argv to its end with its output in dir's files and names DNF as the
 // lock's holder while it runs.
 func runLogged(dir string, held *os.File, argv []string) (runner.Result, error) {
-	res := runner.Result{Argv: argv}
-	open := func(name string) (*os.File, error) {
-		return os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
-	}
-	stdout, err := open(stdoutFile)
+	p, err := startLogged(dir, held, argv, "")
 	if err != nil {
-		return res, err
+		return runner.Result{Argv: argv}, err
 	}
-	defer stdout.Close()
-	stderr, err := open(stderrFile)
-	if err != nil {
-		return res, err
-	}
-	defer stderr.Close()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = slices.DeleteFunc(runner.Env(), func(kv string) bool { return strings.HasPrefix(kv, SuperviseEnv+"=") })
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		return res, err
-	}
-	_ = lock.WriteHolder(held, cmd.Process.Pid) // only for messages of waiting runs
-	err = cmd.Wait()
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr):
-		res.ExitCode = exitErr.ExitCode()
-		if res.ExitCode < 0 { // ended by a signal
-			res.ExitCode = 128 + int(exitErr.Sys().(syscall.WaitStatus).Signal())
+	return p.wait()
+}
+
+// startLaunched starts DNF through its launcher with the gate closed; nil when the launcher
+// cannot be written or executed (a record directory on a noexec mount): then DNF starts
+// after the snapshot, as without the launcher.
+func startLaunched(dir string, held *os.File, argv []string, l dnfLaunch) *dnfProc {
+	path, err := writeLauncher(dir, argv[0], l)
+	if err == nil {
+		var p *dnfProc
+		if p, err = startLogged(dir, held, argv, path); err == nil {
+			return p
 		}
-	default:
-		return res, err
 	}
-	return res, nil
+	_ = os.RemoveAll(filepath.Join(dir, launcherDir))
+	return nil
 }

@@ -46,7 +46,7 @@ func TestSupervisorRunsOnlyRequestsOfTheTransactionsDirectory(t *testing.T) {
 	} {
 		t.Run(strings.TrimPrefix(dir, base), func(t *testing.T) {
 			f := newSuperviseFixture(t, root, dir)
-			assert.Equal(t, 2, supervise(f.root, f.dir, f.held, nil, nil))
+			assert.Equal(t, 2, supervise(f.root, f.dir, f.held, supervisorDeps{}))
 			assert.NoFileExists(t, f.ran, "the request never ran")
 			assert.NoFileExists(t, filepath.Join(f.dir, outcomeFile), "nothing written there")
 		})
@@ -64,7 +64,7 @@ func TestSupervisorRunsARequestOnce(t *testing.T) {
 			root := t.TempDir()
 			f := newSuperviseFixture(t, root, filepath.Join(root, "000000000001-x-1"))
 			require.NoError(t, os.WriteFile(filepath.Join(f.dir, c.file), []byte(c.content), 0o600))
-			assert.Equal(t, 2, supervise(f.root, f.dir, f.held, nil, nil))
+			assert.Equal(t, 2, supervise(f.root, f.dir, f.held, supervisorDeps{}))
 			assert.NoFileExists(t, f.ran, "the request did not run again")
 			got, err := os.ReadFile(filepath.Join(f.dir, c.file))
 			require.NoError(t, err)
