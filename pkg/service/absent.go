@@ -150,15 +150,23 @@ func (r *run) composeAbsent(ctx context.Context) (*removal, error) {
 		c.pkg = readOf(st)
 		st.Release()
 	}
-	for _, proc := range r.order {
-		st := r.plan(ctx, r.d.Processes, proc.call)
-		c.procs = append(c.procs, st)
-		r.res.Plan = append(r.res.Plan, prefixed("process "+unitOf(proc.Unit), st.Names())...)
+	// Each plan holds its unit's (or file's) lock until its step runs, so the plans take
+	// them in one order every run shares, by name, not in the service's order: two
+	// removals of services that share units in opposite orders would otherwise each hold
+	// what the other waits for until their deadlines.
+	c.procs = make([]Step, len(r.order))
+	for _, i := range byName(len(r.order), func(i int) string { return unitOf(r.order[i].Unit) }) {
+		c.procs[i] = r.plan(ctx, r.d.Processes, r.order[i].call)
 	}
-	for _, f := range r.files {
-		st := r.plan(ctx, r.d.Files, f.call)
-		c.files = append(c.files, st)
-		r.res.Plan = append(r.res.Plan, prefixed("file "+fileLabel(f), st.Names())...)
+	for i, proc := range r.order {
+		r.res.Plan = append(r.res.Plan, prefixed("process "+unitOf(proc.Unit), c.procs[i].Names())...)
+	}
+	c.files = make([]Step, len(r.files))
+	for _, i := range byName(len(r.files), func(i int) string { return fileLabel(r.files[i]) }) {
+		c.files[i] = r.plan(ctx, r.d.Files, r.files[i].call)
+	}
+	for i, f := range r.files {
+		r.res.Plan = append(r.res.Plan, prefixed("file "+fileLabel(f), c.files[i].Names())...)
 	}
 	for _, cfg := range r.configs {
 		cp := r.planConfig(ctx, cfg)
@@ -249,4 +257,15 @@ func (r *run) dependents(ctx context.Context) ([]string, error) {
 			strings.Join(names, ", "), strings.Join(deps, ", "))
 	}
 	return deps, nil
+}
+
+// byName is the indexes 0..n-1 ordered by name(i): the order in which plans that hold a
+// lock until they run take their locks.
+func byName(n int, name func(int) string) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(name(a), name(b)) })
+	return idx
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -85,4 +86,21 @@ func TestAStepsTimeoutCoversItsPlanAndItsRun(t *testing.T) {
 	require.False(t, sd.deadline.IsZero(), "the stop was sent under a deadline")
 	assert.True(t, sd.deadline.Before(start.Add(limit+wait/2)),
 		"the stop is due %s after the plan began: the plan's wait was not counted", sd.deadline.Sub(start))
+}
+
+func TestByNameOrdersLocksTheSameWayInEveryRun(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		want  []int
+	}{
+		{nil, []int{}},
+		{[]string{"web.service"}, []int{0}},
+		{[]string{"web.service", "db.service"}, []int{1, 0}},
+		{[]string{"b", "a", "b", "a"}, []int{1, 3, 0, 2}},
+	} {
+		got := byName(len(tc.names), func(i int) string { return tc.names[i] })
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("byName(%q) = %v, want %v", tc.names, got, tc.want)
+		}
+	}
 }
