@@ -216,16 +216,6 @@ func supervise(root, dir string, held *os.File, deps supervisorDeps) int {
 	return 0
 }
 
-// runLogged runs argv to its end with its output in dir's files and names DNF as the
-// lock's holder while it runs.
-func runLogged(dir string, held *os.File, argv []string) (runner.Result, error) {
-	p, err := startLogged(dir, held, argv, "")
-	if err != nil {
-		return runner.Result{Argv: argv}, err
-	}
-	return p.wait()
-}
-
 // startLaunched starts DNF through its launcher with the gate closed; nil when the launcher
 // cannot be written or executed (a record directory on a noexec mount): then DNF starts
 // after the snapshot, as without the launcher.
