@@ -156,7 +156,7 @@ func (s *soak) refusedReload(ctx context.Context, violation *string) bool {
 		*violation = "install module: " + err.Error()
 		return false
 	}
-	reaction := `sed -n 's/.*"reaction": *"\([a-z]*\)".*/\1/p' /var/lib/richt/pending/demo.service.json 2>/dev/null; echo`
+	reaction := `sed -n 's/.*"reaction": *"\([a-z]*\)".*/\1/p' ` + pendingRecordPath + ` 2>/dev/null; echo`
 	before, _ := s.t.Exec(ctx, "/bin/sh", "-c", reaction)
 	_ = s.t.WriteFile(ctx, "/var/tmp/soak-refused.json", []byte(`{"unit": "demo.service", "reload_on": [{"changed": true}], "_ansible_diff": true}`), 0o600)
 	res, err := s.t.Exec(ctx, "/bin/sh", "-c", fmt.Sprintf(`mkdir -p $(dirname %[1]s) && printf '[Service]\nExecReload=\n' > %[1]s && systemctl daemon-reload
@@ -195,7 +195,7 @@ func (s *soak) corruptRecord(ctx context.Context, bin, module string, sh func(st
 	pending := s.rnd.Intn(2) == 1
 	target := "/var/lib/richt/manager-sync-due"
 	if pending {
-		target = "/var/lib/richt/pending/demo.service.json"
+		target = pendingRecordPath
 	}
 	out, _ := sh(fmt.Sprintf(`mkdir -p $(dirname %[1]s) && printf '{"half' > %[1]s; %[2]s /var/tmp/soak-args.json; echo; echo soak-hit=0`, target, bin))
 	r := one(out)

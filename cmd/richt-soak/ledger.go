@@ -13,8 +13,10 @@ import (
 // that caused it returned: no settling, no timestamps.
 const (
 	timelineFile = "/run/demo/events"
-	markerPath   = "/usr/local/sbin/soak-mark"
-	marker       = `#!/bin/sh
+	// pendingRecordPath is demo.service's pending reaction record (pkg/durable).
+	pendingRecordPath = "/var/lib/richt/pending/demo.service.json"
+	markerPath        = "/usr/local/sbin/soak-mark"
+	marker            = `#!/bin/sh
 mkdir -p /run/demo
 echo "soak-$1 version=$(cat /usr/share/demo/version 2>/dev/null) level=$DEMO_LEVEL" >> ` + timelineFile + "\n"
 )
@@ -76,6 +78,9 @@ type run struct {
 	module string // a module's name, or "operator" for a systemctl restart by hand
 	check  bool
 	failed bool
+	// recorded is the reaction a failed systemd_lifecycle run left written as pending
+	// ("restart", "reload" or ""): owed, as the next run carries it out.
+	recorded string
 	// from is the index of the first event the run could have written.
 	from int
 	// levelChanged: 20-level.conf (the drop-in with reload: true) differs after the run,
@@ -123,7 +128,8 @@ func (l *ledger) owe(kind string, since int, why string) {
 //     a reload is a reload turned into a restart (a restart owed as well serves it, as
 //     restart beats reload);
 //   - systemd_lifecycle's restart_on (a trigger that always reports a change) owes one
-//     restart, when the run did not fail (a refused run owes nothing);
+//     restart, when the run did not fail; a run that failed owes what it left recorded as
+//     pending (a run refused before acting records, and owes, nothing);
 //   - the soak's own systemctl restart (operator) owes one restart.
 //
 // Check mode owes nothing: every reaction it causes is unowed.
@@ -160,6 +166,8 @@ func (l *ledger) account(r run) {
 			l.open[len(l.open)-1].level = r.level
 		case r.module == "systemd_lifecycle" && !r.failed:
 			l.owe("restart", since, "systemd_lifecycle's restart_on")
+		case r.module == "systemd_lifecycle" && r.recorded != "":
+			l.owe(r.recorded, since, "the "+r.recorded+" a failed systemd_lifecycle run left pending")
 		case r.module == "operator":
 			l.owe("restart", since, "the soak's systemctl restart")
 		}

@@ -195,6 +195,26 @@ func start(ctx context.Context, seed int64, prebuilt string) (*soak, error) {
 			return nil, err
 		}
 	}
+	s, err := newSoak(seed, bin)
+	if err != nil {
+		return nil, err
+	}
+	if s.t, err = testenv.StartContext(ctx, testenv.WithLabel("org.richt.soak", "1")); err != nil {
+		return nil, err
+	}
+	if err := s.setUpDemo(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.setUpRollback(ctx); err != nil {
+		return nil, err
+	}
+	// The set-up's install and first start are owed by nothing the ledger tracks yet.
+	s.led.take()
+	return s, nil
+}
+
+// newSoak is a soak of seed with the module binary bin, before its target.
+func newSoak(seed int64, bin string) (*soak, error) {
 	s := &soak{rnd: rand.New(rand.NewSource(seed)), bins: map[string]string{}, drawn: map[string]int{}, landed: map[string]int{},
 		rbc: rbCounts{steps: map[string]int{}}}
 	s.led.restartsOnUpgradeFrom = func(v string) bool {
@@ -216,15 +236,18 @@ func start(ctx context.Context, seed int64, prebuilt string) (*soak, error) {
 		}
 		s.bins[m] = p
 	}
-	if s.t, err = testenv.StartContext(ctx, testenv.WithLabel("org.richt.soak", "1")); err != nil {
-		return nil, err
-	}
+	return s, nil
+}
+
+// setUpDemo puts the demo service on the target: the timeline marker, the packages'
+// repository, and the service converged at the first version and level.
+func (s *soak) setUpDemo(ctx context.Context) error {
 	if err := s.t.WriteFile(ctx, markerPath, []byte(marker), 0o755); err != nil {
-		return nil, fmt.Errorf("write the timeline marker: %w", err)
+		return fmt.Errorf("write the timeline marker: %w", err)
 	}
 	repo, err := os.MkdirTemp("", "richt-soak-repo-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var pkgs []testenv.Package
 	for _, v := range pkgVersions {
@@ -234,21 +257,14 @@ func start(ctx context.Context, seed int64, prebuilt string) (*soak, error) {
 		pkgs = append(pkgs, rbPackage(v))
 	}
 	if err := testenv.BuildRepoDir(repo, pkgs...); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.t.AddRepo(ctx, "fixtures", repo); err != nil {
-		return nil, err
+		return err
 	}
 	s.version, s.level = versions[0], levels[0]
-	if _, err := s.converge(ctx, "set-up"); err != nil {
-		return nil, err
-	}
-	if err := s.setUpRollback(ctx); err != nil {
-		return nil, err
-	}
-	// The set-up's install and first start are owed by nothing the ledger tracks yet.
-	s.led.take()
-	return s, nil
+	_, err = s.converge(ctx, "set-up")
+	return err
 }
 
 // soakPackage is the demo package with a %pre that takes a second, as a real package's

@@ -328,6 +328,18 @@ func TestLedger(t *testing.T) {
 		{"a refused lifecycle run owes nothing", []seg{
 			{run{module: "systemd_lifecycle", failed: true}, nil},
 		}, false, 0, 0},
+		{"a lifecycle run that failed after recording its restart owes it to the next run", []seg{
+			{run{module: "systemd_lifecycle", failed: true, recorded: "restart"}, nil},
+			{run{module: "service", failed: true}, nil},
+			{run{module: "service"}, []string{"soak-start version=1.0 level=info"}},
+		}, false, 0, 0},
+		{"a lifecycle run that failed after recording its restart, and nothing after: lost", []seg{
+			{run{module: "systemd_lifecycle", failed: true, recorded: "restart"}, nil},
+		}, false, 1, 0},
+		{"a failed lifecycle run that recorded nothing, then a start: doubled", []seg{
+			{run{module: "systemd_lifecycle", failed: true}, nil},
+			{run{module: "service"}, []string{"soak-start version=1.0 level=info"}},
+		}, false, 0, 1},
 		{"lifecycle's restart_on owes one restart", []seg{
 			{run{module: "systemd_lifecycle"}, []string{"soak-start version=1.0 level=info"}},
 		}, false, 0, 0},
@@ -361,6 +373,26 @@ func TestLedger(t *testing.T) {
 			lost, unowed, _ := l.take()
 			assert.Len(t, lost, tc.lost, "lost: %v", lost)
 			assert.Len(t, unowed, tc.unowed, "unowed: %v", unowed)
+		})
+	}
+}
+
+func TestRecordedBy(t *testing.T) {
+	restart := `{"reaction": "restart", "since": "2026-12-05T07:00:00Z", "at": {"boot_id": "b", "monotonic_us": 1}}`
+	restamped := `{"reaction": "restart", "since": "2026-12-05T07:00:00Z", "at": {"boot_id": "b", "monotonic_us": 2}}`
+	for _, tc := range []struct {
+		name, before, after, want string
+	}{
+		{"no record after the run", "", "", ""},
+		{"the run wrote a restart", "", restart, "restart"},
+		{"the run stamped an older record again", restart, restamped, "restart"},
+		{"a record the run did not touch", restart, restart, ""},
+		{"the run cleared the record", restart, "", ""},
+		{"a record of a reaction this version cannot read", "", `{"reaction": "unknown"}`, ""},
+		{"a damaged record", "", `{"reaction": "rest`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, recordedBy(tc.before, tc.after))
 		})
 	}
 }

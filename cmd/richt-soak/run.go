@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/richt/services/pkg/durable"
 )
 
 // snapshot reads what the timeline gained and the level drop-in's level; it reports
@@ -37,14 +39,53 @@ func (s *soak) snapshot(ctx context.Context) (levelChanged bool) {
 }
 
 // accounted runs f, a module run in one way or another, and accounts for what it owed.
+// A systemd_lifecycle run that failed after writing its reaction as pending still owes
+// it (the next run carries it out): the record is read before and after such a run.
 func (s *soak) accounted(ctx context.Context, module string, check bool, f func() (failed bool)) {
 	from, boots := len(s.led.events), s.led.boots
+	var before string
+	lifecycle := module == "systemd_lifecycle" && !check
+	if lifecycle {
+		before = s.pendingRecord(ctx)
+	}
 	failed := f()
 	if s.led.boots != boots {
 		from = -1 // the start at boot, and whatever came after, belong to this run
 	}
+	var recorded string
+	if lifecycle && failed {
+		recorded = recordedBy(before, s.pendingRecord(ctx))
+	}
 	changed := s.snapshot(ctx)
-	s.led.account(run{module: module, check: check, failed: failed, from: from, levelChanged: changed, level: s.levelNow})
+	s.led.account(run{module: module, check: check, failed: failed, recorded: recorded, from: from, levelChanged: changed, level: s.levelNow})
+}
+
+// pendingRecord is demo.service's pending reaction record as it is on the target, "" when
+// there is none.
+func (s *soak) pendingRecord(ctx context.Context) string {
+	res, err := s.t.Exec(ctx, "/bin/sh", "-c", "cat "+pendingRecordPath+" 2>/dev/null")
+	if err != nil {
+		return ""
+	}
+	return res.Stdout
+}
+
+// recordedBy is the reaction a run left pending: the record after it, when the run wrote
+// or stamped it (it differs from the one before); "" otherwise. A record the run did not
+// touch was accounted for by the run that wrote it.
+func recordedBy(before, after string) string {
+	if after == "" || after == before {
+		return ""
+	}
+	var p durable.Pending
+	if err := json.Unmarshal([]byte(after), &p); err != nil {
+		return ""
+	}
+	switch p.Reaction {
+	case "restart", "reload":
+		return p.Reaction
+	}
+	return ""
 }
 
 // run runs a module in the target with diff on and keeps its output.

@@ -72,7 +72,7 @@ func (s *soak) invariants(ctx context.Context, fault string) []string {
 		}
 	}
 	if len(reactions) > 0 {
-		out = append(out, strings.Join(reactions, "; ")+"\n  the runs and their events: "+strings.Join(trail, "\n  "))
+		out = append(out, strings.Join(reactions, "; ")+"\n  the runs and their events: "+strings.Join(trail, "\n  ")+s.failedRuns())
 	}
 	ver := strings.TrimSuffix(strings.TrimPrefix(s.version, "0:"), "-1.noarch")
 	if e, ok := s.led.last("start"); !ok || e.version != ver {
@@ -87,6 +87,11 @@ func (s *soak) invariants(ctx context.Context, fault string) []string {
 		s.cursor = strings.TrimSpace(j[i+len("-- cursor: "):])
 	}
 	s.outputs = append(s.outputs, j)
+	if len(out) > 0 {
+		// A violation's report carries the step's journal: what the modules logged and
+		// what the manager did, without which a seed must be replayed to be understood.
+		out[len(out)-1] += "\n  the step's journal:\n    " + strings.ReplaceAll(tailLines(j, 80), "\n", "\n    ")
+	}
 	for _, o := range s.outputs {
 		if strings.Contains(o, "s3cr3t-soak") {
 			i := strings.Index(o, "s3cr3t-soak")
@@ -154,4 +159,22 @@ func (s *soak) report(seed int64, ran time.Duration, at string) {
 	for _, v := range s.violations {
 		fmt.Printf("VIOLATION (seed %d): %s\n", seed, v)
 	}
+}
+
+// failedRuns names the step's failed module runs with their messages, for a violation's
+// report.
+func (s *soak) failedRuns() string {
+	var b strings.Builder
+	for i, r := range s.parsed {
+		if r["failed"] == true {
+			fmt.Fprintf(&b, "\n  run %d failed: %v", i+1, r["msg"])
+		}
+	}
+	return b.String()
+}
+
+// tailLines is the last n lines of text.
+func tailLines(text string, n int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
