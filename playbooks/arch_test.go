@@ -126,7 +126,7 @@ func TestTheTargetsArchitecturePicksTheBuild(t *testing.T) {
 			tg.MustExec(t, "rm", "-rf", cache)
 			reportArch(t, tg, "aarch64")
 
-			t.Run("fast path: the aarch64 build is installed, cached and run", func(t *testing.T) {
+			runOn(t, c.name, "fast path: the aarch64 build is installed, cached and run", func(t *testing.T) {
 				r := run(t, c.command, nil)
 				ok(t, r)
 				assert.Equal(t, []string{"installed richt-modules-aarch64-" + arm[:12], "ran cached systemd_lifecycle", "ran cached systemd_lifecycle"}, fastLog(r.Output))
@@ -137,7 +137,7 @@ func TestTheTargetsArchitecturePicksTheBuild(t *testing.T) {
 				assert.Equal(t, []string{"ran cached systemd_lifecycle", "ran cached systemd_lifecycle"}, fastLog(r.Output))
 			})
 
-			t.Run("shared home: each architecture its own build, never the other's", func(t *testing.T) {
+			runOn(t, c.name, "shared home: each architecture its own build, never the other's", func(t *testing.T) {
 				reportArch(t, tg, "ppc64le")
 				defer reportArch(t, tg, "aarch64")
 				ppc := archHash(t, coll, "ppc64le")
@@ -158,7 +158,7 @@ func TestTheTargetsArchitecturePicksTheBuild(t *testing.T) {
 				assert.Contains(t, r.Output, "AnsiballZ_systemd_lifecycle")
 			})
 
-			t.Run("riscv64 fails before anything runs, naming what there is", func(t *testing.T) {
+			runOn(t, c.name, "riscv64 fails before anything runs, naming what there is", func(t *testing.T) {
 				reportArch(t, tg, "riscv64")
 				defer reportArch(t, tg, "aarch64")
 				want := "richt.services.systemd_lifecycle has no build for the target's architecture riscv64 (uname -m); the collection has builds for: aarch64, ppc64le, s390x, x86_64"
