@@ -211,24 +211,32 @@ func TestFastPath(t *testing.T) {
 				assert.Equal(t, hash, strings.Fields(tg.MustExec(t, "sha256sum", cached))[0])
 			})
 
-			fallbacks := []struct {
-				name, reason string
-				env          []string
-				args         []string
-			}{
-				{"opt-out variable", "richt_services_fast_path is false", nil, []string{"-e", "richt_services_fast_path=false"}},
-				{"keep remote files", "keep_remote_files is on", []string{"ANSIBLE_KEEP_REMOTE_FILES=1"}, nil},
-				{"debug", "ANSIBLE_DEBUG is on", []string{"ANSIBLE_DEBUG=1"}, nil},
-				{"pipelining off", "pipelining is off", []string{"ANSIBLE_PIPELINING=0"}, nil},
-				{"become su", "become_method su (only sudo is supported)", nil, []string{"-e", "ansible_become=true", "-e", "ansible_become_method=su"}},
-				{"non-POSIX shell", "shell csh is not POSIX sh", nil, []string{"-e", "ansible_shell_type=csh"}},
-				{"async", "async task", nil, []string{"-e", "fp_async=60"}},
-			}
-			for _, f := range fallbacks {
+			// What one task sets (opt-out, pipelining, become su, a non-POSIX shell, async)
+			// is set per task in one play; the settings of the whole run (debug,
+			// keep_remote_files) take a run each.
+			t.Run("falls back per task: opt-out, pipelining off, su, csh, async", func(t *testing.T) {
+				p := play(t, "testdata/fallbacks.yml", tg)
+				p.Connection, p.Command = "ssh", c.command
+				p.Env = []string{"ANSIBLE_PIPELINING=1"}
+				r := run(t, p)
+				var want []string
+				for _, reason := range []string{"richt_services_fast_path is false", "pipelining is off",
+					"become_method su (only sudo is supported)", "shell csh is not POSIX sh", "async task"} {
+					want = append(want, "not used for systemd_lifecycle: "+reason)
+				}
+				assert.Equal(t, want, fastLog(r.Output))
+				tasks := strings.Split(r.Output, "TASK [")[1:]
+				require.Len(t, tasks, len(want))
+				for i, task := range tasks {
+					assert.Contains(t, task, "AnsiballZ_systemd_lifecycle", "Ansible's normal path ran the module in task %d", i+1)
+				}
+			})
+			for _, f := range []struct{ name, reason, env string }{
+				{"keep remote files", "keep_remote_files is on", "ANSIBLE_KEEP_REMOTE_FILES=1"},
+				{"debug", "ANSIBLE_DEBUG is on", "ANSIBLE_DEBUG=1"},
+			} {
 				runOn(t, c.name, "falls back: "+f.name, func(t *testing.T) {
-					p := fast(f.env...)
-					p.Args = f.args
-					r := run(t, p)
+					r := run(t, fast(f.env))
 					want := "not used for systemd_lifecycle: " + f.reason
 					assert.Equal(t, []string{want, want}, fastLog(r.Output))
 					assert.Contains(t, r.Output, "AnsiballZ_systemd_lifecycle", "Ansible's normal path ran the module")
