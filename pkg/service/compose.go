@@ -237,7 +237,7 @@ func (r *run) checkPresent(ctx context.Context, c *composed) error {
 			return err
 		}
 	}
-	return r.processes(ctx, r.packagesResult())
+	return r.processes(ctx, r.res.Packages)
 }
 
 // processes runs each process's step in order, planned at its turn from the triggers the

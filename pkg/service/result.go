@@ -298,9 +298,6 @@ func withItem(out stepResult, f fileStep) stepResult {
 	return out
 }
 
-// packagesResult is the packages step's result (nil when it did not run).
-func (r *run) packagesResult() *stepResult { return r.res.Packages }
-
 // packageEntry is one entry of the packages step's result (rpm_exact's, a set:
 // `packages`): its installed builds before and after.
 type packageEntry struct {
