@@ -30,7 +30,7 @@ func TestRoleAndServiceModuleOnEveryController(t *testing.T) {
 			tg := target(t)
 			p := play(t, path, tg)
 			p.Connection = "ssh"
-			on := func(c struct{ name, command string }, p testenv.Playbook) testenv.Playbook {
+			on := func(c controller, p testenv.Playbook) testenv.Playbook {
 				p.Command = c.command
 				return p
 			}

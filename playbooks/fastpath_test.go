@@ -16,9 +16,12 @@ import (
 	"github.com/richt/services/testenv"
 )
 
+// controller is one ansible-core generation: its name and its ansible-playbook.
+type controller struct{ name, command string }
+
 // controllers are the ansible-core generations the fast path is tested on: the host's
 // (Debian bookworm) and trixie's, unpacked by .ci/setup-host.
-var controllers = []struct{ name, command string }{
+var controllers = []controller{
 	{"ansible-core-2.14", "ansible-playbook"},
 	{"ansible-core-2.19", "/opt/richt/ansible-core-2.19/bin/ansible-playbook"},
 }
