@@ -34,6 +34,7 @@ type Target struct {
 	terminated bool
 	name       string // container name, looked up once
 	ssh        *SSHAccess
+	agent      *agent // nil: commands go through Docker's API
 }
 
 // cgroupBind picks the host hierarchy to give systemd: on a hybrid host the pure cgroup2
@@ -161,6 +162,7 @@ func boot(ctx context.Context, o config) (*Target, error) {
 		}
 		return nil, fmt.Errorf("start %s: %w", o.image, err)
 	}
+	t.startAgentOrSay(ctx, o.logger)
 	return t, nil
 }
 
@@ -240,7 +242,27 @@ func (t *Target) Exec(ctx context.Context, argv ...string) (ExecResult, error) {
 }
 
 // ExecEnv is Exec with extra environment variables (KEY=VALUE).
+//
+// The command runs as with docker exec: as root, argv executed directly, the container's
+// environment with env merged in (KEY=VALUE replaces or adds, a bare KEY removes), working
+// directory /, stdin empty, stdout and stderr apart, in a session of its own; a command
+// killed by a signal exits 128+signal, one that cannot be started exits 126 with the
+// runtime's message on stdout; when something it started keeps its output open, the
+// call returns about 2 s after the command exits. It goes through the target's agent,
+// or Docker's API when the target has none.
 func (t *Target) ExecEnv(ctx context.Context, env []string, argv ...string) (ExecResult, error) {
+	res, ok, err := t.agentExec(ctx, env, argv)
+	if err != nil {
+		return res, fmt.Errorf("exec %q: %w", argv, err)
+	}
+	if ok {
+		return res, nil
+	}
+	return t.dockerExec(ctx, env, argv...)
+}
+
+// dockerExec runs argv in the target through Docker's exec API.
+func (t *Target) dockerExec(ctx context.Context, env []string, argv ...string) (ExecResult, error) {
 	var res ExecResult
 	split := tcexec.ProcessOptionFunc(func(po *tcexec.ProcessOptions) {
 		if po.Reader == nil {
@@ -282,11 +304,15 @@ func (t *Target) Shell(tb testing.TB, script string) string {
 	return t.MustExec(tb, "/bin/sh", "-c", script)
 }
 
-// WriteFile writes content to path in the target with mode, creating parent directories.
-// The file is staged under /var/tmp and installed with install(1): Docker's copy API
+// WriteFile writes content to path in the target with mode, owned by root, creating parent
+// directories, by a rename of a new file over path. The target's agent writes it directly.
+// Without an agent, the file is staged under /var/tmp and installed with install(1): Docker's copy API
 // cannot reach tmpfs mounts such as /run or trixie's /tmp, and it leaves the mtime at
 // 1970, where a normal write gives the current time (systemd's NeedDaemonReload relies on it).
 func (t *Target) WriteFile(ctx context.Context, path string, content []byte, mode int64) error {
+	if ok, err := t.agentWrite(ctx, path, content, mode); ok {
+		return err
+	}
 	stage := t.stagePath()
 	if err := t.container.CopyToContainer(ctx, content, stage, 0o600); err != nil {
 		return fmt.Errorf("write %s in target: %w", path, err)
@@ -296,6 +322,15 @@ func (t *Target) WriteFile(ctx context.Context, path string, content []byte, mod
 
 // CopyFile copies a host file into the target, staged like WriteFile.
 func (t *Target) CopyFile(ctx context.Context, hostPath, path string, mode int64) error {
+	if t.currentAgent() != nil {
+		content, err := os.ReadFile(hostPath)
+		if err != nil {
+			return fmt.Errorf("copy %s to %s in target: %w", hostPath, path, err)
+		}
+		if ok, err := t.agentWrite(ctx, path, content, mode); ok {
+			return err
+		}
+	}
 	stage := t.stagePath()
 	if err := t.container.CopyFileToContainer(ctx, hostPath, stage, 0o600); err != nil {
 		return fmt.Errorf("copy %s to %s in target: %w", hostPath, path, err)
