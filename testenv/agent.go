@@ -127,7 +127,7 @@ func (t *Target) dropAgent(a *agent) {
 // the request's own.
 var errAgentUnreachable = errors.New("agent unreachable")
 
-// agentTimeout bounds a connection attempt: a refused connection is answered at once, and
+// agentDialTimeout bounds a connection attempt: a refused connection is answered at once, and
 // a container that is gone at once too, by the host's bridge.
 const agentDialTimeout = 10 * time.Second
 
