@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/richt/services/testenv/internal/agentproto"
@@ -213,8 +214,10 @@ func (t *Target) agentWrite(ctx context.Context, path string, content []byte, mo
 var agentFailOnce sync.Once
 
 // startAgentOrSay starts the target's agent; when that fails, the target goes through
-// Docker's API, and the process says so once on standard error (and every time to the
-// target's logger) so a slower suite is explained.
+// Docker's API, and a test process says so once on standard error (and every time to the
+// target's logger) so a slower suite is explained. A command such as richt-molecule, run
+// where no Go toolchain or module is at hand, says it only to its logger: its output is
+// its user's.
 func (t *Target) startAgentOrSay(ctx context.Context, logger Logger) {
 	err := t.startAgent(ctx)
 	if err == nil {
@@ -222,5 +225,7 @@ func (t *Target) startAgentOrSay(ctx context.Context, logger Logger) {
 	}
 	msg := fmt.Sprintf("testenv: target %.12s: commands go through Docker's API: %v", t.ID(), err)
 	logger.Printf("%s", msg)
-	agentFailOnce.Do(func() { fmt.Fprintln(os.Stderr, msg) })
+	if testing.Testing() {
+		agentFailOnce.Do(func() { fmt.Fprintln(os.Stderr, msg) })
+	}
 }
