@@ -149,6 +149,10 @@ func boot(ctx context.Context, o config) (*Target, error) {
 		custom = append(custom, testcontainers.WithFiles(o.files...))
 	}
 	disableReaperUnlessChosen()
+	// The agent's build (once per process) overlaps the first boot instead of following it.
+	if use, _ := agentUsed(); use {
+		go func() { _, _ = agentBinary() }()
+	}
 	c, err := testcontainers.Run(ctx, o.image, custom...)
 	var t *Target
 	if c != nil {
