@@ -174,3 +174,24 @@ func TestAgentRunsWhereDockerExecRuns(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1\n"+own.Stdout, res.Stdout)
 }
+
+// A call whose context ends returns the context's error, as through Docker, and the
+// target's agent goes on serving.
+func TestAgentExecEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	e2e(t)
+	tg := testenv.Start(t)
+	for _, via := range []string{"agent", "docker"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		var err error
+		if via == "agent" {
+			_, err = tg.Exec(ctx, "sleep", "3")
+		} else {
+			_, err = tg.DockerExec(ctx, nil, "sleep", "3")
+		}
+		cancel()
+		assert.ErrorIs(t, err, context.DeadlineExceeded, via)
+	}
+	assert.Equal(t, "up\n", tg.MustExec(t, "echo", "up"))
+	assert.True(t, tg.HasAgent())
+}
