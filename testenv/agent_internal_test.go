@@ -124,3 +124,21 @@ func TestUnreachableAgentIsDropped(t *testing.T) {
 		t.Fatalf("a mode beyond 07777: ok %v err %v", ok, err)
 	}
 }
+
+func TestExecPathChoice(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		use   bool
+		err   string
+	}{{"", true, ""}, {"agent", true, ""}, {"docker", false, ""}, {"ssh", false, `TESTENV_EXEC="ssh" is neither agent nor docker`}} {
+		t.Setenv(agentEnv, c.value)
+		use, err := agentUsed()
+		if use != c.use || (err == nil) != (c.err == "") || (err != nil && err.Error() != c.err) {
+			t.Errorf("%q: %v %v", c.value, use, err)
+		}
+	}
+	t.Setenv(agentEnv, "ssh")
+	if _, err := StartContext(context.Background()); err == nil || !strings.Contains(err.Error(), agentEnv) {
+		t.Errorf("a start with TESTENV_EXEC=ssh: %v", err)
+	}
+}

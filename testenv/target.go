@@ -91,6 +91,9 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := agentUsed(); err != nil {
+		return nil, err
+	}
 	// The slot comes before everything that loads the machine (an image build, the boot),
 	// and the time waiting for it counts against no deadline of the target's.
 	if waited, err := holdSlot(ctx); err != nil {
