@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -18,7 +17,6 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
 	tcexec "github.com/testcontainers/testcontainers-go/exec"
-	"github.com/testcontainers/testcontainers-go/wait"
 )
 
 // Target is one running systemd container. Its methods may be called from several
@@ -121,15 +119,7 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 // boot creates and starts the container of a resolved configuration (its image set) and
 // waits until systemd is up.
 func boot(ctx context.Context, o config) (*Target, error) {
-	ready := wait.ForExec([]string{"systemctl", "is-system-running"}).
-		WithExitCodeMatcher(func(int) bool { return true }).
-		WithResponseMatcher(func(body io.Reader) bool {
-			var b bytes.Buffer
-			_, _ = b.ReadFrom(body)
-			return systemUp(b.String())
-		}).
-		WithPollInterval(200 * time.Millisecond).
-		WithStartupTimeout(o.readyAfter)
+	ready := &bootWait{timeout: o.readyAfter, logger: o.logger}
 	custom := []testcontainers.ContainerCustomizer{
 		testcontainers.WithLogger(o.logger), // first: the other customizers may log
 		testcontainers.WithCmd("/sbin/init"),
@@ -159,7 +149,7 @@ func boot(ctx context.Context, o config) (*Target, error) {
 	c, err := testcontainers.Run(ctx, o.image, custom...)
 	var t *Target
 	if c != nil {
-		t = &Target{Image: o.image, container: c, installed: map[string]bool{}}
+		t = &Target{Image: o.image, container: c, installed: map[string]bool{}, agent: ready.agent}
 	}
 	if err != nil {
 		if t != nil {
@@ -169,7 +159,6 @@ func boot(ctx context.Context, o config) (*Target, error) {
 		}
 		return nil, fmt.Errorf("start %s: %w", o.image, err)
 	}
-	t.startAgentOrSay(ctx, o.logger)
 	return t, nil
 }
 
