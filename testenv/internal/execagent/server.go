@@ -217,8 +217,14 @@ func writeFile(path string, content []byte, mode uint32) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	// While the file is open for writing, no command may be forked: a child forked then
+	// holds the descriptor until it executes its program, and a command that executes the
+	// renamed file meanwhile (a module binary written and run at once by concurrent
+	// requests) fails with "text file busy". Forks take ForkLock for writing.
+	syscall.ForkLock.RLock()
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".testenv-")
 	if err != nil {
+		syscall.ForkLock.RUnlock()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
@@ -231,6 +237,7 @@ func writeFile(path string, content []byte, mode uint32) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	syscall.ForkLock.RUnlock()
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}

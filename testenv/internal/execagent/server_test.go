@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,20 +36,24 @@ func startServer(t *testing.T) string {
 
 func request(t *testing.T, addr string, h agentproto.Header, body []byte) agentproto.Response {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	h.Size = int64(len(body))
-	if err := agentproto.WriteRequest(c, h, body); err != nil {
-		t.Fatal(err)
-	}
-	res, err := agentproto.ReadResponse(bufio.NewReader(c))
+	res, err := tryRequest(addr, h, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
+}
+
+func tryRequest(addr string, h agentproto.Header, body []byte) (agentproto.Response, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return agentproto.Response{}, err
+	}
+	defer c.Close()
+	h.Size = int64(len(body))
+	if err := agentproto.WriteRequest(c, h, body); err != nil {
+		return agentproto.Response{}, err
+	}
+	return agentproto.ReadResponse(bufio.NewReader(c))
 }
 
 func TestExec(t *testing.T) {
@@ -129,5 +135,39 @@ func TestWrongTokenIsRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "f")); err == nil {
 		t.Error("a refused write was done")
+	}
+}
+
+// Binaries written and run at once by concurrent requests, beside other commands, all
+// run: no command forked while a file is open for writing holds it ("text file busy").
+func TestWrittenBinariesRunBesideOtherCommands(t *testing.T) {
+	addr := startServer(t)
+	dir := t.TempDir()
+	script := []byte("#!/bin/sh\necho ran\n")
+	errs := make(chan string, 400)
+	done := make(chan struct{})
+	for g := 0; g < 8; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 25; i++ {
+				p := filepath.Join(dir, "bin"+strconv.Itoa(g))
+				res, err := tryRequest(addr, agentproto.Header{Token: "secret", Op: agentproto.OpWrite, Path: p, Mode: 0o755}, script)
+				if err != nil || res.Err != "" {
+					errs <- fmt.Sprint(err, res.Err)
+					continue
+				}
+				res, err = tryRequest(addr, agentproto.Header{Token: "secret", Op: agentproto.OpExec, Argv: []string{p}}, nil)
+				if err != nil || res.Exit != 0 || string(res.Stdout) != "ran\n" {
+					errs <- string(res.Stdout) + string(res.Stderr)
+				}
+			}
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
