@@ -117,7 +117,7 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 // boot creates and starts the container of a resolved configuration (its image set) and
 // waits until systemd is up.
 func boot(ctx context.Context, o config) (*Target, error) {
-	ready := wait.ForExec([]string{"systemctl", "is-system-running"}).
+	ready := wait.ForExec(systemUpCommand).
 		WithExitCodeMatcher(func(int) bool { return true }).
 		WithResponseMatcher(func(body io.Reader) bool {
 			var b bytes.Buffer
@@ -373,6 +373,13 @@ find "$1" -type f -printf '%P\0' | xargs -0r chmod 0644 --
 	}
 	return err
 }
+
+// systemUpCommand asks systemd for its state once its start-up jobs are done: one exec
+// that waits inside the target instead of one every poll interval until systemd is up
+// (each exec costs the Docker daemons, containerd and runc CPU; a boot took five to ten
+// of them). Until systemd answers on its bus at all, it fails at once ("offline") and
+// the caller polls again.
+var systemUpCommand = []string{"systemctl", "is-system-running", "--wait"}
 
 // systemUp reads `systemctl is-system-running`: the boot is over, every unit started or
 // failed ("degraded" is a target whose units are not all fine, still a booted one).
