@@ -6,6 +6,13 @@
 # list, the customisation or the richt-el-base package below builds a new image.
 set -euo pipefail
 suite=$1 tag=$2 extra=${3:-}
+# mmdebstrap's apt hooks fail ("Sub-process cat >&11 returned an error code (2)") when the
+# caller leaves three or more descriptors open beyond 0-2 (a lock wrapper's, a CI agent's):
+# the build needs none of them. 255 is bash's own hold on this script.
+for fd in /proc/$$/fd/*; do
+  fd=${fd##*/}
+  if [ "$fd" -gt 2 ] && [ "$fd" -lt 255 ]; then eval "exec $fd>&-"; fi
+done
 work=$(mktemp -d /tmp/richt-image.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
