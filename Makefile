@@ -147,8 +147,11 @@ soak: setup
 # testenv's benchmarks, 5 runs each: the median warm start-to-ready of a target (pooled, as
 # tests get it; booted while the test waits; and a bare `docker run` + readiness poll of the
 # same image, with the ratio ready/bare) and the median full demo scenario.
+# Then 300 execs of a short command through the agent and through Docker's exec API, with
+# wall time and the CPU each costs (docs/testenv.md, "How commands reach a target").
 bench-testenv: setup
 	$(GO) test ./testenv -run '^$$' -bench WarmStart -benchtime 5x -count 1
+	$(GO) test ./testenv -run '^$$' -bench Exec -benchtime 300x -count 1
 	$(GO) test ./playbooks -run '^$$' -bench DemoScenario -benchtime 5x -count 1
 
 # Build the modules, start a local systemd target (a container named $(DEMO)) and run the

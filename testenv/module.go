@@ -302,8 +302,12 @@ func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[strin
 	argsFile := t.stagePath() + ".json"
 	// /var/tmp is on the container's own filesystem, so the copy API reaches it directly
 	// (no staging); running the module and removing its args file is one exec.
-	if err := t.container.CopyToContainer(ctx, data, argsFile, 0o600); err != nil {
+	if ok, err := t.agentWrite(ctx, argsFile, data, 0o600); err != nil {
 		return "", fmt.Errorf("write module args: %w", err)
+	} else if !ok {
+		if err := t.container.CopyToContainer(ctx, data, argsFile, 0o600); err != nil {
+			return "", fmt.Errorf("write module args: %w", err)
+		}
 	}
 	argv := []string{"/bin/sh", "-c", `"$0" "$1"; rc=$?; rm -f "$1"; exit $rc`, dest, argsFile}
 	if goarch, ok := builtArch.Load(binary); ok {

@@ -16,9 +16,16 @@ import (
 // grace seconds to stop its units before the rest is killed. It returns when systemd is
 // running or degraded again, or ctx ends.
 //
+// Commands go through Docker's API during the reboot, and through a new agent after it.
+//
 // A container shares the host's kernel, so the boot ID and CLOCK_MONOTONIC go on across
 // the reboot; what a module must survive here is the loss of every process and of /run.
 func (t *Target) Reboot(ctx context.Context, hard bool, grace time.Duration) error {
+	// The agent ends with every other process; until it runs again, commands go through
+	// Docker's API.
+	t.mu.Lock()
+	t.agent = nil
+	t.mu.Unlock()
 	if hard {
 		// SIGKILL to the container's init: the kernel ends every process in its PID
 		// namespace at once, and systemd gets no signal it could act on (a stop with no
@@ -53,6 +60,7 @@ func (t *Target) Reboot(ctx context.Context, hard bool, grace time.Duration) err
 	for {
 		res, err := t.Exec(ctx, systemUpCommand...)
 		if err == nil && systemUp(res.Stdout) {
+			t.startAgentOrSay(ctx, defaultLogger())
 			return nil
 		}
 		select {

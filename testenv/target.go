@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -18,7 +17,6 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
 	tcexec "github.com/testcontainers/testcontainers-go/exec"
-	"github.com/testcontainers/testcontainers-go/wait"
 )
 
 // Target is one running systemd container. Its methods may be called from several
@@ -34,6 +32,7 @@ type Target struct {
 	terminated bool
 	name       string // container name, looked up once
 	ssh        *SSHAccess
+	agent      *agent // nil: commands go through Docker's API
 }
 
 // cgroupBind picks the host hierarchy to give systemd: on a hybrid host the pure cgroup2
@@ -90,6 +89,9 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := agentUsed(); err != nil {
+		return nil, err
+	}
 	// The slot comes before everything that loads the machine (an image build, the boot),
 	// and the time waiting for it counts against no deadline of the target's.
 	if waited, err := holdSlot(ctx); err != nil {
@@ -117,15 +119,7 @@ func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
 // boot creates and starts the container of a resolved configuration (its image set) and
 // waits until systemd is up.
 func boot(ctx context.Context, o config) (*Target, error) {
-	ready := wait.ForExec(systemUpCommand).
-		WithExitCodeMatcher(func(int) bool { return true }).
-		WithResponseMatcher(func(body io.Reader) bool {
-			var b bytes.Buffer
-			_, _ = b.ReadFrom(body)
-			return systemUp(b.String())
-		}).
-		WithPollInterval(200 * time.Millisecond).
-		WithStartupTimeout(o.readyAfter)
+	ready := &bootWait{timeout: o.readyAfter, logger: o.logger}
 	custom := []testcontainers.ContainerCustomizer{
 		testcontainers.WithLogger(o.logger), // first: the other customizers may log
 		testcontainers.WithCmd("/sbin/init"),
@@ -148,10 +142,14 @@ func boot(ctx context.Context, o config) (*Target, error) {
 		custom = append(custom, testcontainers.WithFiles(o.files...))
 	}
 	disableReaperUnlessChosen()
+	// The agent's build (once per process) overlaps the first boot instead of following it.
+	if use, _ := agentUsed(); use {
+		go func() { _, _ = agentBinary() }()
+	}
 	c, err := testcontainers.Run(ctx, o.image, custom...)
 	var t *Target
 	if c != nil {
-		t = &Target{Image: o.image, container: c, installed: map[string]bool{}}
+		t = &Target{Image: o.image, container: c, installed: map[string]bool{}, agent: ready.agent}
 	}
 	if err != nil {
 		if t != nil {
@@ -240,7 +238,27 @@ func (t *Target) Exec(ctx context.Context, argv ...string) (ExecResult, error) {
 }
 
 // ExecEnv is Exec with extra environment variables (KEY=VALUE).
+//
+// The command runs as with docker exec: as root, argv executed directly, the container's
+// environment with env merged in (KEY=VALUE replaces or adds, a bare KEY removes), working
+// directory /, stdin empty, stdout and stderr apart, in a session of its own; a command
+// killed by a signal exits 128+signal, one that cannot be started exits 126 with the
+// runtime's message on stdout; when something it started keeps its output open, the
+// call returns about 2 s after the command exits. It goes through the target's agent,
+// or Docker's API when the target has none.
 func (t *Target) ExecEnv(ctx context.Context, env []string, argv ...string) (ExecResult, error) {
+	res, ok, err := t.agentExec(ctx, env, argv)
+	if err != nil {
+		return res, fmt.Errorf("exec %q: %w", argv, err)
+	}
+	if ok {
+		return res, nil
+	}
+	return t.dockerExec(ctx, env, argv...)
+}
+
+// dockerExec runs argv in the target through Docker's exec API.
+func (t *Target) dockerExec(ctx context.Context, env []string, argv ...string) (ExecResult, error) {
 	var res ExecResult
 	split := tcexec.ProcessOptionFunc(func(po *tcexec.ProcessOptions) {
 		if po.Reader == nil {
@@ -282,11 +300,15 @@ func (t *Target) Shell(tb testing.TB, script string) string {
 	return t.MustExec(tb, "/bin/sh", "-c", script)
 }
 
-// WriteFile writes content to path in the target with mode, creating parent directories.
-// The file is staged under /var/tmp and installed with install(1): Docker's copy API
+// WriteFile writes content to path in the target with mode, owned by root, creating parent
+// directories, by a rename of a new file over path. The target's agent writes it directly.
+// Without an agent, the file is staged under /var/tmp and installed with install(1): Docker's copy API
 // cannot reach tmpfs mounts such as /run or trixie's /tmp, and it leaves the mtime at
 // 1970, where a normal write gives the current time (systemd's NeedDaemonReload relies on it).
 func (t *Target) WriteFile(ctx context.Context, path string, content []byte, mode int64) error {
+	if ok, err := t.agentWrite(ctx, path, content, mode); ok {
+		return err
+	}
 	stage := t.stagePath()
 	if err := t.container.CopyToContainer(ctx, content, stage, 0o600); err != nil {
 		return fmt.Errorf("write %s in target: %w", path, err)
@@ -296,6 +318,15 @@ func (t *Target) WriteFile(ctx context.Context, path string, content []byte, mod
 
 // CopyFile copies a host file into the target, staged like WriteFile.
 func (t *Target) CopyFile(ctx context.Context, hostPath, path string, mode int64) error {
+	if t.currentAgent() != nil {
+		content, err := os.ReadFile(hostPath)
+		if err != nil {
+			return fmt.Errorf("copy %s to %s in target: %w", hostPath, path, err)
+		}
+		if ok, err := t.agentWrite(ctx, path, content, mode); ok {
+			return err
+		}
+	}
 	stage := t.stagePath()
 	if err := t.container.CopyFileToContainer(ctx, hostPath, stage, 0o600); err != nil {
 		return fmt.Errorf("copy %s to %s in target: %w", hostPath, path, err)
@@ -374,11 +405,11 @@ find "$1" -type f -printf '%P\0' | xargs -0r chmod 0644 --
 	return err
 }
 
-// systemUpCommand asks systemd for its state once its start-up jobs are done: one exec
-// that waits inside the target instead of one every poll interval until systemd is up
-// (each exec costs the Docker daemons, containerd and runc CPU; a boot took five to ten
-// of them). Until systemd answers on its bus at all, it fails at once ("offline") and
-// the caller polls again.
+// systemUpCommand asks systemd for its state once its start-up jobs are done: one command
+// that waits inside the target instead of one every poll interval until systemd is up (a
+// boot took five to ten polls, each a process in the target and, without the agent, a
+// docker exec). Until systemd answers on its bus at all, it fails at once and the caller
+// polls again.
 var systemUpCommand = []string{"systemctl", "is-system-running", "--wait"}
 
 // systemUp reads `systemctl is-system-running`: the boot is over, every unit started or

@@ -1,0 +1,231 @@
+package testenv
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/richt/services/testenv/internal/agentproto"
+)
+
+// Commands and file writes reach a target through testenv's agent, a small program
+// started in every target that answers over TCP (testenv/internal/execagent), instead of
+// Docker's exec and copy API: an exec through Docker costs dockerd, containerd, the
+// shim and runc far more CPU than the command it runs, and a suite runs thousands. The
+// agent keeps what Docker's exec does (docs/testenv.md, "How commands reach a target").
+// When it cannot be built, started or reached, the target falls back to Docker's API.
+
+// agentPath is where the agent binary is put in a target.
+const agentPath = "/usr/local/libexec/testenv-agent"
+
+// agentPkg is the agent's package, built like a module binary.
+const agentPkg = "github.com/richt/services/testenv/internal/execagent"
+
+// agentEnv chooses how commands reach targets: "docker" sends every one through Docker's
+// API (to compare the two, or to rule the agent out); unset or "agent" uses the agent.
+const agentEnv = "TESTENV_EXEC"
+
+// agentTokenVar is the variable the agent reads its token from (execagent.TokenVar).
+const agentTokenVar = "TESTENV_AGENT_TOKEN"
+
+var agentBuild buildOnce
+
+// agentBinary builds the agent once per process.
+func agentBinary() (string, error) {
+	agentBuild.once.Do(func() { agentBuild.path, agentBuild.err = goBuild(agentPkg, runtime.GOARCH) })
+	return agentBuild.path, agentBuild.err
+}
+
+// agentUsed reports whether TESTENV_EXEC lets targets use the agent.
+func agentUsed() (bool, error) {
+	switch v := os.Getenv(agentEnv); v {
+	case "", "agent":
+		return true, nil
+	case "docker":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s=%q is neither agent nor docker", agentEnv, v)
+	}
+}
+
+// agent is a running agent: where it listens and the token it wants.
+type agent struct {
+	addr  string
+	token string
+}
+
+// startAgent copies the agent into the target and starts it with one docker exec, whose
+// launcher returns once the agent listens; the target uses it from then on. The agent
+// runs in the container's cgroup as docker-exec'd commands do, not as a unit.
+func (t *Target) startAgent(ctx context.Context) error {
+	if ok, err := agentUsed(); !ok {
+		return err
+	}
+	bin, err := agentBinary()
+	if err != nil {
+		return err
+	}
+	tok := make([]byte, 24)
+	if _, err := rand.Read(tok); err != nil {
+		return fmt.Errorf("agent token: %w", err)
+	}
+	token := hex.EncodeToString(tok)
+	if err := t.container.CopyFileToContainer(ctx, bin, agentPath, 0o755); err != nil {
+		return fmt.Errorf("copy agent into target: %w", err)
+	}
+	res, err := t.dockerExec(ctx, []string{agentTokenVar + "=" + token}, agentPath)
+	if err != nil {
+		return fmt.Errorf("start agent: %w", err)
+	}
+	port, perr := strconv.Atoi(strings.TrimSpace(res.Stdout))
+	if res.ExitCode != 0 || perr != nil || port <= 0 || port > 65535 {
+		return fmt.Errorf("start agent: exit %d: %s%s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	ip, err := t.container.ContainerIP(ctx)
+	if err != nil || ip == "" {
+		return fmt.Errorf("agent: the target's address: %v", err)
+	}
+	a := &agent{addr: net.JoinHostPort(ip, strconv.Itoa(port)), token: token}
+	if _, err := a.do(ctx, agentproto.Header{Op: agentproto.OpPing}, nil); err != nil {
+		return fmt.Errorf("agent at %s: %w", a.addr, err)
+	}
+	t.mu.Lock()
+	t.agent = a
+	t.mu.Unlock()
+	return nil
+}
+
+// currentAgent is the target's agent, or nil when commands go through Docker.
+func (t *Target) currentAgent() *agent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.agent
+}
+
+// dropAgent makes the target use Docker's API until an agent is started again, if a is
+// still its agent.
+func (t *Target) dropAgent(a *agent) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.agent == a {
+		t.agent = nil
+	}
+}
+
+// errAgentUnreachable is an agent that took no connection (gone with a restart of the
+// container): the caller falls back to Docker's API. Any error after the connection is
+// the request's own.
+var errAgentUnreachable = errors.New("agent unreachable")
+
+// agentDialTimeout bounds a connection attempt: a refused connection is answered at once, and
+// a container that is gone at once too, by the host's bridge.
+const agentDialTimeout = 10 * time.Second
+
+var dialer = net.Dialer{Timeout: agentDialTimeout}
+
+// do sends one request and returns the agent's response; a refusal (wrong token) or a
+// failure the agent reports is an error. When ctx ends first, the error is ctx's.
+func (a *agent) do(ctx context.Context, h agentproto.Header, body []byte) (agentproto.Response, error) {
+	h.Token, h.Size = a.token, int64(len(body))
+	c, err := dialer.DialContext(ctx, "tcp", a.addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return agentproto.Response{}, ctx.Err()
+		}
+		return agentproto.Response{}, fmt.Errorf("%w: %v", errAgentUnreachable, err)
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	res, err := roundTrip(c, h, body)
+	if ctx.Err() != nil {
+		return agentproto.Response{}, ctx.Err()
+	}
+	if err != nil {
+		return res, err
+	}
+	if res.Err != "" {
+		return res, fmt.Errorf("agent: %s", res.Err)
+	}
+	return res, nil
+}
+
+func roundTrip(c net.Conn, h agentproto.Header, body []byte) (agentproto.Response, error) {
+	if err := agentproto.WriteRequest(c, h, body); err != nil {
+		return agentproto.Response{}, fmt.Errorf("send %s request to agent: %w", h.Op, err)
+	}
+	res, err := agentproto.ReadResponse(bufio.NewReaderSize(c, 64<<10))
+	if err != nil {
+		return res, fmt.Errorf("agent's answer to %s: %w", h.Op, err)
+	}
+	return res, nil
+}
+
+// agentExec runs argv through the agent; ok is false when the target has no agent or it
+// is unreachable, and the caller goes through Docker instead.
+func (t *Target) agentExec(ctx context.Context, env, argv []string) (res ExecResult, ok bool, err error) {
+	a := t.currentAgent()
+	if a == nil || len(argv) == 0 {
+		return res, false, nil
+	}
+	r, err := a.do(ctx, agentproto.Header{Op: agentproto.OpExec, Argv: argv, Env: env}, nil)
+	if errors.Is(err, errAgentUnreachable) {
+		t.dropAgent(a)
+		return res, false, nil
+	}
+	if err != nil {
+		return res, true, err
+	}
+	return ExecResult{ExitCode: r.Exit, Stdout: string(r.Stdout), Stderr: string(r.Stderr)}, true, nil
+}
+
+// agentWrite writes content to path with mode through the agent; ok as for agentExec.
+func (t *Target) agentWrite(ctx context.Context, path string, content []byte, mode int64) (ok bool, err error) {
+	a := t.currentAgent()
+	if a == nil {
+		return false, nil
+	}
+	if mode < 0 || mode > 0o7777 {
+		return true, fmt.Errorf("write %s in target: mode %#o is outside 0..07777", path, mode)
+	}
+	_, err = a.do(ctx, agentproto.Header{Op: agentproto.OpWrite, Path: path, Mode: uint32(mode)}, content)
+	if errors.Is(err, errAgentUnreachable) {
+		t.dropAgent(a)
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("write %s in target: %w", path, err)
+	}
+	return true, nil
+}
+
+// agentFailOnce guards the one line a process writes when an agent could not be started.
+var agentFailOnce sync.Once
+
+// startAgentOrSay starts the target's agent; when that fails, the target goes through
+// Docker's API, and a test process says so once on standard error (and every time to the
+// target's logger) so a slower suite is explained. A command such as richt-molecule, run
+// where no Go toolchain or module is at hand, says it only to its logger: its output is
+// its user's.
+func (t *Target) startAgentOrSay(ctx context.Context, logger Logger) {
+	err := t.startAgent(ctx)
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("testenv: target %.12s: commands go through Docker's API: %v", t.ID(), err)
+	logger.Printf("%s", msg)
+	if testing.Testing() {
+		agentFailOnce.Do(func() { fmt.Fprintln(os.Stderr, msg) })
+	}
+}
