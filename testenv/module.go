@@ -300,8 +300,9 @@ func (t *Target) RunModuleRaw(ctx context.Context, binary string, args map[strin
 		return "", fmt.Errorf("encode module args: %w", err)
 	}
 	argsFile := t.stagePath() + ".json"
-	// /var/tmp is on the container's own filesystem, so the copy API reaches it directly
-	// (no staging); running the module and removing its args file is one exec.
+	// The agent writes the file; without one, Docker's copy API reaches /var/tmp directly
+	// (it is on the container's own filesystem, no staging). Running the module and
+	// removing its args file is one exec.
 	if ok, err := t.agentWrite(ctx, argsFile, data, 0o600); err != nil {
 		return "", fmt.Errorf("write module args: %w", err)
 	} else if !ok {

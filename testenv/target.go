@@ -301,10 +301,11 @@ func (t *Target) Shell(tb testing.TB, script string) string {
 }
 
 // WriteFile writes content to path in the target with mode, owned by root, creating parent
-// directories, by a rename of a new file over path. The target's agent writes it directly.
-// Without an agent, the file is staged under /var/tmp and installed with install(1): Docker's copy API
-// cannot reach tmpfs mounts such as /run or trixie's /tmp, and it leaves the mtime at
-// 1970, where a normal write gives the current time (systemd's NeedDaemonReload relies on it).
+// directories, by a rename of a new file over path, with the current time as its mtime
+// (systemd's NeedDaemonReload relies on it). The target's agent writes it directly.
+// Without an agent, the file is staged under /var/tmp and installed with install(1):
+// Docker's copy API cannot reach tmpfs mounts such as /run or trixie's /tmp, and it
+// leaves the mtime at 1970.
 func (t *Target) WriteFile(ctx context.Context, path string, content []byte, mode int64) error {
 	if ok, err := t.agentWrite(ctx, path, content, mode); ok {
 		return err
