@@ -99,6 +99,8 @@ lint:
 # - go test starts packages in the order given: the end-to-end packages come first,
 #   longest first (E2E_FIRST), so no long one starts last beside an idle slot; testenv's
 #   own tests (a cold image build among them) come last of them.
+# - go test's own vet pass is off (-vet=off): test-before's lint runs the whole of go vet
+#   over the same tree beside it, so the subset go test runs per package was CPU spent twice.
 # - test processes with targets take turns (TESTENV_MAX_TARGET_PROCESSES, docs/testenv.md);
 #   a package's -timeout includes its wait for a turn.
 # test-before's make, named through a variable so that `make -n test` only prints the
@@ -111,8 +113,8 @@ test: setup
 	  pkgs="$$first $$(echo "$$all" | grep -vxF "$$first")"; \
 	  log=$$(mktemp) && trap 'rm -f "$$log"' EXIT; \
 	  $(TEST_BEFORE_MAKE) >"$$log" 2>&1 & before=$$!; \
-	  echo "$(GO) test -count=1 -timeout 45m $(E2E_FIRST) …the other packages (test-before beside it)"; \
-	  $(GO) test -count=1 -timeout 45m $$pkgs; rc=$$?; \
+	  echo "$(GO) test -count=1 -vet=off -timeout 45m $(E2E_FIRST) …the other packages (test-before beside it)"; \
+	  $(GO) test -count=1 -vet=off -timeout 45m $$pkgs; rc=$$?; \
 	  wait $$before; brc=$$?; echo "--- test-before (exit $$brc):"; cat "$$log"; \
 	  [ $$rc -eq 0 ] && [ $$brc -eq 0 ]
 

@@ -10,8 +10,8 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 )
 
-// bootWait is a boot's readiness wait: `systemctl is-system-running` until it says running
-// or degraded, within timeout. It starts the target's agent first, as soon as the
+// bootWait is a boot's readiness wait: `systemctl is-system-running --wait` until it says
+// running or degraded, within timeout. It starts the target's agent first, as soon as the
 // container runs, so the polls go through it rather than through Docker: a boot polls
 // several times, and each poll through Docker costs its daemons more CPU than the boot's
 // other steps.
@@ -33,7 +33,7 @@ func (w *bootWait) pollEvery() time.Duration {
 func (w *bootWait) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	argv := []string{"systemctl", "is-system-running"}
+	argv := systemUpCommand
 	var t *Target
 	if dc, ok := target.(*testcontainers.DockerContainer); ok {
 		t = &Target{container: dc, installed: map[string]bool{}}

@@ -58,7 +58,7 @@ func (t *Target) Reboot(ctx context.Context, hard bool, grace time.Duration) err
 		return fmt.Errorf("reboot %s: start: %w", t.ID(), err)
 	}
 	for {
-		res, err := t.Exec(ctx, "systemctl", "is-system-running")
+		res, err := t.Exec(ctx, systemUpCommand...)
 		if err == nil && systemUp(res.Stdout) {
 			t.startAgentOrSay(ctx, defaultLogger())
 			return nil

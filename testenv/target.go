@@ -406,6 +406,13 @@ find "$1" -type f -printf '%P\0' | xargs -0r chmod 0644 --
 	return err
 }
 
+// systemUpCommand asks systemd for its state once its start-up jobs are done: one command
+// that waits inside the target instead of one every poll interval until systemd is up (a
+// boot took five to ten polls, each a process in the target and, without the agent, a
+// docker exec). Until systemd answers on its bus at all, it fails at once and the caller
+// polls again.
+var systemUpCommand = []string{"systemctl", "is-system-running", "--wait"}
+
 // systemUp reads `systemctl is-system-running`: the boot is over, every unit started or
 // failed ("degraded" is a target whose units are not all fine, still a booted one).
 func systemUp(out string) bool {

@@ -61,6 +61,16 @@ func (e *env) unit(t *testing.T, name string, service ...string) string {
 	return name + ".service"
 }
 
+// startDaemon starts a unit of e.unit and waits until its daemon has recorded the start:
+// systemctl start returns once the process is forked, and a signal that comes at once (a
+// run's stop or reload right after, with nothing slow in between) would reach the shell
+// before it wrote its first line or set its traps.
+func (e *env) startDaemon(t *testing.T, unit string) {
+	t.Helper()
+	e.t.MustExec(t, "systemctl", "start", unit)
+	fixtures.Events(t, e.t, strings.TrimSuffix(unit, ".service"))
+}
+
 const reloadable = "ExecReload=/bin/kill -HUP $MAINPID"
 
 func (e *env) run(t *testing.T, args map[string]any) testenv.Result {
@@ -106,7 +116,7 @@ func testRunAndBootState(t *testing.T, e *env) {
 
 	t.Run("stop from running", func(t *testing.T) {
 		u := e.unit(t, "a2")
-		e.t.MustExec(t, "systemctl", "start", u)
+		e.startDaemon(t, u)
 		r := e.run(t, map[string]any{"unit": u, "state": "stopped"})
 		ok(t, r)
 		assert.Equal(t, []string{"stop"}, actions(r))
@@ -179,7 +189,7 @@ func testRunAndBootState(t *testing.T, e *env) {
 		s := e.t.Snapshot(t, u)
 		assert.Equal(t, "inactive", s.ActiveState)
 		assert.Equal(t, "disabled", s.UnitFileState)
-		e.t.MustExec(t, "systemctl", "start", u)
+		e.startDaemon(t, u)
 		before := e.t.Snapshot(t, u)
 		r = e.run(t, map[string]any{"unit": u, "_ansible_check_mode": true, "reload_on": []any{changed}})
 		ok(t, r)
@@ -213,7 +223,7 @@ func testReactions(t *testing.T, e *env) {
 
 	start := func(t *testing.T, name string, extra ...string) (string, testenv.UnitSnapshot) {
 		u := e.unit(t, name, extra...)
-		e.t.MustExec(t, "systemctl", "start", u)
+		e.startDaemon(t, u)
 		return u, e.t.Snapshot(t, u)
 	}
 
@@ -397,7 +407,7 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 
 	t.Run("a unit file edited on disk is reloaded before the decision", func(t *testing.T) {
 		u := e.unit(t, "ed")
-		e.t.MustExec(t, "systemctl", "start", u)
+		e.startDaemon(t, u)
 		// Add ExecReload on disk; systemd's loaded copy does not have it yet.
 		e.unit(t, "ed", reloadable)
 		r := e.run(t, map[string]any{"unit": u, "reload_on": []any{changed}})
@@ -410,7 +420,7 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 
 	t.Run("a change NeedDaemonReload misses (old mtime, as after an rpm downgrade) is synced", func(t *testing.T) {
 		u := e.unit(t, "old")
-		e.t.MustExec(t, "systemctl", "start", u)
+		e.startDaemon(t, u)
 		e.unit(t, "old", reloadable)
 		e.t.MustExec(t, "touch", "-d", "@1", "/etc/systemd/system/"+u)
 		require.Contains(t, e.t.MustExec(t, "systemctl", "show", "-p", "NeedDaemonReload", u), "=no")
@@ -424,7 +434,7 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 
 	t.Run("a recorded manager sync is performed without triggers", func(t *testing.T) {
 		u := e.unit(t, "sy")
-		e.t.MustExec(t, "systemctl", "start", u)
+		e.startDaemon(t, u)
 		e.t.Shell(t, "mkdir -p /var/lib/richt && echo 'test: unit files changed' > /var/lib/richt/manager-sync-due")
 		r := e.run(t, map[string]any{"unit": u})
 		ok(t, r)
@@ -434,7 +444,7 @@ func testFailuresAndSpecialUnits(t *testing.T, e *env) {
 
 	t.Run("a failed restart is retried by the next run without a trigger, then cleared", func(t *testing.T) {
 		u := e.unit(t, "rt")
-		e.t.MustExec(t, "systemctl", "start", u)
+		e.startDaemon(t, u)
 		// Break the daemon so the restart fails.
 		e.t.MustExec(t, "mv", fixtures.TestDaemonPath, fixtures.TestDaemonPath+".off")
 		r := e.run(t, map[string]any{"unit": u, "restart_on": []any{changed}})
