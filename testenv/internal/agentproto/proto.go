@@ -122,20 +122,12 @@ func ReadRequest(r *bufio.Reader, token string) (Header, []byte, error) {
 	if err := h.Validate(); err != nil {
 		return h, nil, fmt.Errorf("request: %w", err)
 	}
-	body := make([]byte, 0, min(h.Size, 1<<20))
-	n, err := io.Copy(bytesWriter{&body}, io.LimitReader(r, h.Size))
+	body, err := readN(r, h.Size)
 	if err != nil {
 		return h, nil, fmt.Errorf("read request body: %w", err)
 	}
-	if n != h.Size {
-		return h, nil, fmt.Errorf("read request body: %d of %d bytes", n, h.Size)
-	}
 	return h, body, nil
 }
-
-type bytesWriter struct{ b *[]byte }
-
-func (w bytesWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); return len(p), nil }
 
 // readLine reads up to '\n', refusing lines over MaxHeader.
 func readLine(r *bufio.Reader) ([]byte, error) {
@@ -212,10 +204,19 @@ func ReadResponse(r *bufio.Reader) (Response, error) {
 	return res, nil
 }
 
+// readN reads exactly n bytes (n at most MaxBody, checked by the caller). Memory grows
+// with what arrives, not with the n the other side announced.
 func readN(r io.Reader, n int64) ([]byte, error) {
-	b := make([]byte, n)
-	_, err := io.ReadFull(r, b)
-	return b, err
+	var b bytes.Buffer
+	b.Grow(int(min(n, 1<<20)))
+	got, err := io.Copy(&b, io.LimitReader(r, n))
+	if err != nil {
+		return nil, err
+	}
+	if got != n {
+		return nil, fmt.Errorf("%d of %d bytes", got, n)
+	}
+	return b.Bytes(), nil
 }
 
 // MergeEnv is the environment Docker gives an exec with extra on top of a container's
