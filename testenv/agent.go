@@ -36,9 +36,6 @@ const agentPkg = "github.com/richt/services/testenv/internal/execagent"
 // API (to compare the two, or to rule the agent out); unset or "agent" uses the agent.
 const agentEnv = "TESTENV_EXEC"
 
-// agentTokenVar is the variable the agent reads its token from (execagent.TokenVar).
-const agentTokenVar = "TESTENV_AGENT_TOKEN"
-
 var agentBuild buildOnce
 
 // agentBinary builds the agent once per process.
@@ -84,7 +81,7 @@ func (t *Target) startAgent(ctx context.Context) error {
 	if err := t.container.CopyFileToContainer(ctx, bin, agentPath, 0o755); err != nil {
 		return fmt.Errorf("copy agent into target: %w", err)
 	}
-	res, err := t.dockerExec(ctx, []string{agentTokenVar + "=" + token}, agentPath)
+	res, err := t.dockerExec(ctx, []string{agentproto.TokenVar + "=" + token}, agentPath)
 	if err != nil {
 		return fmt.Errorf("start agent: %w", err)
 	}

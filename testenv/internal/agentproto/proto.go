@@ -96,6 +96,10 @@ func WriteRequest(w io.Writer, h Header, body []byte) error {
 	return err
 }
 
+// TokenVar is the environment variable that gives the agent its token: testenv sets it in
+// the agent's docker exec, and the agent removes it from what its commands get.
+const TokenVar = "TESTENV_AGENT_TOKEN"
+
 // ErrToken is a request whose token is not the agent's.
 var ErrToken = errors.New("request refused: wrong token")
 

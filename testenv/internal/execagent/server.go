@@ -17,9 +17,6 @@ import (
 	"github.com/richt/services/testenv/internal/agentproto"
 )
 
-// TokenVar is the environment variable that gives the agent its token.
-const TokenVar = "TESTENV_AGENT_TOKEN"
-
 // outputWait is how long a finished command's output is still read while something it
 // left behind holds its stdout or stderr open: Docker's exec returns about 2 s after the
 // process exits in that case, and a test that backgrounds a daemon from a shell relies on
@@ -28,8 +25,8 @@ const outputWait = 2 * time.Second
 
 // launch listens, starts the server with the listener and prints the port.
 func launch() error {
-	if os.Getenv(TokenVar) == "" {
-		return fmt.Errorf("%s is not set", TokenVar)
+	if os.Getenv(agentproto.TokenVar) == "" {
+		return fmt.Errorf("%s is not set", agentproto.TokenVar)
 	}
 	ln, err := net.Listen("tcp", ":0")
 	if err != nil {
@@ -59,11 +56,11 @@ func serve() error {
 	if err != nil {
 		return fmt.Errorf("listener from file 3: %w", err)
 	}
-	token := os.Getenv(TokenVar)
+	token := os.Getenv(agentproto.TokenVar)
 	if token == "" {
-		return fmt.Errorf("%s is not set", TokenVar)
+		return fmt.Errorf("%s is not set", agentproto.TokenVar)
 	}
-	base, home := agentproto.AgentEnv(os.Environ(), TokenVar)
+	base, home := agentproto.AgentEnv(os.Environ(), agentproto.TokenVar)
 	dir, err := os.Getwd()
 	if err != nil {
 		dir = "/"
