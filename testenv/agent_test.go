@@ -148,6 +148,25 @@ func TestAgentComesBackAfterReboot(t *testing.T) {
 	assert.Equal(t, "600 y\n", tg.Shell(t, "printf '%s ' $(stat -c %a /run/fallback); cat /run/fallback"))
 }
 
+// The agent runs from the directory mounted read-only in every target, not from a copy;
+// where that mount shows no agent (a Docker daemon on another machine), it is copied in.
+func TestAgentRunsFromItsMountOrACopy(t *testing.T) {
+	t.Parallel()
+	e2e(t)
+	tg := testenv.Start(t)
+	ctx := context.Background()
+	exe := "readlink /proc/$(pgrep -x testenv-agent)/exe; findmnt -n -o OPTIONS /usr/local/libexec/testenv | tr , '\\n' | grep -x ro; [ -e /usr/local/libexec/testenv-agent ] && echo copied || echo 'no copy'"
+	assert.Equal(t, "/usr/local/libexec/testenv/testenv-agent\nro\nno copy\n", tg.Shell(t, exe))
+
+	res, err := tg.DockerExec(ctx, nil, "/bin/sh", "-c", "umount -l /usr/local/libexec/testenv && kill -9 $(pgrep -x testenv-agent) && i=0 && while pgrep -x testenv-agent >/dev/null && [ $i -lt 200 ]; do i=$((i+1)); sleep 0.05; done")
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, res.Stderr)
+	tg.DropAgent()
+	require.NoError(t, tg.StartAgent(ctx))
+	require.True(t, tg.HasAgent())
+	assert.Equal(t, "/usr/local/libexec/testenv-agent\ncopied\n", tg.Shell(t, "readlink /proc/$(pgrep -x testenv-agent)/exe; [ -e /usr/local/libexec/testenv-agent ] && echo copied"))
+}
+
 // The agent refuses a request without its token, and says so; the target keeps working.
 func TestAgentRefusesAWrongToken(t *testing.T) {
 	t.Parallel()

@@ -164,22 +164,27 @@ func Emulator(goarch string) string {
 
 // goBuild builds pkg for goarch into a directory of its own.
 func goBuild(pkg, goarch string) (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
 	dir, err := os.MkdirTemp("", "richt-testenv-build-")
 	if err != nil {
 		return "", err
 	}
 	out := filepath.Join(dir, filepath.Base(pkg))
+	return out, goBuildTo(pkg, goarch, out)
+}
+
+// goBuildTo builds pkg for linux/goarch into out.
+func goBuildTo(pkg, goarch, out string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build module %s for %s: %w\n%s", pkg, goarch, err, msg)
+		return fmt.Errorf("build module %s for %s: %w\n%s", pkg, goarch, err, msg)
 	}
-	return out, nil
+	return nil
 }
 
 func moduleRoot() (string, error) {

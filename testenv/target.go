@@ -1,9 +1,12 @@
 package testenv
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -132,6 +135,9 @@ func boot(ctx context.Context, o config) (*Target, error) {
 			hc.SecurityOpt = []string{"seccomp=unconfined", "apparmor=unconfined"}
 			hc.CgroupnsMode = container.CgroupnsModeHost
 			hc.Binds = append(append(hc.Binds, cgroupBind()), o.binds...)
+			if b := agentBind(); b != "" {
+				hc.Binds = append(hc.Binds, b)
+			}
 		}),
 		testcontainers.WithWaitStrategy(ready),
 	}
@@ -359,6 +365,11 @@ func (t *Target) install(ctx context.Context, stage, path string, mode int64) er
 // one archive into a staging directory and is installed with one command, so a
 // repository of thousands of packages costs about as much as a small one.
 func (t *Target) CopyDir(ctx context.Context, hostDir, dir string) error {
+	if t.currentAgent() != nil {
+		if ok, err := t.agentCopyDir(ctx, hostDir, dir); ok {
+			return err
+		}
+	}
 	// Docker's copy gives every entry one mode; files whose bits differ from 0644 get
 	// theirs back from this list afterwards.
 	var odd strings.Builder
@@ -404,6 +415,79 @@ find "$1" -type f -printf '%P\0' | xargs -0r chmod 0644 --
 		err = fmt.Errorf("install %s in target: %s", dir, strings.TrimSpace(res.Stderr))
 	}
 	return err
+}
+
+// agentCopyMax bounds the trees CopyDir sends as one archive through the agent, held in
+// memory on the way; a larger one goes through Docker's copy.
+const agentCopyMax = 256 << 20
+
+// agentCopyDir is CopyDir through the agent: the tree as one archive written to a staging
+// file, unpacked with one command. ok is false when the target has no agent (any more),
+// the tree holds anything but directories and regular files, or it is larger than
+// agentCopyMax; the caller copies through Docker then, which treats those as it always did.
+func (t *Target) agentCopyDir(ctx context.Context, hostDir, dir string) (ok bool, err error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	errFallBack := errors.New("fall back")
+	err = filepath.WalkDir(hostDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(hostDir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		h := &tar.Header{Name: filepath.ToSlash(rel), ModTime: now, Format: tar.FormatPAX}
+		switch {
+		case fi.IsDir():
+			// Docker's copy made every directory 0755; so does this.
+			h.Typeflag, h.Name, h.Mode = tar.TypeDir, h.Name+"/", 0o755
+			return tw.WriteHeader(h)
+		case !fi.Mode().IsRegular() || buf.Len()+int(fi.Size()) > agentCopyMax:
+			return errFallBack
+		}
+		h.Typeflag, h.Mode, h.Size = tar.TypeReg, int64(fi.Mode().Perm()), fi.Size()
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, err := io.Copy(tw, f); err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		return nil
+	})
+	if errors.Is(err, errFallBack) {
+		return false, nil
+	}
+	if err == nil {
+		err = tw.Close()
+	}
+	if err != nil {
+		return true, fmt.Errorf("read %s: %w", hostDir, err)
+	}
+	stage := t.stagePath()
+	if ok, err := t.agentWrite(ctx, stage, buf.Bytes(), 0o600); !ok || err != nil {
+		return ok, err
+	}
+	// -m: the copies get the current time, as Docker's copy and cp gave them; root's tar
+	// keeps the archive's permission bits, and --no-same-owner makes root the owner.
+	res, err := t.Exec(ctx, "/bin/sh", "-c", `trap 'rm -f -- "$0"' EXIT; mkdir -p -- "$1" && tar -x -m --no-same-owner -f "$0" -C "$1"`, stage, dir)
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("install %s in target: %s", dir, strings.TrimSpace(res.Stderr))
+	}
+	if err != nil {
+		return true, fmt.Errorf("copy %s to %s in target: %w", hostDir, dir, err)
+	}
+	return true, nil
 }
 
 // systemUpCommand asks systemd for its state once its start-up jobs are done: one command

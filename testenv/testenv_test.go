@@ -264,11 +264,24 @@ func TestCopyDirKeepsModesAndGetsCurrentTimes(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(src, "plain"), []byte("plain\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(src, "sub dir", "it's a tool"), []byte("#!/bin/sh\necho tool\n"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(src, "secret"), []byte("s\n"), 0o600))
-	// /run is a tmpfs, which Docker's copy API cannot write into.
-	require.NoError(t, tg.CopyDir(context.Background(), src, "/run/copied"))
-	out := tg.Shell(t, `cd /run/copied && stat -c '%a %n' plain secret "sub dir/it's a tool" && "./sub dir/it's a tool" &&
+	// /run is a tmpfs, which Docker's copy API cannot write into. Through the agent, then
+	// through Docker's API: the same tree.
+	ctx := context.Background()
+	for _, via := range []string{"agent", "docker"} {
+		if via == "docker" {
+			tg.DropAgent()
+		}
+		require.NoError(t, tg.CopyDir(ctx, src, "/run/copied-"+via+"/x"))
+		out := tg.Shell(t, `cd /run/copied-`+via+`/x && stat -c '%a %U %n' . plain secret "sub dir" "sub dir/it's a tool" && "./sub dir/it's a tool" &&
 		find . -newermt '2000-01-01' -type f | wc -l && ls -A /var/tmp | grep -c richt-stage || true`)
-	assert.Equal(t, "644 plain\n600 secret\n755 sub dir/it's a tool\ntool\n3\n0\n", out)
+		assert.Equal(t, "755 root .\n644 root plain\n600 root secret\n755 root sub dir\n755 root sub dir/it's a tool\ntool\n3\n0\n", out, via)
+	}
+	// A second copy over the first replaces its files.
+	require.NoError(t, tg.StartAgent(ctx))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "plain"), []byte("again\n"), 0o644))
+	require.NoError(t, os.Chmod(filepath.Join(src, "plain"), 0o640))
+	require.NoError(t, tg.CopyDir(ctx, src, "/run/copied-agent/x"))
+	assert.Equal(t, "640 again\n", tg.Shell(t, "printf '%s ' $(stat -c %a /run/copied-agent/x/plain); cat /run/copied-agent/x/plain"))
 }
 
 // A binary built with Defaults gets them in every run that does not set the key: here a

@@ -40,6 +40,7 @@ func launch() error {
 	if err != nil {
 		return fmt.Errorf("find own binary: %w", err)
 	}
+	keepCgroup()
 	cmd := exec.Command(self, "serve")
 	cmd.ExtraFiles = []*os.File{f}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -48,6 +49,55 @@ func launch() error {
 	}
 	fmt.Println(ln.Addr().(*net.TCPAddr).Port)
 	return nil
+}
+
+// systemdWait bounds how long the launcher waits for the container's systemd to be past
+// its cgroup set-up; an image whose init is not systemd never is, and its agent starts
+// after the wait.
+const systemdWait = 5 * time.Second
+
+// systemdPrivate is systemd's private bus socket, made late in its start-up, in /run (a
+// fresh tmpfs at every boot of a target). Launchers that found it had never been put in
+// init.scope (watched from the host over repeated boots under load); earlier ones
+// sometimes were.
+const systemdPrivate = "/run/systemd/private"
+
+// keepCgroup puts the agent in the cgroup a docker exec gets once the target is up: the
+// agent is started as soon as the container runs, and while systemd starts, runc puts an
+// exec'd process into the cgroup of the container's init (init.scope) instead of the
+// container's own, where Docker's execs land afterwards. The launcher waits until systemd
+// is past its start-up and, if it sits in init's init.scope, moves itself to the parent
+// (in the unified hierarchy, the one systemd manages). Where that move is refused (a
+// cgroup with controllers takes no processes), Docker's execs land in init.scope too, and
+// the agent stays.
+func keepCgroup() {
+	for end := time.Now().Add(systemdWait); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(systemdPrivate); err == nil {
+			break
+		}
+	}
+	own, err := unifiedCgroup("/proc/self/cgroup")
+	if err != nil || !strings.HasSuffix(own, "/init.scope") {
+		return
+	}
+	if init, err := unifiedCgroup("/proc/1/cgroup"); err != nil || init != own {
+		return
+	}
+	_ = os.WriteFile(filepath.Join("/sys/fs/cgroup", filepath.Dir(own), "cgroup.procs"), []byte("0"), 0)
+}
+
+// unifiedCgroup is the unified hierarchy's path ("0::PATH") in a /proc/PID/cgroup file.
+func unifiedCgroup(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p, nil
+		}
+	}
+	return "", nil
 }
 
 // serve answers requests on the listener in file 3 until the process is killed.
