@@ -15,7 +15,7 @@ func TestTargetSlots(t *testing.T) {
 		want int
 		err  string
 	}{
-		{env: "", want: max(1, runtime.NumCPU())},
+		{env: "", want: max(1, runtime.NumCPU()) + 1},
 		{env: "0", want: 0},
 		{env: "1", want: 1},
 		{env: "3", want: 3},

@@ -83,8 +83,8 @@ func Start(tb testing.TB, opts ...Option) *Target {
 // journal.
 //
 // In a test binary, the first start takes one of the machine's target slots for the whole
-// process (TESTENV_MAX_TARGET_PROCESSES test processes at once, default one per CPU,
-// 0 for no limit), waiting while other test processes hold them all: `go test ./...` runs
+// process (TESTENV_MAX_TARGET_PROCESSES test processes at once, default one per CPU and
+// one more, 0 for no limit), waiting while other test processes hold them all: `go test ./...` runs
 // GOMAXPROCS packages at once, and several packages' targets on a small machine made
 // deadlines pass that fit it alone. Other programs (a benchmark, a command) take no slot.
 func StartContext(ctx context.Context, opts ...Option) (*Target, error) {
