@@ -32,8 +32,9 @@ type eeBuild struct{ dir, tarball string }
 // (ansible-galaxy collection build in the staged tree): one test process compiles the
 // modules for four architectures once, not once for the stage and again for make
 // collection. The image installs the collection from the tarball, and the plain
-// ansible-playbook runs the test compares with use the same stage. (Tests that import the
-// stage's plugins may leave __pycache__ in it: ansible-galaxy leaves those out.)
+// ansible-playbook runs the test compares with use the same stage; the Galaxy test installs
+// the same tarball. (Tests that import the stage's plugins may leave __pycache__ in it:
+// ansible-galaxy leaves those out.)
 var eeCollection = sync.OnceValues(func() (eeBuild, error) {
 	dir, err := collection()
 	if err != nil {
