@@ -54,11 +54,15 @@ var agentBuild buildOnce
 // built so a target can mount it while the build still runs (the build overlaps the first
 // boot).
 var agentDir = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "richt-testenv-agent-")
+	parent, err := processBuildDir()
 	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(parent, "agent")
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", fmt.Errorf("agent directory: %w", err)
 	}
-	// MkdirTemp makes it 0700; the mount shows the target the host's bits.
+	// Whatever the umask: the mount shows the target the host's bits.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", fmt.Errorf("agent directory: %w", err)
 	}

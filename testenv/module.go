@@ -127,7 +127,11 @@ func buildModule(k buildKey) (string, error) {
 	if raw.err != nil {
 		return "", raw.err
 	}
-	dir, err := os.MkdirTemp("", "richt-testenv-bin-")
+	parent, err := processBuildDir()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(parent, "bin-")
 	if err != nil {
 		return "", err
 	}
@@ -164,7 +168,11 @@ func Emulator(goarch string) string {
 
 // goBuild builds pkg for goarch into a directory of its own.
 func goBuild(pkg, goarch string) (string, error) {
-	dir, err := os.MkdirTemp("", "richt-testenv-build-")
+	parent, err := processBuildDir()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(parent, "build-")
 	if err != nil {
 		return "", err
 	}

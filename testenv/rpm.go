@@ -127,7 +127,11 @@ func Repo(tb testing.TB, pkgs ...Package) string {
 	v, _ := repos.LoadOrStore(string(key), &repoOnce{})
 	r := v.(*repoOnce)
 	r.once.Do(func() {
-		if r.dir, r.err = os.MkdirTemp("", "richt-testenv-repo-"); r.err == nil {
+		var parent string
+		if parent, r.err = processBuildDir(); r.err != nil {
+			return
+		}
+		if r.dir, r.err = os.MkdirTemp(parent, "repo-"); r.err == nil {
 			r.err = BuildRepoDir(r.dir, pkgs...)
 		}
 	})

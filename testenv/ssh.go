@@ -33,7 +33,11 @@ func (a SSHAccess) HostVars() map[string]any {
 
 // clientKey makes the process's SSH key pair once, in its own temporary directory.
 var clientKey = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "richt-testenv-ssh-")
+	parent, err := processBuildDir()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(parent, "ssh-")
 	if err != nil {
 		return "", fmt.Errorf("ssh key directory: %w", err)
 	}
