@@ -78,16 +78,25 @@ func agentBinary() (string, error) {
 			return
 		}
 		out := filepath.Join(dir, agentName)
-		agentBuild.path, agentBuild.err = out, goBuildTo(agentPkg, runtime.GOARCH, out)
+		if err := goBuildTo(agentPkg, runtime.GOARCH, out); err != nil {
+			agentBuild.err = err
+			return
+		}
+		// go build leaves the umask's bits; every user of the target may run it.
+		agentBuild.path, agentBuild.err = out, os.Chmod(out, 0o755)
 	})
 	return agentBuild.path, agentBuild.err
 }
 
 // agentBind is the read-only mount of the agent directory for a new target, or "" when
-// the agent is not used or the directory cannot be made. Where the Docker daemon runs on
-// another machine, the mount shows an empty directory and startAgent copies the agent.
+// the agent is not used, the directory cannot be made, or DOCKER_HOST names a daemon that
+// is not reached by a Unix socket (a daemon on another machine would make an empty
+// directory of that name, owned by root, and startAgent copies the agent then anyway).
 func agentBind() string {
 	if use, _ := agentUsed(); !use {
+		return ""
+	}
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
 		return ""
 	}
 	dir, err := agentDir()

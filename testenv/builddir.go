@@ -27,18 +27,35 @@ const oldBuildDirAge = 2 * time.Hour
 // key. Go has no hook at a process's end, so each process first removes the directories
 // of processes that are gone: with one directory per build, a day of make test runs on
 // the 2-core machine left about 2,700 of them in /tmp, 4.5 GB.
-var processBuildDir = sync.OnceValues(func() (string, error) {
-	sweepBuildDirs(os.TempDir(), time.Now())
+// A failure is not kept: a later build tries again (a full disk may have room by then).
+func processBuildDir() (string, error) {
+	buildDir.mu.Lock()
+	defer buildDir.mu.Unlock()
+	if buildDir.path != "" {
+		return buildDir.path, nil
+	}
+	if !buildDir.swept {
+		sweepBuildDirs(os.TempDir(), time.Now())
+		buildDir.swept = true
+	}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", buildDirPrefix, os.Getpid()))
 	if err != nil {
 		return "", fmt.Errorf("build directory: %w", err)
 	}
 	// MkdirTemp makes it 0700; the agent's directory below it is mounted into targets.
 	if err := os.Chmod(dir, 0o755); err != nil {
+		_ = os.Remove(dir)
 		return "", fmt.Errorf("build directory: %w", err)
 	}
+	buildDir.path = dir
 	return dir, nil
-})
+}
+
+var buildDir struct {
+	mu    sync.Mutex
+	path  string
+	swept bool
+}
 
 // sweepBuildDirs removes, in tmp, the build directories of processes that no longer run,
 // and those of the earlier naming once they are older than oldBuildDirAge.

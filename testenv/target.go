@@ -428,7 +428,7 @@ const agentCopyMax = 256 << 20
 func (t *Target) agentCopyDir(ctx context.Context, hostDir, dir string) (ok bool, err error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	now := time.Now()
+	now := time.Now().Truncate(time.Second) // tar -m sets the time anyway
 	errFallBack := errors.New("fall back")
 	err = filepath.WalkDir(hostDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -442,7 +442,7 @@ func (t *Target) agentCopyDir(ctx context.Context, hostDir, dir string) (ok bool
 		if err != nil {
 			return err
 		}
-		h := &tar.Header{Name: filepath.ToSlash(rel), ModTime: now, Format: tar.FormatPAX}
+		h := &tar.Header{Name: filepath.ToSlash(rel), ModTime: now}
 		switch {
 		case fi.IsDir():
 			// Docker's copy made every directory 0755; so does this.
@@ -479,8 +479,13 @@ func (t *Target) agentCopyDir(ctx context.Context, hostDir, dir string) (ok bool
 		return ok, err
 	}
 	// -m: the copies get the current time, as Docker's copy and cp gave them; root's tar
-	// keeps the archive's permission bits, and --no-same-owner makes root the owner.
-	res, err := t.Exec(ctx, "/bin/sh", "-c", `trap 'rm -f -- "$0"' EXIT; mkdir -p -- "$1" && tar -x -m --no-same-owner -f "$0" -C "$1"`, stage, dir)
+	// keeps the archive's permission bits, and --no-same-owner makes root the owner. A
+	// directory that is already there keeps its mode, and a link to one stays a link, as
+	// cp -R left them (--no-overwrite-dir, --keep-directory-symlink).
+	res, err := t.Exec(ctx, "/bin/sh", "-c", `trap 'rm -f -- "$0"' EXIT; mkdir -p -- "$1" && tar -x -m --no-same-owner --no-overwrite-dir --keep-directory-symlink -f "$0" -C "$1"`, stage, dir)
+	if err == nil && res.ExitCode == 127 {
+		return false, nil // no tar in this image: Docker's copy needs only cp, find and xargs
+	}
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("install %s in target: %s", dir, strings.TrimSpace(res.Stderr))
 	}

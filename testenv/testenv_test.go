@@ -276,12 +276,18 @@ func TestCopyDirKeepsModesAndGetsCurrentTimes(t *testing.T) {
 		find . -newermt '2000-01-01' -type f | wc -l && ls -A /var/tmp | grep -c richt-stage || true`)
 		assert.Equal(t, "755 root .\n644 root plain\n600 root secret\n755 root sub dir\n755 root sub dir/it's a tool\ntool\n3\n0\n", out, via)
 	}
-	// A second copy over the first replaces its files.
+	// A second copy over the first replaces its files; a directory already there keeps
+	// its mode, and a link to a directory stays a link, as cp -R left them.
 	require.NoError(t, tg.StartAgent(ctx))
 	require.NoError(t, os.WriteFile(filepath.Join(src, "plain"), []byte("again\n"), 0o644))
 	require.NoError(t, os.Chmod(filepath.Join(src, "plain"), 0o640))
-	require.NoError(t, tg.CopyDir(ctx, src, "/run/copied-agent/x"))
+	tg.Shell(t, `chmod 0700 "/run/copied-agent/x/sub dir" && mkdir -p /run/elsewhere && mv "/run/copied-docker/x/sub dir" /run/elsewhere/ && ln -s "/run/elsewhere/sub dir" "/run/copied-docker/x/sub dir"`)
+	for _, via := range []string{"agent", "docker"} {
+		require.NoError(t, tg.CopyDir(ctx, src, "/run/copied-"+via+"/x"))
+	}
 	assert.Equal(t, "640 again\n", tg.Shell(t, "printf '%s ' $(stat -c %a /run/copied-agent/x/plain); cat /run/copied-agent/x/plain"))
+	assert.Equal(t, "700\n", tg.Shell(t, `stat -c %a "/run/copied-agent/x/sub dir"`))
+	assert.Equal(t, "symbolic link\ntool\n", tg.Shell(t, `stat -c %F "/run/copied-docker/x/sub dir"; "/run/elsewhere/sub dir/it's a tool"`))
 }
 
 // A binary built with Defaults gets them in every run that does not set the key: here a
