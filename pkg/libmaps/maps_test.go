@@ -140,6 +140,15 @@ func TestStaleDecides(t *testing.T) {
 	if got, err := (Scanner{Proc: proc}).Stale(43); err != nil || got != nil {
 		t.Errorf("a process that is gone: got %q, %v; want none", got, err)
 	}
+	// A process that ends between reading its maps and deciding them: its maps were read,
+	// but its root no longer resolves, so every path looks deleted. It maps nothing.
+	ended := fakeProc(t, proc, 44, "sleep", maps)
+	if err := os.Remove(filepath.Join(ended, "root")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := (Scanner{Proc: proc}).Stale(44); err != nil || got != nil {
+		t.Errorf("a process that ended while it was scanned: got %q, %v; want none", got, err)
+	}
 }
 
 // TestPIDsWalksSubgroups: a unit's processes are its group's and its sub-groups' (a

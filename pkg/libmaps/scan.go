@@ -130,6 +130,9 @@ func (s Scanner) Stale(pid int) ([]string, error) {
 	var out []string
 	for _, m := range ms {
 		stale, err := s.stale(base, m)
+		if errors.Is(err, errProcessGone) {
+			return nil, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("process %d: %w", pid, err)
 		}
@@ -151,6 +154,12 @@ func (s Scanner) stale(base string, m Mapping) (bool, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(base, "root", m.Path), &st); err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) {
+			// The file is gone, or the process is: once it has exited its root no longer
+			// resolves, and every path below it looks deleted (a daemon's short-lived
+			// child, scanned as it ends). Its root, asked after the file, tells them apart.
+			if _, rerr := os.Stat(filepath.Join(base, "root") + "/"); rerr != nil {
+				return false, errProcessGone
+			}
 			return true, nil
 		}
 		if gone(err) {
@@ -165,6 +174,9 @@ func (s Scanner) stale(base string, m Mapping) (bool, error) {
 	// the layer's device in maps and its own in stat: package documentation).
 	return st.Ino != m.Inode, nil
 }
+
+// errProcessGone is a process that ended while its mappings were decided: it maps nothing.
+var errProcessGone = errors.New("process ended while it was scanned")
 
 // gone reports an error of a process that exited while it was read.
 func gone(err error) bool {
