@@ -69,8 +69,8 @@ func sweepBuildDirs(tmp string, now time.Time) {
 		if !ok || !e.IsDir() {
 			continue
 		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		if pid, err := strconv.Atoi(pidText); err == nil && pid > 0 && strings.Contains(rest, "-") {
+		pidText, _, named := strings.Cut(rest, "-")
+		if pid, err := strconv.Atoi(pidText); err == nil && pid > 0 && named {
 			if !processRuns(pid) {
 				_ = os.RemoveAll(filepath.Join(tmp, e.Name()))
 			}
