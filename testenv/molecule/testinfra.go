@@ -41,15 +41,20 @@ func testinfraPython(candidates []string) (string, error) {
 // to directories followed), and what the additional globs match under dir, sorted.
 func testinfraTests(dir string, additional []string) ([]string, error) {
 	var files []string
-	var walk func(string, int) error
-	walk = func(d string, depth int) error {
-		if depth > 40 {
-			return fmt.Errorf("%s: directories nested too deep (a link loop?)", d)
+	// The directories being walked, outermost first: a link back to one of them is a loop.
+	// Checked by identity, not by depth, so the answer does not hang on how many links the
+	// kernel resolves in one path.
+	var stack []fs.FileInfo
+	var walk func(string, fs.FileInfo) error
+	walk = func(d string, self fs.FileInfo) error {
+		for _, up := range stack {
+			if os.SameFile(up, self) {
+				return fmt.Errorf("%s: a link loop (it leads back to a directory above it)", d)
+			}
 		}
+		stack = append(stack, self)
+		defer func() { stack = stack[:len(stack)-1] }()
 		entries, err := os.ReadDir(d)
-		if errors.Is(err, fs.ErrNotExist) && d == dir {
-			return nil
-		}
 		if err != nil {
 			return err
 		}
@@ -60,7 +65,7 @@ func testinfraTests(dir string, additional []string) ([]string, error) {
 				continue // a dangling link holds no test
 			}
 			if st.IsDir() {
-				if err := walk(p, depth+1); err != nil {
+				if err := walk(p, st); err != nil {
 					return err
 				}
 			} else if ok, _ := filepath.Match("test_*.py", e.Name()); ok {
@@ -69,8 +74,15 @@ func testinfraTests(dir string, additional []string) ([]string, error) {
 		}
 		return nil
 	}
-	if err := walk(dir, 0); err != nil {
+	switch top, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		// No tests directory: only what the globs name.
+	case err != nil:
 		return nil, err
+	default:
+		if err := walk(dir, top); err != nil {
+			return nil, err
+		}
 	}
 	for _, g := range additional {
 		m, err := filepath.Glob(filepath.Join(dir, g))
