@@ -153,6 +153,13 @@ rpmbuild -bb --quiet --define "_topdir $el" --define "_rpmdir $el/rpms" \
 # changes /usr later, as on EL; kernel modules (modprobe@) and the kernel's debug, tracing,
 # configfs, hugepages and fuse file systems, which a container neither loads nor needs, are
 # masked.
+# The system generators are masked too: each boot and each daemon-reload runs every one
+# of them, and in a container they find nothing to make a unit of (no fstab, console,
+# kernel command line, partition, TPM, hibernation image, rc.local or SysV script that
+# EL has). A daemon-reload took 126 ms of the machine's CPU with them and 68 ms without
+# (50 in a row on a booted target); a make test makes about 460 reloads and 158 boots
+# (process accounting: each generator ran 620 times, systemd-remount-fs 158).
+# User generators stay (environment.d reaches user managers through one).
 # EL's settings: a preset policy that disables every unit no earlier preset enables (Debian
 # enables them all), and EL's dnf.conf, whose best and skip_if_unavailable differ from
 # Debian's.
@@ -173,6 +180,7 @@ mmdebstrap --quiet --variant=essential \
   --customize-hook='if [ -e "$1/usr/bin/dnf-3" ]; then ln -sf dnf-3 "$1/usr/bin/yum"; else ln -sf dnf "$1/usr/bin/yum"; fi' \
   --customize-hook='ln -sf /dev/null "$1/etc/systemd/system/systemd-modules-load.service"' \
   --customize-hook='for u in modprobe@.service dev-hugepages.mount sys-kernel-debug.mount sys-kernel-tracing.mount sys-kernel-config.mount sys-fs-fuse-connections.mount; do ln -sf /dev/null "$1/etc/systemd/system/$u"; done' \
+  --customize-hook='mkdir -p "$1/etc/systemd/system-generators" && for g in "$1"/usr/lib/systemd/system-generators/*; do ln -sf /dev/null "$1/etc/systemd/system-generators/${g##*/}"; done' \
   --customize-hook='chroot "$1" journalctl --update-catalog' \
   --customize-hook='touch "$1/etc/.updated" "$1/var/.updated"' \
   --customize-hook='ln -sf /dev/null "$1/etc/systemd/system/ssh.service"; ln -sf /dev/null "$1/etc/systemd/system/ssh.socket"' \
