@@ -131,6 +131,10 @@ func TestFastPath(t *testing.T) {
 				assert.Equal(t, hash, strings.Fields(tg.MustExec(t, "sha256sum", cached))[0])
 				// One command per warm task: the arguments never touch the disk.
 				assert.NotContains(t, r.Output, "AnsiballZ_systemd_lifecycle")
+				// testenv's inventory turns SSH compression off (it only costs CPU on
+				// Docker's bridge): Ansible's ssh_args without their -C.
+				assert.Contains(t, r.Output, "SSH: EXEC ssh -o ControlMaster=auto -o ControlPersist=60s ")
+				assert.NotContains(t, r.Output, "SSH: EXEC ssh -C ")
 			})
 
 			runOn(t, c.name, "second run reuses the cached binary", func(t *testing.T) {

@@ -31,6 +31,9 @@ func TestUnderMitogen(t *testing.T) {
 	tg.MustExec(t, "rm", "-rf", cache)
 	r := mitogen("demo.yml", "-vvv")
 	assert.Positive(t, r.Changed(), "converged from clean")
+	// testenv's inventory turns Mitogen's SSH compression off too (mitogen_ssh_compression).
+	assert.Contains(t, r.Output, "command line for Connection(None): ssh ")
+	assert.NotContains(t, r.Output, "Compression yes")
 	assert.NotContains(t, r.Output, "should never be called")
 	assert.Equal(t, "active", tg.Snapshot(t, "demo.service").ActiveState)
 	hash := buildHash(t, coll)
