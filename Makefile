@@ -95,10 +95,14 @@ lint:
 #   checks without deadlines and a build that reuses its image) runs beside the tests,
 #   its output kept until they end; the package list is read before it starts, so the
 #   staged tree it builds is never listed. playbooks' execution-environment test waits on
-#   the same build lock, so it never runs against a half-built image.
+#   the same build lock, so it never runs against a half-built image. It runs at nice 10:
+#   the suite is CPU-bound and its end is the end-to-end packages', so test-before's 45 s
+#   or so of CPU go where they delay none of them (it still ended before them in every run
+#   measured: docs/testenv.md, "Stop 54").
 # - go test starts packages in the order given: the end-to-end packages come first,
-#   longest first (E2E_FIRST), so no long one starts last beside an idle slot; testenv's
-#   own tests (a cold image build among them) come last of them.
+#   longest first by their measured span (E2E_FIRST: playbooks 271 s, service 141,
+#   rpm_exact 106, systemd_lifecycle 101, molecule 92, testenv 64, modules 48,
+#   unit_override 18), so no long one starts last beside an idle slot.
 # - go test's own vet pass is off (-vet=off): test-before's lint runs the whole of go vet
 #   over the same tree beside it, so the subset go test runs per package was CPU spent twice.
 # - -trimpath (here and in lint's go vet) keeps the checkout's directory out of the build
@@ -106,7 +110,7 @@ lint:
 #   vetted: a clone's compile and link of every test binary took 40 s of CPU without, 17 s
 #   with; its go vet 13 s without, 0.7 s with (measured in fresh clones of one tree).
 # - -ldflags=-w: test binaries without DWARF (stack traces and t.Log's file:line come
-#   from the symbol table, which stays): linking them is about a third of go test's build
+#   from the runtime's own line table, which stays): linking them is about a third of go test's build
 #   CPU (66 links, 16 s per run), and a link without DWARF takes 0.86 s of CPU instead of
 #   1.22 s for testenv's test binary.
 # - test processes with targets take turns (TESTENV_MAX_TARGET_PROCESSES, docs/testenv.md:
@@ -116,13 +120,13 @@ lint:
 # test-before's make, named through a variable so that `make -n test` only prints the
 # recipe: a line that names $(MAKE) itself runs under -n, and this one runs the tests.
 TEST_BEFORE_MAKE := $(MAKE) --no-print-directory -j3 -Otarget test-before
-E2E_FIRST := playbooks modules/service modules/systemd_lifecycle modules/rpm_exact modules modules/unit_override testenv/molecule testenv
+E2E_FIRST := playbooks modules/service modules/systemd_lifecycle modules/rpm_exact testenv/molecule testenv modules modules/unit_override
 test: setup
 	@mod=$$($(GO) list -m) && all=$$($(GO) list ./...) || exit 1; \
 	  first=$$(for p in $(E2E_FIRST); do echo "$$mod/$$p"; done); \
 	  pkgs="$$first $$(echo "$$all" | grep -vxF "$$first")"; \
 	  log=$$(mktemp) && trap 'rm -f "$$log"' EXIT; \
-	  $(TEST_BEFORE_MAKE) >"$$log" 2>&1 & before=$$!; \
+	  nice -n 10 $(TEST_BEFORE_MAKE) >"$$log" 2>&1 & before=$$!; \
 	  echo "$(GO) test -p $$(( $$(nproc) + 1 )) -count=1 -vet=off -trimpath -ldflags=-w -timeout 45m $(E2E_FIRST) …the other packages (test-before beside it)"; \
 	  $(GO) test -p $$(( $$(nproc) + 1 )) -count=1 -vet=off -trimpath -ldflags=-w -timeout 45m $$pkgs; rc=$$?; \
 	  wait $$before; brc=$$?; echo "--- test-before (exit $$brc):"; cat "$$log"; \
