@@ -120,7 +120,7 @@ lint:
 # test-before's make, named through a variable so that `make -n test` only prints the
 # recipe: a line that names $(MAKE) itself runs under -n, and this one runs the tests.
 TEST_BEFORE_MAKE := $(MAKE) --no-print-directory -j3 -Otarget test-before
-E2E_FIRST := playbooks modules/service modules/systemd_lifecycle modules/rpm_exact testenv/molecule testenv modules modules/unit_override
+E2E_FIRST := playbooks modules/service modules/rpm_exact modules/systemd_lifecycle testenv/molecule testenv modules modules/unit_override
 test: setup
 	@mod=$$($(GO) list -m) && all=$$($(GO) list ./...) || exit 1; \
 	  first=$$(for p in $(E2E_FIRST); do echo "$$mod/$$p"; done); \
