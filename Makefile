@@ -95,10 +95,9 @@ lint:
 #   checks without deadlines and a build that reuses its image) runs beside the tests,
 #   its output kept until they end; the package list is read before it starts, so the
 #   staged tree it builds is never listed. playbooks' execution-environment test waits on
-#   the same build lock, so it never runs against a half-built image. It runs at nice 10:
-#   the suite is CPU-bound and its end is the end-to-end packages', so test-before's 45 s
-#   or so of CPU go where they delay none of them (it still ended before them in every run
-#   measured: docs/testenv.md, "Stop 54").
+#   the same build lock, so it never runs against a half-built image. Not niced: at nice
+#   10 its execution-environment build kept playbooks' test waiting on that lock (56 s
+#   instead of 44 s), and the run was no shorter (docs/testenv.md, "Stop 54").
 # - go test starts packages in the order given: the end-to-end packages come first,
 #   longest first by their measured span (E2E_FIRST: playbooks 271 s, service 141,
 #   rpm_exact 106, systemd_lifecycle 101, molecule 92, testenv 64, modules 48,
@@ -126,7 +125,7 @@ test: setup
 	  first=$$(for p in $(E2E_FIRST); do echo "$$mod/$$p"; done); \
 	  pkgs="$$first $$(echo "$$all" | grep -vxF "$$first")"; \
 	  log=$$(mktemp) && trap 'rm -f "$$log"' EXIT; \
-	  nice -n 10 $(TEST_BEFORE_MAKE) >"$$log" 2>&1 & before=$$!; \
+	  $(TEST_BEFORE_MAKE) >"$$log" 2>&1 & before=$$!; \
 	  echo "$(GO) test -p $$(( $$(nproc) + 1 )) -count=1 -vet=off -trimpath -ldflags=-w -timeout 45m $(E2E_FIRST) …the other packages (test-before beside it)"; \
 	  $(GO) test -p $$(( $$(nproc) + 1 )) -count=1 -vet=off -trimpath -ldflags=-w -timeout 45m $$pkgs; rc=$$?; \
 	  wait $$before; brc=$$?; echo "--- test-before (exit $$brc):"; cat "$$log"; \
