@@ -11,22 +11,31 @@ import (
 	"github.com/richt/services/testenv"
 )
 
+// mitogenPlay runs a playbook on tg under Mitogen (mitogen_linear over SSH) and fails the
+// test unless it succeeds.
+func mitogenPlay(t *testing.T, tg *testenv.Target, p string, args ...string) testenv.PlaybookResult {
+	t.Helper()
+	pb := play(t, p, tg)
+	pb.Connection = "ssh"
+	pb.Env = []string{"ANSIBLE_PIPELINING=1", "ANSIBLE_STRATEGY_PLUGINS=" + testenv.MitogenStrategyPlugins, "ANSIBLE_STRATEGY=mitogen_linear"}
+	pb.Args = args
+	return pb.RunOK(t)
+}
+
 // Under Mitogen (mitogen_linear over SSH) the modules take the fast path through Mitogen's
 // own channel (its exec_command hands the cached binary its arguments on stdin; Mitogen
 // forbids the pipelining query the fast path makes elsewhere), and the demo converges, is
-// idempotent, reports nothing in check mode once converged, keeps no_log secrets out of
-// the output, and keeps the cache in the effective user's home under become.
+// idempotent, reports nothing in check mode once converged, and keeps no_log secrets out
+// of the output. TestUnderMitogenBecome is the same channel under become, on a target of
+// its own, so that the two halves run side by side.
 func TestUnderMitogen(t *testing.T) {
 	t.Parallel()
 	tg := target(t)
 	coll, err := collection()
 	require.NoError(t, err)
 	mitogen := func(p string, args ...string) testenv.PlaybookResult {
-		pb := play(t, p, tg)
-		pb.Connection = "ssh"
-		pb.Env = []string{"ANSIBLE_PIPELINING=1", "ANSIBLE_STRATEGY_PLUGINS=" + testenv.MitogenStrategyPlugins, "ANSIBLE_STRATEGY=mitogen_linear"}
-		pb.Args = args
-		return pb.RunOK(t)
+		t.Helper()
+		return mitogenPlay(t, tg, p, args...)
 	}
 	tg.MustExec(t, "rm", "-rf", cache)
 	r := mitogen("demo.yml", "-vvv")
@@ -59,12 +68,18 @@ func TestUnderMitogen(t *testing.T) {
 		t.Errorf("the secret is in the output: …%s…", secret.Output[max(0, i-300):min(len(secret.Output), i+100)])
 	}
 	assert.Contains(t, secret.Output, "content is not a valid unit file: line 2")
+}
 
-	// become through Mitogen's sudo: the binary is cached in root's home, not the login
-	// user's.
+// Under Mitogen, become through its sudo: the fast path caches the binary in the
+// effective user's home (root's), not the login user's.
+func TestUnderMitogenBecome(t *testing.T) {
+	t.Parallel()
+	tg := target(t)
+	coll, err := collection()
+	require.NoError(t, err)
+	hash := buildHash(t, coll)
 	sshSudoer(t, tg, "deploy")
-	tg.MustExec(t, "rm", "-rf", cache)
-	become := mitogen("testdata/fastpath.yml", "-vvv", "-e", "ansible_user=deploy", "-e", "ansible_become=true", "-e", "ansible_become_method=sudo")
+	become := mitogenPlay(t, tg, "testdata/fastpath.yml", "-vvv", "-e", "ansible_user=deploy", "-e", "ansible_become=true", "-e", "ansible_become_method=sudo")
 	assert.Equal(t, []string{"installed " + buildFile + "-" + hash[:12], "ran cached systemd_lifecycle", "ran cached systemd_lifecycle"}, fastLog(become.Output))
 	assert.Regexp(t, `^regular file 700 root$`, strings.TrimSpace(tg.MustExec(t, "stat", "-c", "%F %a %U", cache+"/"+buildFile+"-"+hash)))
 	res, err := tg.Exec(t.Context(), "test", "-e", "/home/deploy/.cache/richt.services")
