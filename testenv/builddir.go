@@ -51,6 +51,19 @@ func processBuildDir() (string, error) {
 	return dir, nil
 }
 
+// newBuildDir makes a directory of its own, kind-RANDOM, in the process's build directory.
+func newBuildDir(kind string) (string, error) {
+	parent, err := processBuildDir()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(parent, kind+"-")
+	if err != nil {
+		return "", fmt.Errorf("%s directory: %w", kind, err)
+	}
+	return dir, nil
+}
+
 var buildDir struct {
 	mu    sync.Mutex
 	path  string

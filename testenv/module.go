@@ -127,11 +127,7 @@ func buildModule(k buildKey) (string, error) {
 	if raw.err != nil {
 		return "", raw.err
 	}
-	parent, err := processBuildDir()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp(parent, "bin-")
+	dir, err := newBuildDir("bin")
 	if err != nil {
 		return "", err
 	}
@@ -168,11 +164,7 @@ func Emulator(goarch string) string {
 
 // goBuild builds pkg for goarch into a directory of its own.
 func goBuild(pkg, goarch string) (string, error) {
-	parent, err := processBuildDir()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp(parent, "build-")
+	dir, err := newBuildDir("build")
 	if err != nil {
 		return "", err
 	}

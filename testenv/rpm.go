@@ -127,11 +127,7 @@ func Repo(tb testing.TB, pkgs ...Package) string {
 	v, _ := repos.LoadOrStore(string(key), &repoOnce{})
 	r := v.(*repoOnce)
 	r.once.Do(func() {
-		var parent string
-		if parent, r.err = processBuildDir(); r.err != nil {
-			return
-		}
-		if r.dir, r.err = os.MkdirTemp(parent, "repo-"); r.err == nil {
+		if r.dir, r.err = newBuildDir("repo"); r.err == nil {
 			r.err = BuildRepoDir(r.dir, pkgs...)
 		}
 	})

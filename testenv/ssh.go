@@ -40,13 +40,9 @@ func (a SSHAccess) HostVars() map[string]any {
 
 // clientKey makes the process's SSH key pair once, in its own temporary directory.
 var clientKey = sync.OnceValues(func() (string, error) {
-	parent, err := processBuildDir()
+	dir, err := newBuildDir("ssh")
 	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp(parent, "ssh-")
-	if err != nil {
-		return "", fmt.Errorf("ssh key directory: %w", err)
+		return "", fmt.Errorf("ssh key: %w", err)
 	}
 	key := filepath.Join(dir, "id_ed25519")
 	out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "richt-testenv", "-f", key).CombinedOutput()
