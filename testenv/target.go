@@ -511,14 +511,17 @@ func systemUp(out string) bool {
 // shellQuote makes s one word for /bin/sh.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// Diagnostics describes the target's systemd for a failure report: overall state, failed
-// units and the journal's end.
+// Diagnostics describes the target for a failure report: systemd's overall state, failed
+// units, the processes (with what each waits in) and the journal's end.
 func (t *Target) Diagnostics(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return t.transcript(ctx,
 		[]string{"systemctl", "is-system-running"},
 		[]string{"systemctl", "--failed", "--no-legend", "--no-pager"},
+		// What still runs, and where it waits: a hung child (a module's supervisor, DNF)
+		// shows here and nowhere else.
+		[]string{"ps", "-eo", "pid,ppid,stat,wchan:20,etime,args"},
 		[]string{"journalctl", "--no-pager", "-n", "25"})
 }
 
