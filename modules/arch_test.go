@@ -3,6 +3,7 @@ package modules_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"runtime"
 	"sort"
 	"strings"
@@ -49,14 +50,17 @@ const (
 // and restart_on, on both of its backends. Each backend has a unit of its own so that both
 // see a start.
 func scenario() []step {
+	// A transaction still running at the module's deadline is left to finish, and the run
+	// fails: with the module's own 10 minutes, a hung emulator cost the suite that long.
+	tmo := testenv.ModuleTimeout()
 	s := []step{
-		{name: "rpm_exact install", module: "rpm_exact", args: map[string]any{"name": "demo", "version": demoV1}},
-		{name: "rpm_exact converged", module: "rpm_exact", args: map[string]any{"name": "demo", "version": demoV1}},
-		{name: "rpm_exact set", module: "rpm_exact", args: map[string]any{"packages": []any{
+		{name: "rpm_exact install", module: "rpm_exact", args: map[string]any{"name": "demo", "version": demoV1, "timeout": tmo}},
+		{name: "rpm_exact converged", module: "rpm_exact", args: map[string]any{"name": "demo", "version": demoV1, "timeout": tmo}},
+		{name: "rpm_exact set", module: "rpm_exact", args: map[string]any{"timeout": tmo, "packages": []any{
 			map[string]any{"name": "demo", "version": demoV2},
 			map[string]any{"name": "acc-lib", "version": "0:1.0-1.noarch"},
 		}}},
-		{name: "rpm_exact set converged", module: "rpm_exact", args: map[string]any{"packages": []any{
+		{name: "rpm_exact set converged", module: "rpm_exact", args: map[string]any{"timeout": tmo, "packages": []any{
 			map[string]any{"name": "demo", "version": demoV2},
 			map[string]any{"name": "acc-lib", "version": "0:1.0-1.noarch"},
 		}}},
@@ -163,6 +167,11 @@ func TestForeignBuildsOnRealTargets(t *testing.T) {
 	want := <-native
 	for _, goarch := range foreignArches() {
 		t.Run(goarch+" under "+testenv.Emulator(goarch), func(t *testing.T) {
+			emu, err := testenv.EmulatorPath(goarch)
+			require.NoError(t, err)
+			version, err := exec.Command(emu, "--version").Output()
+			require.NoError(t, err, "%s --version", emu)
+			t.Logf("emulator: %s, %s", emu, strings.SplitN(string(version), "\n", 2)[0])
 			got, converged := runScenario(t, goarch)
 			logConverged(t, goarch, converged)
 			for i, s := range scenario() {

@@ -24,7 +24,7 @@ const (
 	aarch64Mask  = `\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff`
 )
 
-// runAarch64 lets the kernel run aarch64 programs through Debian's qemu-aarch64-static for
+// runAarch64 lets the kernel run aarch64 programs through testenv.EmulatorPath's QEMU for
 // the rest of the test, in containers too (the F flag opens the emulator now, so it need
 // not exist inside them), and removes the registration afterwards. A target that claims to
 // be aarch64 can then really execute the build the fast path installs there, probe and all.
@@ -36,8 +36,10 @@ func runAarch64(t *testing.T) {
 			t.Skipf("binfmt_misc cannot be mounted here (%v: %s): the choice of build is covered by the plugin's unit tests only", err, out)
 		}
 	}
+	emu, err := testenv.EmulatorPath("arm64")
+	require.NoError(t, err)
 	_ = os.WriteFile(dir+"/"+binfmtName, []byte("-1"), 0) // a leftover of an interrupted run
-	rule := fmt.Sprintf(":%s:M::%s:%s:/usr/bin/qemu-aarch64-static:F", binfmtName, aarch64Magic, aarch64Mask)
+	rule := fmt.Sprintf(":%s:M::%s:%s:%s:F", binfmtName, aarch64Magic, aarch64Mask, emu)
 	if err := os.WriteFile(dir+"/register", []byte(rule), 0); err != nil {
 		t.Skipf("cannot register aarch64 with binfmt_misc (%v): the choice of build is covered by the plugin's unit tests only", err)
 	}

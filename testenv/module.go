@@ -44,9 +44,8 @@ var builtArch sync.Map
 type BuildOption func(*buildKey)
 
 // Arch cross-compiles for GOARCH goarch (arm64, ppc64le, s390x, ...). RunModule runs such
-// a binary in the target under QEMU's user-mode emulator (qemu-ARCH-static, from Debian's
-// qemu-user-static on the host, copied into the target); its child processes (rpm, dnf,
-// systemctl) run natively.
+// a binary in the target under QEMU's user-mode emulator ([EmulatorPath], copied into the
+// target); its child processes (rpm, dnf, systemctl) run natively.
 func Arch(goarch string) BuildOption { return func(k *buildKey) { k.goarch = goarch } }
 
 // Named gives the binary the file name name: a multi-call binary (one program holding
@@ -152,14 +151,47 @@ func buildModule(k buildKey) (string, error) {
 	return out, nil
 }
 
-// Emulator is the file name of QEMU's user-mode emulator for GOARCH goarch, as Debian's
-// qemu-user-static installs it under /usr/bin.
+// Emulator is the name of QEMU's user-mode emulator for GOARCH goarch (qemu-aarch64,
+// qemu-s390x, ...), as QEMU names the program.
 func Emulator(goarch string) string {
 	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64", "386": "i386", "arm": "arm"}[goarch]
 	if arch == "" {
 		arch = goarch // ppc64le, s390x, riscv64: the same names
 	}
-	return "qemu-" + arch + "-static"
+	return "qemu-" + arch
+}
+
+// qemuDirEnv names a directory of QEMU user-mode emulators (qemu-ARCH) to run foreign
+// builds with, instead of defaultQEMUDir.
+const qemuDirEnv = "TESTENV_QEMU_DIR"
+
+// defaultQEMUDir is where make setup (.ci/setup-host) unpacks Debian trixie's emulators
+// (QEMU 10). Debian 12's own (qemu-user-static, QEMU 7.2) is the fallback: under it a Go
+// program that starts processes now and then never returns from a wait (CI lost a run of
+// modules/arch_test.go to one: the s390x supervisor never opened DNF's gate).
+const defaultQEMUDir = "/opt/richt/qemu-user/bin"
+
+// EmulatorPath is the host's QEMU user-mode emulator for goarch: qemu-ARCH in
+// TESTENV_QEMU_DIR when that is set, else in /opt/richt/qemu-user/bin (make setup puts
+// QEMU 10 there), else Debian 12's /usr/bin/qemu-ARCH-static.
+func EmulatorPath(goarch string) (string, error) {
+	name := Emulator(goarch)
+	if dir := os.Getenv(qemuDirEnv); dir != "" {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s has no emulator for %s: %w", qemuDirEnv, dir, goarch, err)
+		}
+		return p, nil
+	}
+	p := filepath.Join(defaultQEMUDir, name)
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	p = "/usr/bin/" + name + "-static"
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("no QEMU user-mode emulator for %s in %s or /usr/bin (make setup unpacks one): %w", goarch, defaultQEMUDir, err)
+	}
+	return p, nil
 }
 
 // goBuild builds pkg for goarch into a directory of its own.
@@ -254,14 +286,14 @@ func (t *Target) InstallModule(ctx context.Context, binary string) (string, erro
 	return dest, nil
 }
 
-// installEmulator copies the host's QEMU user-mode emulator for goarch into the target,
-// once per target, and returns its path there. It is a static binary, so it runs in any
-// target; without binfmt_misc it runs only the program it is given, and that program's
-// children run natively.
+// installEmulator copies the host's QEMU user-mode emulator for goarch ([EmulatorPath])
+// into the target, once per target, and returns its path there. It is a static binary, so
+// it runs in any target; without binfmt_misc it runs only the program it is given, and
+// that program's children run natively.
 func (t *Target) installEmulator(ctx context.Context, goarch string) (string, error) {
-	host := "/usr/bin/" + Emulator(goarch)
-	if _, err := os.Stat(host); err != nil {
-		return "", fmt.Errorf("run a %s build: %w (Debian's qemu-user-static provides it)", goarch, err)
+	host, err := EmulatorPath(goarch)
+	if err != nil {
+		return "", fmt.Errorf("run a %s build: %w", goarch, err)
 	}
 	return t.InstallModule(ctx, host)
 }
