@@ -152,7 +152,9 @@ rpmbuild -bb --quiet --define "_topdir $el" --define "_rpmdir $el/rpms" \
 # /var/.updated say so, so ldconfig.service and its kind skip the boot unless a package
 # changes /usr later, as on EL; kernel modules (modprobe@) and the kernel's debug, tracing,
 # configfs, hugepages and fuse file systems, which a container neither loads nor needs, are
-# masked.
+# masked, and so is the boot's population of /dev (systemd-tmpfiles-setup-dev and its early
+# half; Docker makes a container's /dev, and the kernel modules' static device nodes
+# they would add do not exist here).
 # The system generators are masked too: each boot and each daemon-reload runs every one
 # of them, and in a container they find nothing to make a unit of (no fstab, console,
 # kernel command line, partition, TPM, hibernation image, rc.local or SysV script that
@@ -179,7 +181,7 @@ mmdebstrap --quiet --variant=essential \
   --customize-hook='printf "[main]\ngpgcheck=1\ninstallonly_limit=3\nclean_requirements_on_remove=True\nbest=True\nskip_if_unavailable=False\n" > "$1/etc/dnf/dnf.conf"' \
   --customize-hook='if [ -e "$1/usr/bin/dnf-3" ]; then ln -sf dnf-3 "$1/usr/bin/yum"; else ln -sf dnf "$1/usr/bin/yum"; fi' \
   --customize-hook='ln -sf /dev/null "$1/etc/systemd/system/systemd-modules-load.service"' \
-  --customize-hook='for u in modprobe@.service dev-hugepages.mount sys-kernel-debug.mount sys-kernel-tracing.mount sys-kernel-config.mount sys-fs-fuse-connections.mount; do ln -sf /dev/null "$1/etc/systemd/system/$u"; done' \
+  --customize-hook='for u in modprobe@.service dev-hugepages.mount sys-kernel-debug.mount sys-kernel-tracing.mount sys-kernel-config.mount sys-fs-fuse-connections.mount systemd-tmpfiles-setup-dev-early.service systemd-tmpfiles-setup-dev.service; do ln -sf /dev/null "$1/etc/systemd/system/$u"; done' \
   --customize-hook='mkdir -p "$1/etc/systemd/system-generators" && for g in "$1"/usr/lib/systemd/system-generators/*; do ln -sf /dev/null "$1/etc/systemd/system-generators/${g##*/}"; done' \
   --customize-hook='chroot "$1" journalctl --update-catalog' \
   --customize-hook='touch "$1/etc/.updated" "$1/var/.updated"' \
