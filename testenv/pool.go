@@ -26,7 +26,7 @@ const spareLabel = LabelKey + ".spare-of"
 var pool struct {
 	mu     sync.Mutex
 	on     bool
-	spares map[string]*spare // the next spare of each kind
+	spares map[string]*spare // the next spare of each kind started before; nil after its first start
 	all    []*spare          // every spare booted, for the clean-up
 	wg     sync.WaitGroup    // spares still booting
 }
@@ -41,16 +41,17 @@ type spare struct {
 }
 
 // RunWithPool runs a package's tests (call it from TestMain) with a pool of pre-booted
-// targets: after a Start, a target with the same options boots in the background, so the
-// next Start of the same kind finds it ready instead of waiting for a boot. Only plain
+// targets: from the second Start of a kind on, a target with the same options boots in the
+// background after each, so the next Start of the same kind finds it ready instead of
+// waiting for a boot. Only plain
 // starts are pooled — no WithName, WithFile or WithLabel, which must be in place when
 // the container is created — the others boot as before. The spares left when the tests
 // end are removed before it returns, and a pool removes the spares of test processes
 // that died before removing theirs.
 //
 // The boot of a spare overlaps the test that took the previous target, so it costs the
-// machine one boot per kind of target and process beyond what the tests start, and it
-// saves each start after the first a boot's wait.
+// machine one boot per kind of target started twice or more in a process beyond what the
+// tests start, and it saves each start after the second a boot's wait.
 func RunWithPool(m *testing.M) int {
 	pool.mu.Lock()
 	pool.on, pool.spares = true, map[string]*spare{}
@@ -93,7 +94,15 @@ func takeSpare(ctx context.Context, o config) (t *Target, ok bool, err error) {
 		pool.mu.Unlock()
 		return nil, false, nil
 	}
-	s := pool.spares[key]
+	s, seen := pool.spares[key]
+	if !seen {
+		// The first start of a kind boots no spare: most kinds a test process starts once,
+		// and their spare was a boot nobody used (about ten per make test).
+		pool.spares[key] = nil
+		pool.mu.Unlock()
+		t, err = boot(ctx, o)
+		return t, true, err
+	}
 	next := &spare{ready: make(chan struct{})}
 	pool.spares[key] = next
 	pool.all = append(pool.all, next)
@@ -119,7 +128,7 @@ func takeSpare(ctx context.Context, o config) (t *Target, ok bool, err error) {
 			_ = s.t.Terminate(context.Background())
 		}
 	}
-	// No spare yet (the first start of its kind) or a spare that is no use: the caller's
+	// No spare yet (the second start of its kind) or a spare that is no use: the caller's
 	// target boots now, and the next one after it.
 	t, err = boot(ctx, o)
 	go bootSpare(next, o)

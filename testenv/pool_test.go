@@ -95,8 +95,8 @@ func TestPoolRemovesSparesOfProcessesThatAreGone(t *testing.T) {
 	assert.NoError(t, exec.Command("docker", "inspect", live).Run(), "a live process's spare stays")
 }
 
-// poolWithSpare starts the first target of a kind of its own (an end-to-end test, in
-// parallel) and returns the kind, that target and the spare the pool booted after it.
+// poolWithSpare starts two targets of a kind of its own (an end-to-end test, in parallel)
+// and returns the kind, the second target and the spare the pool booted after it.
 func poolWithSpare(t *testing.T) (kind Option, first *Target, s *spare) {
 	t.Helper()
 	if testing.Short() {
@@ -104,6 +104,16 @@ func poolWithSpare(t *testing.T) (kind Option, first *Target, s *spare) {
 	}
 	t.Parallel()
 	kind = poolKind(t)
+	first = Start(t, kind)
+	o, err := newConfig([]Option{kind})
+	require.NoError(t, err)
+	o.image = first.Image
+	key, _ := o.poolKey()
+	pool.mu.Lock()
+	s, seen := pool.spares[key]
+	pool.mu.Unlock()
+	require.True(t, seen, "the first start is remembered")
+	require.Nil(t, s, "the first start of a kind boots no spare")
 	first = Start(t, kind)
 	s = spareOf(t, first.Image, kind)
 	require.NoError(t, s.err)
