@@ -123,6 +123,7 @@ func soakMain() int {
 type soak struct {
 	t     *testenv.Target
 	rnd   *rand.Rand
+	deck  faultDeck
 	bins  map[string]string // module -> path on the host (a link named after it)
 	steps int
 	runs  int

@@ -15,9 +15,10 @@ import (
 func TestDrawIsAFunctionOfTheSeed(t *testing.T) {
 	draw := func(seed int64) []string {
 		r := rand.New(rand.NewSource(seed))
+		var deck faultDeck
 		var out []string
 		for range 200 {
-			st := Draw(r, versions[0], levels[0], rbState{rbGood[0], rbGoodConfigs[0]})
+			st := Draw(r, &deck, versions[0], levels[0], rbState{rbGood[0], rbGoodConfigs[0]})
 			out = append(out, fmt.Sprintf("%+v", st))
 		}
 		return out
@@ -29,6 +30,23 @@ func TestDrawIsAFunctionOfTheSeed(t *testing.T) {
 		seen[s] = true
 	}
 	assert.Greater(t, len(seen), 20, "the draws vary")
+}
+
+// Every kind of fault comes once in each run of len(faultKinds) faults drawn, in an order
+// the seed decides: a soak that draws a few dozen faults meets every kind several times.
+func TestFaultDeckDealsEveryKindOncePerRound(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	var deck faultDeck
+	orders := map[string]bool{}
+	for round := range 50 {
+		var order []string
+		for range faultKinds {
+			order = append(order, deck.deal(r))
+		}
+		assert.ElementsMatch(t, faultKinds, order, "round %d", round)
+		orders[strings.Join(order, ",")] = true
+	}
+	assert.Greater(t, len(orders), 40, "the rounds come in different orders")
 }
 
 func TestPickFaults(t *testing.T) {
@@ -59,11 +77,12 @@ func TestPickFaults(t *testing.T) {
 // module, kill-rollback meets a step that rolls back and moves the build.
 func TestDrawGivesEveryFaultAStepItCanHit(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
+	var deck faultDeck
 	seen := map[string]int{}
 	for range 6000 {
 		version, level := versions[r.Intn(2)], levels[r.Intn(3)]
 		rb := rbState{rbGood[r.Intn(2)], rbGoodConfigs[r.Intn(2)]}
-		st := Draw(r, version, level, rb)
+		st := Draw(r, &deck, version, level, rb)
 		seen[st.Fault]++
 		switch {
 		case slices.Contains(transactionFaults, st.Fault):
@@ -94,9 +113,10 @@ func TestDrawGivesEveryFaultAStepItCanHit(t *testing.T) {
 // the moved config; all three are drawn, with and without faults, and demo's ops still are.
 func TestDrawRollbackSteps(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
+	var deck faultDeck
 	ops, faulted := map[string]int{}, map[string]int{}
 	for range 3000 {
-		st := Draw(r, versions[0], levels[0], rbState{"1.0", "a"})
+		st := Draw(r, &deck, versions[0], levels[0], rbState{"1.0", "a"})
 		ops[st.Op]++
 		if st.Fault != "" {
 			faulted[st.Op]++
@@ -127,9 +147,10 @@ func TestDrawRollbackSteps(t *testing.T) {
 func TestDrawRollbackStepsWithAFixedSeed(t *testing.T) {
 	draw := func() (seq []string, ops map[string]int, killRollback int) {
 		r := rand.New(rand.NewSource(11))
+		var deck faultDeck
 		ops = map[string]int{}
 		for range 400 {
-			st := Draw(r, versions[0], levels[0], rbState{"1.0", "a"})
+			st := Draw(r, &deck, versions[0], levels[0], rbState{"1.0", "a"})
 			if slices.Contains(rollbackOps, st.Op) {
 				seq = append(seq, fmt.Sprintf("%s %s %s %v", st.Op, st.Rb, st.Fault, st.Check))
 				ops[st.Op]++
