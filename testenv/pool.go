@@ -97,7 +97,7 @@ func takeSpare(ctx context.Context, o config) (t *Target, ok bool, err error) {
 	s, seen := pool.spares[key]
 	if !seen {
 		// The first start of a kind boots no spare: most kinds a test process starts once,
-		// and their spare was a boot nobody used (about ten per make test).
+		// and their spare was a boot nobody used (about ten per make test, stop 54 counted).
 		pool.spares[key] = nil
 		pool.mu.Unlock()
 		t, err = boot(ctx, o)
