@@ -166,9 +166,10 @@ func Emulator(goarch string) string {
 const qemuDirEnv = "TESTENV_QEMU_DIR"
 
 // defaultQEMUDir is where make setup (.ci/setup-host) unpacks Debian trixie's emulators
-// (QEMU 10). Debian 12's own (qemu-user-static, QEMU 7.2) is the fallback: under it a Go
-// program that starts processes now and then never returns from a wait (CI lost a run of
-// modules/arch_test.go to one: the s390x supervisor never opened DNF's gate).
+// (QEMU 10). Debian 12's own (qemu-user-static, QEMU 7.2) is the fallback: under it a
+// child the emulated program forks now and then deadlocks before it executes anything,
+// and the program waits for it for ever (CI lost a run of modules/arch_test.go to one:
+// the s390x supervisor's rpm never started, so it never opened DNF's gate).
 const defaultQEMUDir = "/opt/richt/qemu-user/bin"
 
 // EmulatorPath is the host's QEMU user-mode emulator for goarch: qemu-ARCH in

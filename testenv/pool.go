@@ -43,9 +43,8 @@ type spare struct {
 // RunWithPool runs a package's tests (call it from TestMain) with a pool of pre-booted
 // targets: from the second Start of a kind on, a target with the same options boots in the
 // background after each, so the next Start of the same kind finds it ready instead of
-// waiting for a boot. Only plain
-// starts are pooled — no WithName, WithFile or WithLabel, which must be in place when
-// the container is created — the others boot as before. The spares left when the tests
+// waiting for a boot. Only plain starts are pooled — no WithName, WithFile or WithLabel,
+// which must be in place when the container is created — the others boot as before. The spares left when the tests
 // end are removed before it returns, and a pool removes the spares of test processes
 // that died before removing theirs.
 //
