@@ -22,6 +22,7 @@ func TestAFailedLifecycleRunOwesTheRestartItLeftPending(t *testing.T) {
 	ctx := context.Background()
 	s, err := newSoak(1, testenv.BuildModule(t, modules.Command))
 	require.NoError(t, err)
+	t.Cleanup(s.removeTemp) // the target goes with testenv.Start's own clean-up
 	s.t = testenv.Start(t)
 	require.NoError(t, s.setUpDemo(ctx))
 	s.snapshot(ctx)

@@ -102,7 +102,7 @@ func soakMain() int {
 		fmt.Fprintln(os.Stderr, "richt-soak:", err)
 		return 2
 	}
-	defer s.t.Terminate(context.Background())
+	defer s.close()
 	began := time.Now()
 	deadline := began.Add(*dur)
 	for time.Now().Before(deadline) && len(s.violations) == 0 && ctx.Err() == nil {
@@ -121,7 +121,10 @@ func soakMain() int {
 }
 
 type soak struct {
-	t     *testenv.Target
+	t *testenv.Target
+	// tmp are the host's directories the soak made (the build, the module links, the
+	// packages' repository), removed by close: every soak and every make test left three.
+	tmp   []string
 	rnd   *rand.Rand
 	deck  faultDeck
 	bins  map[string]string // module -> path on the host (a link named after it)
@@ -198,16 +201,27 @@ func start(ctx context.Context, seed int64, prebuilt string) (*soak, error) {
 	}
 	s, err := newSoak(seed, bin)
 	if err != nil {
+		if prebuilt == "" {
+			_ = os.RemoveAll(filepath.Dir(bin))
+		}
+		return nil, err
+	}
+	if prebuilt == "" {
+		s.tmp = append(s.tmp, filepath.Dir(bin))
+	}
+	// What start made goes when it fails: the caller gets no soak to close.
+	fail := func(err error) (*soak, error) {
+		s.close()
 		return nil, err
 	}
 	if s.t, err = testenv.StartContext(ctx, testenv.WithLabel("org.richt.soak", "1")); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if err := s.setUpDemo(ctx); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if err := s.setUpRollback(ctx); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	// The set-up's install and first start are owed by nothing the ledger tracks yet.
 	s.led.take()
@@ -230,9 +244,11 @@ func newSoak(seed int64, bin string) (*soak, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.tmp = append(s.tmp, dir)
 	for _, m := range modules.Names() {
 		p := filepath.Join(dir, m)
 		if err := os.Symlink(bin, p); err != nil {
+			s.removeTemp()
 			return nil, err
 		}
 		s.bins[m] = p
@@ -250,6 +266,7 @@ func (s *soak) setUpDemo(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.tmp = append(s.tmp, repo)
 	var pkgs []testenv.Package
 	for _, v := range pkgVersions {
 		pkgs = append(pkgs, soakPackage(v))
@@ -280,6 +297,22 @@ func soakPackage(v pkgVersion) testenv.Package {
 		p.SystemdUnits = []string{"demo.service"}
 	}
 	return p
+}
+
+// close removes the soak's target (when it has one) and its directories on the host.
+func (s *soak) close() {
+	if s.t != nil {
+		_ = s.t.Terminate(context.Background())
+	}
+	s.removeTemp()
+}
+
+// removeTemp removes the soak's directories on the host.
+func (s *soak) removeTemp() {
+	for _, d := range s.tmp {
+		_ = os.RemoveAll(d)
+	}
+	s.tmp = nil
 }
 
 // build compiles the multi-call binary for the targets.
