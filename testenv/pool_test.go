@@ -19,8 +19,9 @@ func poolKind(t *testing.T) Option {
 	return WithEnv(map[string]string{"RICHT_POOL_TEST": fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())})
 }
 
-// spareOf is the pool's next spare for opts' kind of start from image, once it is ready.
-func spareOf(t *testing.T, image string, opts ...Option) *spare {
+// poolEntry is the pool's entry for opts' kind of start from image: the next spare (nil
+// after the kind's first start), and whether the kind has been started at all.
+func poolEntry(t *testing.T, image string, opts ...Option) (*spare, bool) {
 	t.Helper()
 	o, err := newConfig(opts)
 	require.NoError(t, err)
@@ -28,8 +29,15 @@ func spareOf(t *testing.T, image string, opts ...Option) *spare {
 	key, ok := o.poolKey()
 	require.True(t, ok, "a plain start is pooled")
 	pool.mu.Lock()
-	s := pool.spares[key]
-	pool.mu.Unlock()
+	defer pool.mu.Unlock()
+	s, seen := pool.spares[key]
+	return s, seen
+}
+
+// spareOf is the pool's next spare for opts' kind of start from image, once it is ready.
+func spareOf(t *testing.T, image string, opts ...Option) *spare {
+	t.Helper()
+	s, _ := poolEntry(t, image, opts...)
 	require.NotNil(t, s, "a start leaves a spare of its kind booting")
 	<-s.ready
 	return s
@@ -105,13 +113,7 @@ func poolWithSpare(t *testing.T) (kind Option, first *Target, s *spare) {
 	t.Parallel()
 	kind = poolKind(t)
 	first = Start(t, kind)
-	o, err := newConfig([]Option{kind})
-	require.NoError(t, err)
-	o.image = first.Image
-	key, _ := o.poolKey()
-	pool.mu.Lock()
-	s, seen := pool.spares[key]
-	pool.mu.Unlock()
+	s, seen := poolEntry(t, first.Image, kind)
 	require.True(t, seen, "the first start is remembered")
 	require.Nil(t, s, "the first start of a kind boots no spare")
 	first = Start(t, kind)
